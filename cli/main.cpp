@@ -1,0 +1,67 @@
+// oppx: global options, then the command table does the rest.
+#include "cli/commands.h"
+#include "common/paths.h"
+#include "proto/daemon_api.h"
+
+#include <fmt/format.h>
+
+#include <csignal>
+
+using namespace oppx::cli;
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string socket;
+  // Global options come before the command.
+  while (!args.empty() && args[0].rfind("-", 0) == 0) {
+    if (args[0] == "--socket" && args.size() > 1) {
+      socket = args[1];
+      args.erase(args.begin(), args.begin() + 2);
+    } else if (args[0].rfind("--socket=", 0) == 0) {
+      socket = args[0].substr(9);
+      args.erase(args.begin());
+    } else if (args[0] == "--version" || args[0] == "-V") {
+      fmt::print("oppx {} (build {})\n", OPPX_VERSION, oppx::kBuildId);
+      return kExitOk;
+    } else if (args[0] == "--help" || args[0] == "-h") {
+      args[0] = "help";
+      break;
+    } else {
+      fmt::print(stderr, "oppx: unknown option {}\n\n{}", args[0], overview_help());
+      return kExitUsage;
+    }
+  }
+  if (args.empty()) {
+    fmt::print("{}", overview_help());
+    return kExitOk;
+  }
+
+  std::string group;
+  std::string name = args[0];
+  args.erase(args.begin());
+  if (is_group(name)) {
+    group = name;
+    name.clear();
+    if (!args.empty() && args[0].rfind("-", 0) != 0) {
+      name = args[0];
+      args.erase(args.begin());
+    }
+  }
+  const Command* cmd = find_command(group, name);
+  if (!cmd) {
+    if (!group.empty() && (name.empty() || name == "help")) {
+      fmt::print("{}", group_help(group));
+      return name.empty() && !args.empty() && args[0] != "--help" && args[0] != "-h" ? kExitUsage : kExitOk;
+    }
+    std::string what = group.empty() ? name : group + " " + name;
+    fmt::print(stderr, "oppx: unknown command `{}`\n\n{}", what, group.empty() ? overview_help() : group_help(group));
+    return kExitUsage;
+  }
+  if (take_flag(args, "--help") || take_flag(args, "-h")) {
+    fmt::print("{}", command_help(*cmd));
+    return kExitOk;
+  }
+  Context ctx{oppx::paths::socket_path(socket), std::move(args), argv[0]};
+  return cmd->run(ctx);
+}

@@ -1,0 +1,25 @@
+// Private folders: created 0700 and verified with lstat (owned by us, no group/other bits, not
+// a symlink). Nothing here ever chmods an existing folder: an unsafe one is refused with the path
+// and the reason, and the user decides.
+#pragma once
+
+#include <boost/system/result.hpp>
+
+#include <chrono>
+#include <string>
+
+namespace oppx {
+
+// Checks an existing folder. The error is one sentence that names the path, the cause and a fix.
+boost::system::result<void, std::string> check_private_dir(const std::string& dir);
+
+// Creates the missing parts of `dir` with mode 0700, then checks the last one.
+boost::system::result<void, std::string> ensure_private_dir(const std::string& dir);
+
+// flock(LOCK_EX) that gives up after `wait`; false when the lock was not taken.
+bool lock_within(int fd, std::chrono::milliseconds wait);
+
+std::string dirname_of(const std::string& path);
+std::string basename_of(const std::string& path);
+
+}  // namespace oppx

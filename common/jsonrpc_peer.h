@@ -1,0 +1,95 @@
+// The JSON-RPC peer: ids, pending calls both ways, dispatch, exactly one reply per request.
+// It never knows which transport it has. Incoming requests get a Reply that must be used once;
+// a Reply dropped unused answers with an internal error, so no caller ever waits forever.
+#pragma once
+
+#include "common/transport.h"
+#include "proto/jsonrpc.h"
+
+#include <boost/json/value.hpp>
+#include <boost/system/result.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+namespace oppx {
+
+class JsonRpcPeer;
+
+class Reply {
+ public:
+  Reply(Reply&& other) noexcept;
+  Reply& operator=(Reply&&) = delete;
+  Reply(const Reply&) = delete;
+  ~Reply();
+
+  void ok(boost::json::value result);
+  void fail(proto::RpcError error);
+  bool done() const { return done_; }
+  // True once the caller went away (disconnected); a result sent then is dropped.
+  bool cancelled() const;
+  // Runs when the caller goes away before the reply; at most once.
+  void on_cancel(std::function<void()> fn);
+  const boost::json::value& id() const { return id_; }
+
+ private:
+  friend class JsonRpcPeer;
+  struct State {
+    bool cancelled = false;
+    std::function<void()> on_cancel;
+  };
+  Reply(std::weak_ptr<JsonRpcPeer> peer, boost::json::value id, std::shared_ptr<State> state);
+  void finish(std::string line);
+
+  std::weak_ptr<JsonRpcPeer> peer_;
+  boost::json::value id_;
+  std::shared_ptr<State> state_;
+  bool done_ = false;
+};
+
+class JsonRpcPeer : public std::enable_shared_from_this<JsonRpcPeer> {
+ public:
+  using CallResult = boost::system::result<boost::json::value, proto::RpcError>;
+  struct Options {
+    std::string name;  // for log lines: "client 3", "mcp:everything"
+    std::function<void(proto::Request, Reply)> on_request;
+    std::function<void(proto::Notification)> on_notification;
+    std::function<void(const TransportError&)> on_closed;
+    // A server answers malformed lines with an error; a client of an MCP server only logs them.
+    bool reply_to_malformed = true;
+    std::size_t max_in_flight = 1024;  // incoming requests not yet answered
+  };
+
+  static std::shared_ptr<JsonRpcPeer> create(std::unique_ptr<Transport> transport, Options options);
+  ~JsonRpcPeer();
+
+  void start();
+  void notify(std::string_view method, const boost::json::value& params);
+  // Sends a request; `done` runs once with the result, the error, or kind "disconnected".
+  boost::json::value call(std::string_view method, const boost::json::value& params, std::function<void(CallResult)> done);
+  void close();  // graceful: queued replies are written first
+  void abort();
+
+  bool closed() const { return closed_; }
+  std::size_t in_flight() const { return incoming_.size(); }
+  const std::string& name() const { return options_.name; }
+
+ private:
+  friend class Reply;
+  JsonRpcPeer(std::unique_ptr<Transport> transport, Options options);
+  void on_line(std::string line);
+  void on_closed(const TransportError& e);
+  void send_line(std::string line);
+  void reply_done(const boost::json::value& id);
+
+  std::unique_ptr<Transport> transport_;
+  Options options_;
+  std::unordered_map<std::string, std::shared_ptr<Reply::State>> incoming_;
+  std::unordered_map<std::string, std::function<void(CallResult)>> outgoing_;
+  std::int64_t next_id_ = 1;
+  bool closed_ = false;
+};
+
+}  // namespace oppx

@@ -1,0 +1,198 @@
+// NdjsonTransport: reads with one outstanding async_read_some, splits lines itself (so a line
+// over the cap is refused before it is buffered whole), and writes the queue in batches. The
+// public handle owns a shared Impl; pending operations keep the Impl alive until they return.
+#include "common/ndjson_transport.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include <array>
+#include <deque>
+#include <unistd.h>
+
+namespace oppx {
+
+namespace asio = boost::asio;
+
+namespace {
+
+class Impl : public std::enable_shared_from_this<Impl> {
+ public:
+  Impl(asio::io_context& io, int read_fd, int write_fd, NdjsonLimits limits)
+      : in_(io, read_fd),
+        out_(io, read_fd == write_fd ? ::dup(write_fd) : write_fd),
+        stall_timer_(io),
+        close_timer_(io),
+        limits_(limits) {}
+
+  void start(Transport::Handlers h) {
+    handlers_ = std::move(h);
+    read_more();
+  }
+
+  bool send(std::string message) {
+    if (closed_ || closing_) return false;
+    if (queued_bytes_ + message.size() + 1 > limits_.max_queue_bytes) {
+      fail("overflow", "the peer does not read its replies; its write queue is full");
+      return false;
+    }
+    message.push_back('\n');
+    queued_bytes_ += message.size();
+    queue_.push_back(std::move(message));
+    write_more();
+    return true;
+  }
+
+  void close() {
+    if (closed_ || closing_) return;
+    closing_ = true;
+    boost::system::error_code ec;
+    in_.cancel(ec);
+    if (!writing_) return finish("closed", "closed");
+    close_timer_.expires_after(limits_.close_grace);
+    close_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec) self->finish("closed", "closed before the queue was written");
+    });
+  }
+
+  void abort() { finish("closed", "closed"); }
+
+ private:
+  void read_more() {
+    in_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+      self->on_read(ec, n);
+    });
+  }
+
+  void on_read(boost::system::error_code ec, std::size_t n) {
+    if (closed_ || closing_) return;
+    if (ec) {
+      if (ec == asio::error::eof) return fail("eof", partial_.empty() ? "end of stream" : "end of stream in the middle of a line");
+      return fail("io", ec.message());
+    }
+    std::string_view data(chunk_.data(), n);
+    while (!data.empty()) {
+      auto nl = data.find('\n');
+      if (nl == std::string_view::npos) {
+        if (partial_.size() + data.size() > limits_.max_line) return too_large();
+        if (partial_.empty()) arm_stall_timer();
+        partial_.append(data);
+        break;
+      }
+      if (partial_.size() + nl > limits_.max_line) return too_large();
+      std::string line = std::move(partial_);
+      partial_.clear();
+      line.append(data.substr(0, nl));
+      data.remove_prefix(nl + 1);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.empty()) continue;
+      if (handlers_.on_line) handlers_.on_line(std::move(line));
+      if (closed_ || closing_) return;  // the handler closed us
+    }
+    if (partial_.empty()) stall_timer_.cancel();
+    read_more();
+  }
+
+  void too_large() {
+    fail("too_large", "a message is longer than " + std::to_string(limits_.max_line) + " bytes");
+  }
+
+  void arm_stall_timer() {
+    stall_timer_.expires_after(limits_.stall_timeout);
+    stall_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec && !self->partial_.empty()) self->fail("stalled", "the peer sent part of a line and then nothing");
+    });
+  }
+
+  void write_more() {
+    if (writing_ || queue_.empty() || closed_) return;
+    writing_ = true;
+    batch_.clear();
+    for (std::size_t i = 0; i < queue_.size() && batch_.size() < 64; ++i) batch_.push_back(asio::buffer(queue_[i]));
+    asio::async_write(out_, batch_, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+      self->on_written(ec);
+    });
+  }
+
+  void on_written(boost::system::error_code ec) {
+    writing_ = false;
+    if (closed_) return;
+    if (ec) return fail("io", "write failed: " + ec.message());
+    for (std::size_t i = 0; i < batch_.size(); ++i) {
+      queued_bytes_ -= queue_.front().size();
+      queue_.pop_front();
+    }
+    if (!queue_.empty()) return write_more();
+    if (closing_) finish("closed", "closed");
+  }
+
+  void fail(const char* kind, std::string message) { finish(kind, std::move(message)); }
+
+  void finish(const char* kind, std::string message) {
+    if (closed_) return;
+    closed_ = true;
+    boost::system::error_code ec;
+    stall_timer_.cancel();
+    close_timer_.cancel();
+    in_.close(ec);
+    out_.close(ec);
+    queue_.clear();
+    queued_bytes_ = 0;
+    auto on_closed = std::move(handlers_.on_closed);
+    handlers_ = {};
+    // Posted, so that a send() or close() that ends the transport never re-enters its caller.
+    if (on_closed) {
+      asio::post(in_.get_executor(), [on_closed = std::move(on_closed), e = TransportError{kind, std::move(message)}] {
+        on_closed(e);
+      });
+    }
+  }
+
+ public:
+  // The owner is going away: end without telling it.
+  void detach() {
+    handlers_ = {};
+    finish("closed", "closed");
+  }
+
+ private:
+
+  asio::posix::stream_descriptor in_;
+  asio::posix::stream_descriptor out_;
+  asio::steady_timer stall_timer_;
+  asio::steady_timer close_timer_;
+  NdjsonLimits limits_;
+  Transport::Handlers handlers_;
+  std::array<char, 64 * 1024> chunk_{};
+  std::string partial_;
+  std::deque<std::string> queue_;
+  std::vector<asio::const_buffer> batch_;
+  std::size_t queued_bytes_ = 0;
+  bool writing_ = false;
+  bool closing_ = false;
+  bool closed_ = false;
+};
+
+class NdjsonTransport final : public Transport {
+ public:
+  explicit NdjsonTransport(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  ~NdjsonTransport() override { impl_->detach(); }
+  void start(Handlers h) override { impl_->start(std::move(h)); }
+  bool send(std::string m) override { return impl_->send(std::move(m)); }
+  void close() override { impl_->close(); }
+  void abort() override { impl_->abort(); }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_ndjson_transport(asio::io_context& io, int read_fd, int write_fd, NdjsonLimits limits) {
+  return std::make_unique<NdjsonTransport>(std::make_shared<Impl>(io, read_fd, write_fd, limits));
+}
+
+}  // namespace oppx

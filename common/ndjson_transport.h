@@ -1,0 +1,31 @@
+// NDJSON (one message per line) over a pair of file descriptors, driven by Asio. Bounded in
+// every direction: a line over max_line, a write queue over max_queue_bytes, or a partial line
+// that stalls longer than stall_timeout closes the transport with a reason.
+#pragma once
+
+#include "common/transport.h"
+
+#include <chrono>
+#include <cstddef>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace oppx {
+
+struct NdjsonLimits {
+  std::size_t max_line = 16u << 20;
+  std::size_t max_queue_bytes = 32u << 20;
+  std::chrono::milliseconds stall_timeout{60'000};  // a partial line that gets no further
+  std::chrono::milliseconds close_grace{5'000};     // flushing on close() at most this long
+};
+
+// Takes ownership of both descriptors; they may be the same (a socket), then it is dup'ed.
+std::unique_ptr<Transport> make_ndjson_transport(boost::asio::io_context& io, int read_fd, int write_fd,
+                                                 NdjsonLimits limits = {});
+
+// Two transports joined in memory, for tests of whatever speaks over a Transport.
+std::pair<std::unique_ptr<Transport>, std::unique_ptr<Transport>> make_memory_pair(boost::asio::io_context& io);
+
+}  // namespace oppx

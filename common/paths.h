@@ -1,0 +1,21 @@
+// Where oppx keeps its files (SPEC §1). Every path follows the XDG variables, so a test that sets
+// HOME and XDG_* to a temp folder never touches the user's files.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace oppx::paths {
+
+std::string home();
+std::string state_dir();   // $XDG_STATE_HOME/oppx, else ~/.local/state/oppx
+std::string config_dir();  // $XDG_CONFIG_HOME/oppx, else ~/.config/oppx
+std::string daemon_log();  // state_dir()/oppxd.log
+
+// Socket: `explicit_path` (--socket), else $OPPX_SOCKET, else $XDG_RUNTIME_DIR/oppx/oppxd.sock,
+// else /tmp/oppx-$UID/oppxd.sock.
+std::string socket_path(std::string_view explicit_path = {});
+std::string lock_path(const std::string& socket);        // one daemon per socket: flock on it
+std::string start_lock_path(const std::string& socket);  // CLIs starting a daemon take turns on it
+
+}  // namespace oppx::paths

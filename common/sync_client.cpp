@@ -1,0 +1,133 @@
+// SyncClient: connect(2) to the socket path, write with MSG_NOSIGNAL (a closed daemon is an
+// error, never a SIGPIPE), read with poll(2) against a deadline.
+#include "common/sync_client.h"
+
+#include <boost/json/parse.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace oppx {
+
+namespace json = boost::json;
+using proto::ErrorCode;
+using proto::RpcError;
+
+boost::system::result<SyncClient, ConnectError> SyncClient::connect(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    return ConnectError{ConnectError::Kind::kPathTooLong,
+                        "the socket path " + path + " is " + std::to_string(path.size()) + " bytes, over the limit of " +
+                            std::to_string(sizeof addr.sun_path - 1) + "; set OPPX_SOCKET to a shorter path"};
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ConnectError{ConnectError::Kind::kOther, std::string("socket: ") + std::strerror(errno)};
+  int rc;
+  do {
+    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    int err = errno;
+    ::close(fd);
+    ConnectError e;
+    e.message = "cannot connect to " + path + ": " + std::strerror(err);
+    if (err == ENOENT || err == ECONNREFUSED || err == ENOTDIR) {
+      e.kind = ConnectError::Kind::kNoDaemon;
+    } else if (err == EACCES || err == EPERM) {
+      e.kind = ConnectError::Kind::kPermission;
+    }
+    return e;
+  }
+  return SyncClient(fd);
+}
+
+SyncClient::SyncClient(SyncClient&& other) noexcept
+    : fd_(other.fd_), next_id_(other.next_id_), buffer_(std::move(other.buffer_)) {
+  other.fd_ = -1;
+}
+
+SyncClient& SyncClient::operator=(SyncClient&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    next_id_ = other.next_id_;
+    buffer_ = std::move(other.buffer_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+SyncClient::~SyncClient() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool SyncClient::write_raw(std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+boost::system::result<std::string, SyncClient::ReadFailure> SyncClient::read_line(std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
+      std::string line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      return line;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return ReadFailure::kTimeout;
+    pollfd p{fd_, POLLIN, 0};
+    int rc = ::poll(&p, 1, static_cast<int>(left));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc == 0) return ReadFailure::kTimeout;
+    char chunk[65536];
+    ssize_t n = ::read(fd_, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) return ReadFailure::kEof;
+    if (n < 0) return ReadFailure::kIo;
+    buffer_.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+boost::system::result<json::value, RpcError> SyncClient::call(std::string_view method, const json::value& params,
+                                                              std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  json::value id = next_id_++;
+  if (!write_raw(proto::serialize_request(id, method, params) + "\n")) {
+    return RpcError::make(ErrorCode::kInternal, proto::kind::kDisconnected,
+                          "the daemon closed the connection before " + std::string(method) + " was sent");
+  }
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto line = read_line(std::max(left, std::chrono::milliseconds(0)));
+    if (!line) {
+      if (line.error() == ReadFailure::kTimeout) {
+        return RpcError::make(ErrorCode::kInternal, "timeout",
+                              "the daemon did not answer " + std::string(method) + " within " +
+                                  std::to_string(timeout.count()) + " ms");
+      }
+      return RpcError::make(ErrorCode::kInternal, proto::kind::kDisconnected,
+                            "the daemon closed the connection during " + std::string(method) + " (" +
+                                (line.error() == ReadFailure::kEof ? "end of stream" : "read error") + ")");
+    }
+    auto msg = proto::parse_message(*line);
+    if (!msg) continue;  // not ours to judge; the daemon's own lines are well formed
+    if (auto* resp = std::get_if<proto::Response>(&*msg); resp && resp->id == id) {
+      if (resp->ok) return std::move(resp->result);
+      return std::move(resp->error);
+    }
+  }
+}
+
+}  // namespace oppx

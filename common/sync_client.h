@@ -1,0 +1,49 @@
+// A blocking JSON-RPC client of the daemon's socket, for the CLI, tests and benchmarks: plain
+// POSIX calls, no event loop, every wait bounded by a deadline. Notifications are skipped.
+#pragma once
+
+#include "proto/jsonrpc.h"
+
+#include <boost/json/value.hpp>
+#include <boost/system/result.hpp>
+
+#include <chrono>
+#include <string>
+
+namespace oppx {
+
+struct ConnectError {
+  enum class Kind { kNoDaemon, kPermission, kPathTooLong, kOther };
+  Kind kind = Kind::kOther;
+  std::string message;
+};
+
+class SyncClient {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  static boost::system::result<SyncClient, ConnectError> connect(const std::string& socket_path);
+
+  SyncClient(SyncClient&& other) noexcept;
+  SyncClient& operator=(SyncClient&& other) noexcept;
+  ~SyncClient();
+
+  // One request, waiting for its reply (skipping notifications and other ids) until `timeout`.
+  // A broken connection is kind "disconnected"; no reply in time is kind "timeout".
+  boost::system::result<boost::json::value, proto::RpcError> call(std::string_view method, const boost::json::value& params,
+                                                                 std::chrono::milliseconds timeout);
+
+  // Raw access for tests: write bytes as they are, read one line (without its newline).
+  bool write_raw(std::string_view bytes);
+  enum class ReadFailure { kTimeout, kEof, kIo };
+  boost::system::result<std::string, ReadFailure> read_line(std::chrono::milliseconds timeout);
+  int fd() const { return fd_; }
+
+ private:
+  explicit SyncClient(int fd) : fd_(fd) {}
+  int fd_ = -1;
+  std::int64_t next_id_ = 1;
+  std::string buffer_;
+};
+
+}  // namespace oppx

@@ -1,0 +1,168 @@
+// oppxd: the per-user daemon. By default it detaches and returns once its socket is ready (or
+// prints why it could not start, with an exit code from startup.h); --foreground stays attached
+// and logs to stderr too, for debugging and systemd.
+#include "common/fs.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "daemon/server.h"
+#include "proto/daemon_api.h"
+
+#include <boost/asio/io_context.hpp>
+
+#include <fmt/format.h>
+
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+
+using namespace oppx;
+
+constexpr const char* kUsage =
+    "usage: oppxd [--socket PATH] [--foreground] [--verbose]\n"
+    "\n"
+    "The oppx daemon: owns the connectors and answers oppx and editor plugins on a Unix socket.\n"
+    "You rarely start it yourself: every oppx command that needs it starts it.\n"
+    "\n"
+    "  --socket PATH   serve on PATH (default: $OPPX_SOCKET, else $XDG_RUNTIME_DIR/oppx/oppxd.sock,\n"
+    "                  else /tmp/oppx-$UID/oppxd.sock)\n"
+    "  --foreground    stay attached to the terminal and log to stderr as well\n"
+    "  --verbose       log every connection and rejected message too\n"
+    "  --version       print the version and build id\n"
+    "  --help          this text\n"
+    "\n"
+    "Exit codes: 0 started, 1 failed, 2 usage, 3 unsafe socket path, 4 another oppxd already serves it.\n"
+    "Log: $XDG_STATE_HOME/oppx/oppxd.log (default ~/.local/state/oppx/oppxd.log).\n";
+
+// Start-up result, told to the waiting parent through a pipe: "0\n" or "<code> <message>".
+void report(int fd, int code, const std::string& message) {
+  std::string line = std::to_string(code) + " " + message + "\n";
+  if (fd >= 0) {
+    (void)!::write(fd, line.data(), line.size());
+  } else if (code != 0) {
+    fmt::print(stderr, "oppxd: {}\n", message);
+  }
+}
+
+// Parent side of the detach: wait for the child's verdict.
+int wait_for_child(int fd, pid_t child) {
+  std::string got;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  if (got.empty()) {
+    int st = 0;
+    ::waitpid(child, &st, 0);
+    fmt::print(stderr, "oppxd: the daemon exited while starting; see {}\n", paths::daemon_log());
+    return daemon::kExitFailed;
+  }
+  int code = std::atoi(got.c_str());
+  auto space = got.find(' ');
+  std::string message = space == std::string::npos ? "" : got.substr(space + 1);
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  if (code != 0) fmt::print(stderr, "oppxd: {}\n", message);
+  return code;
+}
+
+void detach_stdio() {
+  int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0) return;
+  ::dup2(null, STDIN_FILENO);
+  ::dup2(null, STDOUT_FILENO);
+  ::dup2(null, STDERR_FILENO);
+  if (null > STDERR_FILENO) ::close(null);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string socket_arg;
+  bool foreground = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--socket" && i + 1 < argc) {
+      socket_arg = argv[++i];
+    } else if (a.rfind("--socket=", 0) == 0) {
+      socket_arg = a.substr(9);
+    } else if (a == "--foreground") {
+      foreground = true;
+    } else if (a == "--verbose") {
+      log::set_level(log::Level::kDebug);
+    } else if (a == "--help" || a == "-h") {
+      fmt::print("{}", kUsage);
+      return 0;
+    } else if (a == "--version") {
+      fmt::print("oppxd {} (build {})\n", OPPX_VERSION, kBuildId);
+      return 0;
+    } else {
+      fmt::print(stderr, "oppxd: unknown argument {}\n{}", a, kUsage);
+      return daemon::kExitUsage;
+    }
+  }
+
+  // Whatever started us may have leaked descriptors; a daemon that keeps them holds pipes open.
+  ::close_range(3, ~0U, 0);
+  std::signal(SIGPIPE, SIG_IGN);
+  const std::string socket_path = paths::socket_path(socket_arg);
+  const std::string log_path = paths::daemon_log();
+
+  int report_fd = -1;
+  if (!foreground) {
+    int pfd[2];
+    if (::pipe2(pfd, O_CLOEXEC) != 0) {
+      fmt::print(stderr, "oppxd: pipe: {}\n", std::strerror(errno));
+      return daemon::kExitFailed;
+    }
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      fmt::print(stderr, "oppxd: fork: {}\n", std::strerror(errno));
+      return daemon::kExitFailed;
+    }
+    if (pid > 0) {
+      ::close(pfd[1]);
+      return wait_for_child(pfd[0], pid);
+    }
+    ::close(pfd[0]);
+    report_fd = pfd[1];
+    ::setsid();
+    if (::chdir("/") != 0) {
+      // Staying in the start folder only keeps it busy; not a reason to fail.
+    }
+  }
+
+  if (auto r = ensure_private_dir(paths::state_dir()); !r) {
+    report(report_fd, daemon::kExitUnsafePath, r.error());
+    return daemon::kExitUnsafePath;
+  }
+  if (std::string err = log::open(log_path, foreground); !err.empty()) {
+    report(report_fd, daemon::kExitFailed, err);
+    return daemon::kExitFailed;
+  }
+
+  boost::asio::io_context io(1);
+  daemon::Server server(io, daemon::ServerOptions{socket_path, log_path});
+  if (auto r = server.listen(); !r) {
+    log::write(r.error().exit_code == daemon::kExitAlreadyRunning ? log::Level::kInfo : log::Level::kError, r.error().message);
+    report(report_fd, r.error().exit_code, r.error().message);
+    return r.error().exit_code;
+  }
+  server.start();
+  if (report_fd >= 0) {
+    report(report_fd, 0, "ready");
+    ::close(report_fd);
+    detach_stdio();
+  } else {
+    fmt::print(stderr, "oppxd: ready on {} (pid {})\n", socket_path, ::getpid());
+  }
+  io.run();
+  log::info("stopped");
+  return 0;
+}

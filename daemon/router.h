@@ -1,0 +1,56 @@
+// The method table's machinery: a name → handler map with typed binders that decode params
+// (answering -32602 with the failing field) before the handler runs. The table itself, one line
+// per method, is in methods.cpp. No Asio here.
+#pragma once
+
+#include "common/jsonrpc_peer.h"
+#include "proto/jsonrpc.h"
+
+#include <boost/json/value_from.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace oppx::daemon {
+
+// Who is asking: one per connection.
+struct Client {
+  std::uint64_t id = 0;
+  std::int64_t pid = 0;
+  std::int64_t uid = 0;
+  std::string name;  // from hello
+  bool greeted = false;
+  std::weak_ptr<JsonRpcPeer> peer;  // for notifications to this client
+};
+
+class Router {
+ public:
+  using Handler = std::function<void(const proto::Request&, Reply, Client&)>;
+
+  void add(std::string method, Handler handler);
+
+  // A handler taking decoded params: `decode` is a function json::value → result<P, std::string>.
+  template <class Decode, class Fn>
+  void add(std::string method, Decode decode, Fn fn) {
+    add(std::move(method), [decode, fn](const proto::Request& req, Reply reply, Client& client) {
+      auto params = decode(req.params);
+      if (!params) {
+        proto::RpcError e = proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams, params.error());
+        e.data["field"] = params.error().substr(0, params.error().find(':'));
+        return reply.fail(std::move(e));
+      }
+      fn(*params, std::move(reply), client);
+    });
+  }
+
+  void dispatch(const proto::Request& req, Reply reply, Client& client) const;
+  std::vector<std::string> methods() const;
+
+ private:
+  std::map<std::string, Handler, std::less<>> handlers_;
+};
+
+}  // namespace oppx::daemon

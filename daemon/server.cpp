@@ -1,0 +1,205 @@
+// Server::Impl. Peer credentials are read with SO_PEERCRED right after accept, before a byte is
+// read or written: another uid is logged and closed. The socket folder is watched with inotify,
+// so a socket deleted under a running daemon comes back at once instead of leaving a daemon that
+// holds the lock but cannot be reached.
+#include "daemon/server.h"
+
+#include "common/fs.h"
+#include "common/log.h"
+#include "proto/daemon_api.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <map>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace oppx::daemon {
+
+namespace asio = boost::asio;
+using unix_socket = asio::local::stream_protocol;
+
+struct Server::Impl {
+  Impl(Server& owner, asio::io_context& io, ServerOptions options)
+      : owner(owner), io(io), options(std::move(options)), acceptor(io), signals(io), watch(io), retry_timer(io) {}
+
+  Server& owner;
+  asio::io_context& io;
+  ServerOptions options;
+  Router router;
+  unix_socket::acceptor acceptor;
+  asio::signal_set signals;
+  asio::posix::stream_descriptor watch;
+  asio::steady_timer retry_timer;
+  std::array<char, 4096> watch_buf{};
+  Listener listener;
+  std::map<std::uint64_t, std::shared_ptr<JsonRpcPeer>> clients;
+  std::uint64_t next_client = 1;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  bool stopping = false;
+
+  void adopt(BoundSocket s) {
+    boost::system::error_code ec;
+    acceptor.close(ec);
+    acceptor.assign(unix_socket(), s.fd, ec);
+    if (ec) log::error("cannot use the listening socket: {}", ec.message());
+    listener.socket = s;
+  }
+
+  void accept_next() {
+    if (stopping) return;
+    acceptor.async_accept([this](boost::system::error_code ec, unix_socket::socket sock) {
+      if (stopping || ec == asio::error::operation_aborted) return;
+      if (ec) {
+        // EMFILE and friends: back off instead of spinning on an error that will repeat.
+        log::warn("accept failed: {}; retrying in 100 ms", ec.message());
+        retry_timer.expires_after(std::chrono::milliseconds(100));
+        retry_timer.async_wait([this](boost::system::error_code e) {
+          if (!e) accept_next();
+        });
+        return;
+      }
+      on_accept(std::move(sock));
+      accept_next();
+    });
+  }
+
+  void on_accept(unix_socket::socket sock) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(sock.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      log::warn("closed a connection whose credentials could not be read");
+      return;
+    }
+    if (cred.uid != ::geteuid()) {
+      log::warn("refused a connection from uid {} (pid {}): only uid {} may use this daemon", cred.uid, cred.pid, ::geteuid());
+      return;  // the socket closes as it goes out of scope: nothing read, nothing sent
+    }
+    boost::system::error_code ec;
+    sock.non_blocking(true, ec);
+    int fd = sock.release(ec);
+    if (ec) return;
+
+    auto client = std::make_shared<Client>();
+    client->id = next_client++;
+    client->pid = cred.pid;
+    client->uid = cred.uid;
+    std::uint64_t id = client->id;
+
+    JsonRpcPeer::Options po;
+    po.name = "client " + std::to_string(id);
+    po.on_request = [this, client](proto::Request req, Reply reply) {
+      if (stopping) {
+        return reply.fail(proto::RpcError::make(proto::ErrorCode::kShuttingDown, proto::kind::kShuttingDown,
+                                                "the daemon is shutting down; run the command again to start a new one"));
+      }
+      router.dispatch(req, std::move(reply), *client);
+    };
+    po.on_notification = [](proto::Notification n) { log::debug("ignored notification {}", n.method); };
+    po.on_closed = [this, id](const TransportError& e) {
+      if (e.kind != "eof" && e.kind != "closed") log::warn("client {} dropped: {} ({})", id, e.message, e.kind);
+      log::debug("client {} disconnected", id);
+      // Erased later, not inside the peer's own callback.
+      asio::post(io, [this, id] { clients.erase(id); });
+    };
+    auto peer = JsonRpcPeer::create(make_ndjson_transport(io, fd, fd, options.limits), std::move(po));
+    client->peer = peer;
+    clients.emplace(id, peer);
+    log::debug("client {} connected (pid {})", id, cred.pid);
+    peer->start();
+  }
+
+  void watch_folder() {
+    int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd < 0) return log::warn("cannot watch the socket folder (inotify: {}); a deleted socket will not come back", errno);
+    const std::string dir = dirname_of(options.socket_path);
+    if (::inotify_add_watch(fd, dir.c_str(), IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF) < 0) {
+      ::close(fd);
+      return log::warn("cannot watch the socket folder {}", dir);
+    }
+    watch.assign(fd);
+    read_watch();
+  }
+
+  void read_watch() {
+    watch.async_read_some(asio::buffer(watch_buf), [this](boost::system::error_code ec, std::size_t) {
+      if (ec || stopping) return;
+      if (!socket_is_ours(options.socket_path, listener.socket)) replace_socket();
+      read_watch();
+    });
+  }
+
+  void replace_socket() {
+    if (::access(options.socket_path.c_str(), F_OK) == 0) {
+      log::warn("{} was replaced by something else; leaving it alone", options.socket_path);
+      return;
+    }
+    if (auto r = ensure_private_dir(dirname_of(options.socket_path)); !r) return log::error("{}", r.error());
+    auto bound = bind_listener(options.socket_path);
+    if (!bound) return log::error("the socket was deleted and could not be made again: {}", bound.error());
+    log::warn("the socket {} was deleted; made it again", options.socket_path);
+    adopt(*bound);
+    accept_next();
+  }
+
+  void stop(const std::string& reason) {
+    if (stopping) return;
+    stopping = true;
+    log::info("shutting down: {}", reason);
+    boost::system::error_code ec;
+    signals.cancel(ec);
+    watch.close(ec);
+    retry_timer.cancel();
+    if (socket_is_ours(options.socket_path, listener.socket)) ::unlink(options.socket_path.c_str());
+    acceptor.close(ec);
+    for (auto& [id, peer] : clients) peer->close();
+  }
+};
+
+Server::Server(asio::io_context& io, ServerOptions options) : impl_(std::make_unique<Impl>(*this, io, std::move(options))) {
+  register_methods(impl_->router, *this);
+}
+
+Server::~Server() {
+  if (impl_->listener.lock_fd >= 0) ::close(impl_->listener.lock_fd);
+}
+
+boost::system::result<void, StartupError> Server::listen() {
+  auto l = acquire_socket(impl_->options.socket_path, impl_->options.lock_wait);
+  if (!l) return l.error();
+  impl_->listener.lock_fd = l->lock_fd;
+  impl_->adopt(l->socket);
+  return {};
+}
+
+void Server::start() {
+  if (impl_->options.handle_signals) {
+    impl_->signals.add(SIGTERM);
+    impl_->signals.add(SIGINT);
+    impl_->signals.async_wait([this](boost::system::error_code ec, int sig) {
+      if (!ec) stop(sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    });
+  }
+  impl_->watch_folder();
+  log::info("oppxd {} (build {}) listening on {} (pid {})", OPPX_VERSION, kBuildId, impl_->options.socket_path, ::getpid());
+  impl_->accept_next();
+}
+
+void Server::stop(const std::string& reason) { impl_->stop(reason); }
+Router& Server::router() { return impl_->router; }
+const ServerOptions& Server::options() const { return impl_->options; }
+std::int64_t Server::client_count() const { return static_cast<std::int64_t>(impl_->clients.size()); }
+bool Server::stopping() const { return impl_->stopping; }
+
+double Server::uptime_seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - impl_->started).count();
+}
+
+}  // namespace oppx::daemon

@@ -1,0 +1,71 @@
+// Encoding and decoding of the daemon/… wire structs. Decoders read only what they need and
+// ignore the rest, so an older client still reads a newer daemon's replies.
+#include "proto/daemon_api.h"
+
+#include "proto/decode.h"
+
+#include <boost/json/object.hpp>
+
+namespace oppx::proto {
+
+namespace json = boost::json;
+
+boost::system::result<HelloParams, std::string> decode_hello_params(const json::value& params) {
+  FieldReader r(params, "params");
+  HelloParams p;
+  auto protocol = r.integer("protocol", true);
+  p.client = r.string("client", false).value_or("");
+  p.build = r.string("build", false).value_or("");
+  if (!r.ok()) return r.error();
+  p.protocol = static_cast<int>(*protocol);
+  return p;
+}
+
+boost::system::result<HelloResult, std::string> decode_hello_result(const json::value& result) {
+  FieldReader r(result, "result");
+  HelloResult h;
+  auto protocol = r.integer("protocol", true);
+  h.version = r.string("version", false).value_or("");
+  h.build = r.string("build", false).value_or("");
+  h.pid = r.integer("pid", false).value_or(0);
+  if (!r.ok()) return r.error();
+  h.protocol = static_cast<int>(*protocol);
+  return h;
+}
+
+boost::system::result<StatusResult, std::string> decode_status_result(const json::value& result) {
+  FieldReader r(result, "result");
+  StatusResult s;
+  s.pid = r.integer("pid", true).value_or(0);
+  s.version = r.string("version", false).value_or("");
+  s.build = r.string("build", false).value_or("");
+  s.clients = r.integer("clients", false).value_or(0);
+  s.connectors = r.integer("connectors", false).value_or(0);
+  s.socket = r.string("socket", false).value_or("");
+  s.log = r.string("log", false).value_or("");
+  if (!r.ok()) return r.error();
+  if (const json::value* up = result.as_object().if_contains("uptime_s"); up && up->is_number()) {
+    s.uptime_s = up->to_number<double>();
+  }
+  return s;
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const HelloParams& v) {
+  jv = json::object{{"protocol", v.protocol}, {"client", v.client}, {"build", v.build}};
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const HelloResult& v) {
+  jv = json::object{{"protocol", v.protocol}, {"version", v.version}, {"build", v.build}, {"pid", v.pid}};
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const StatusResult& v) {
+  jv = json::object{{"pid", v.pid},         {"version", v.version},       {"build", v.build},
+                    {"uptime_s", v.uptime_s}, {"clients", v.clients},     {"connectors", v.connectors},
+                    {"socket", v.socket},   {"log", v.log}};
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const ShutdownResult& v) {
+  jv = json::object{{"stopping", v.stopping}};
+}
+
+}  // namespace oppx::proto

@@ -1,0 +1,59 @@
+// Wire structs of the `hello` and `daemon/…` methods (docs/protocol.md, "Methods").
+// Encoders are tag_invoke overloads for boost::json::value_from; decoders return the struct or
+// the message naming the failing field.
+#pragma once
+
+#include <boost/json/value.hpp>
+#include <boost/json/value_from.hpp>
+#include <boost/system/result.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace oppx {
+extern const char kBuildId[];  // generated: version and a hash of the sources
+}
+
+namespace oppx::proto {
+
+// Bumped whenever a method changes incompatibly; a client and a daemon must agree on it.
+inline constexpr int kProtocolVersion = 1;
+
+struct HelloParams {
+  int protocol = 0;
+  std::string client;  // free text: "oppx", "vscode-oppx 0.3", …
+  std::string build;   // the client's build id, when it has one
+};
+
+struct HelloResult {
+  int protocol = kProtocolVersion;
+  std::string version;
+  std::string build;
+  std::int64_t pid = 0;
+};
+
+struct StatusResult {
+  std::int64_t pid = 0;
+  std::string version;
+  std::string build;
+  double uptime_s = 0;
+  std::int64_t clients = 0;
+  std::int64_t connectors = 0;  // configured MCP connectors (none before the connectors land)
+  std::string socket;
+  std::string log;
+};
+
+struct ShutdownResult {
+  bool stopping = true;
+};
+
+boost::system::result<HelloParams, std::string> decode_hello_params(const boost::json::value& params);
+boost::system::result<HelloResult, std::string> decode_hello_result(const boost::json::value& result);
+boost::system::result<StatusResult, std::string> decode_status_result(const boost::json::value& result);
+
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const HelloParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const HelloResult& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const StatusResult& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ShutdownResult& v);
+
+}  // namespace oppx::proto

@@ -1,0 +1,133 @@
+// JSON-RPC 2.0 parsing and serialising. The parser is strict where the spec is (jsonrpc "2.0",
+// method a string, id a string or integer) and liberal elsewhere: unknown members are ignored.
+#include "proto/jsonrpc.h"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+namespace oppx::proto {
+
+RpcError RpcError::make(ErrorCode code, std::string_view kind, std::string message) {
+  RpcError e;
+  e.code = static_cast<int>(code);
+  e.kind = std::string(kind);
+  e.message = std::move(message);
+  return e;
+}
+
+json::object RpcError::to_json() const {
+  json::object data = this->data;
+  data["kind"] = kind;
+  return json::object{{"code", code}, {"message", message}, {"data", std::move(data)}};
+}
+
+RpcError RpcError::from_json(const json::value& error) {
+  RpcError e;
+  const json::object* obj = error.if_object();
+  if (!obj) {
+    e.message = "malformed error object";
+    e.kind = std::string(kind::kInternal);
+    return e;
+  }
+  if (auto* c = obj->if_contains("code"); c && c->is_int64()) e.code = static_cast<int>(c->as_int64());
+  if (auto* m = obj->if_contains("message"); m && m->is_string()) e.message = std::string(m->as_string());
+  if (auto* d = obj->if_contains("data"); d && d->is_object()) {
+    e.data = d->as_object();
+    if (auto* k = e.data.if_contains("kind"); k && k->is_string()) e.kind = std::string(k->as_string());
+    e.data.erase("kind");
+  }
+  return e;
+}
+
+namespace {
+
+bool valid_id(const json::value& id) { return id.is_string() || id.is_int64() || id.is_uint64(); }
+
+Rejection reject(json::value id, ErrorCode code, std::string_view kind, std::string message) {
+  return Rejection{std::move(id), RpcError::make(code, kind, std::move(message))};
+}
+
+}  // namespace
+
+boost::system::result<Message, Rejection> parse_message(std::string_view line) {
+  boost::system::error_code ec;
+  json::value v = json::parse(line, ec);
+  if (ec) {
+    return reject(nullptr, ErrorCode::kParseError, kind::kParseError,
+                  "the line is not valid JSON (" + ec.message() + "); send one JSON object per line");
+  }
+  if (v.is_array()) {
+    return reject(nullptr, ErrorCode::kInvalidRequest, kind::kBatchUnsupported,
+                  "batch arrays are not supported; send each request as its own line");
+  }
+  json::object* obj = v.if_object();
+  if (!obj) return reject(nullptr, ErrorCode::kInvalidRequest, kind::kInvalidRequest, "a message must be a JSON object");
+
+  const json::value* idp = obj->if_contains("id");
+  json::value id = idp && valid_id(*idp) ? *idp : json::value(nullptr);
+  const json::value* ver = obj->if_contains("jsonrpc");
+  if (!ver || !ver->is_string() || ver->as_string() != "2.0") {
+    return reject(id, ErrorCode::kInvalidRequest, kind::kInvalidRequest, "jsonrpc: expected \"2.0\"");
+  }
+  if (idp && !valid_id(*idp)) {
+    return reject(nullptr, ErrorCode::kInvalidRequest, kind::kInvalidRequest,
+                  idp->is_null() ? "id: null is not allowed; use a string or an integer"
+                                 : "id: expected a string or an integer");
+  }
+
+  const json::value* method = obj->if_contains("method");
+  if (method) {
+    if (!method->is_string()) return reject(id, ErrorCode::kInvalidRequest, kind::kInvalidRequest, "method: expected string");
+    json::value params = nullptr;
+    if (const json::value* p = obj->if_contains("params")) {
+      if (!p->is_object() && !p->is_array()) {
+        return reject(id, ErrorCode::kInvalidParams, kind::kInvalidParams, "params: expected object");
+      }
+      params = *p;
+    }
+    if (!idp) return Message{Notification{std::string(method->as_string()), std::move(params)}};
+    return Message{Request{std::move(id), std::string(method->as_string()), std::move(params)}};
+  }
+
+  if (!idp) return reject(nullptr, ErrorCode::kInvalidRequest, kind::kInvalidRequest, "a message needs a method or an id");
+  Response r;
+  r.id = std::move(id);
+  if (const json::value* res = obj->if_contains("result")) {
+    r.result = *res;
+  } else if (const json::value* err = obj->if_contains("error")) {
+    r.ok = false;
+    r.error = RpcError::from_json(*err);
+  } else {
+    return reject(r.id, ErrorCode::kInvalidRequest, kind::kInvalidRequest, "a response needs result or error");
+  }
+  return Message{std::move(r)};
+}
+
+std::string serialize_request(const json::value& id, std::string_view method, const json::value& params) {
+  json::object o{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}};
+  if (!params.is_null()) o["params"] = params;
+  return json::serialize(o);
+}
+
+std::string serialize_notification(std::string_view method, const json::value& params) {
+  json::object o{{"jsonrpc", "2.0"}, {"method", method}};
+  if (!params.is_null()) o["params"] = params;
+  return json::serialize(o);
+}
+
+std::string serialize_result(const json::value& id, const json::value& result) {
+  return json::serialize(json::object{{"jsonrpc", "2.0"}, {"id", id}, {"result", result}});
+}
+
+std::string serialize_error(const json::value& id, const RpcError& error) {
+  return json::serialize(json::object{{"jsonrpc", "2.0"}, {"id", id}, {"error", error.to_json()}});
+}
+
+std::string id_key(const json::value& id) {
+  if (id.is_string()) return "s:" + std::string(id.as_string());
+  if (id.is_int64()) return "i:" + std::to_string(id.as_int64());
+  if (id.is_uint64()) return "i:" + std::to_string(id.as_uint64());
+  return "null";
+}
+
+}  // namespace oppx::proto
