@@ -61,7 +61,7 @@ int status(Context& ctx) {
       "  connectors  {}\n"
       "  socket      {}\n"
       "  log         {}\n",
-      s->version, s->pid, s->build, format_uptime(s->uptime_s), s->clients, s->connectors, s->socket, s->log);
+      s->version, s->pid, s->build, format_uptime(s->uptime_ms / 1000.0), s->clients, s->connectors, s->socket, s->log);
   return kExitOk;
 }
 

@@ -48,7 +48,7 @@ int demo(Context& ctx) {
     return kExitFailed;
   }
   fmt::print("2. daemon/status over the socket: median {:.0f} µs over {} calls\n", times[times.size() / 2], times.size());
-  fmt::print("   uptime {:.1f} s, {} client(s) connected, {} connector(s) configured\n", st->uptime_s, st->clients,
+  fmt::print("   uptime {:.1f} s, {} client(s) connected, {} connector(s) configured\n", st->uptime_ms / 1000.0, st->clients,
              st->connectors);
   fmt::print("   log: {}\n\n", st->log);
   fmt::print(

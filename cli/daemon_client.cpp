@@ -165,6 +165,10 @@ std::optional<std::string> build_mismatch_warning(const proto::HelloResult& hell
 }
 
 boost::system::result<Connection, ClientError> connect_daemon(const std::string& socket, Start start) {
+  // Whoever can write the folder could have put their own daemon there: refuse before talking.
+  if (struct stat st {}; ::lstat(dirname_of(socket).c_str(), &st) == 0) {
+    if (auto r = check_private_dir(dirname_of(socket)); !r) return ClientError{kExitNoDaemon, r.error()};
+  }
   auto c = SyncClient::connect(socket);
   if (c) return greet(std::move(*c));
   const ConnectError& e = c.error();

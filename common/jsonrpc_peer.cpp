@@ -19,7 +19,7 @@ Reply::Reply(Reply&& other) noexcept
 }
 
 Reply::~Reply() {
-  if (done_) return;
+  if (done_ || cancelled()) return;  // a cancelled request has nobody left to answer
   log::error("request {} was dropped without a reply; answering with an internal error", proto::id_key(id_));
   fail(RpcError::make(ErrorCode::kInternal, proto::kind::kInternal,
                       "the daemon dropped this request without an answer (a bug); see oppxd.log"));
@@ -62,6 +62,13 @@ void JsonRpcPeer::start() {
       },
       [weak](const TransportError& e) {
         if (auto self = weak.lock()) self->on_closed(e);
+      },
+      [weak](const TransportError& e) {
+        auto self = weak.lock();
+        if (!self || !self->options_.reply_to_malformed) return;
+        self->send_line(proto::serialize_error(
+            nullptr, RpcError::make(ErrorCode::kInvalidRequest, proto::kind::kTooLarge,
+                                    e.message + "; the connection is closed. Send large data in smaller messages")));
       }});
 }
 

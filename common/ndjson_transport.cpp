@@ -46,15 +46,20 @@ class Impl : public std::enable_shared_from_this<Impl> {
     return true;
   }
 
-  void close() {
+  void close() { close_with("closed", "closed"); }
+
+  // Graceful: stop reading, write the queue (within close_grace), then end with this reason.
+  void close_with(const char* kind, std::string message) {
     if (closed_ || closing_) return;
     closing_ = true;
+    close_kind_ = kind;
+    close_message_ = std::move(message);
     boost::system::error_code ec;
     in_.cancel(ec);
-    if (!writing_) return finish("closed", "closed");
+    if (!writing_) return finish(close_kind_, close_message_);
     close_timer_.expires_after(limits_.close_grace);
     close_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-      if (!ec) self->finish("closed", "closed before the queue was written");
+      if (!ec) self->finish(self->close_kind_, self->close_message_ + " (before the queue was written)");
     });
   }
 
@@ -97,7 +102,12 @@ class Impl : public std::enable_shared_from_this<Impl> {
   }
 
   void too_large() {
-    fail("too_large", "a message is longer than " + std::to_string(limits_.max_line) + " bytes");
+    TransportError e{"too_large", "a message is longer than the limit of " + std::to_string(limits_.max_line) + " bytes"};
+    partial_.clear();
+    partial_.shrink_to_fit();
+    if (!handlers_.on_oversize) return fail(e.kind.c_str(), e.message);
+    handlers_.on_oversize(e);
+    close_with("too_large", e.message);
   }
 
   void arm_stall_timer() {
@@ -126,7 +136,7 @@ class Impl : public std::enable_shared_from_this<Impl> {
       queue_.pop_front();
     }
     if (!queue_.empty()) return write_more();
-    if (closing_) finish("closed", "closed");
+    if (closing_) finish(close_kind_, close_message_);
   }
 
   void fail(const char* kind, std::string message) { finish(kind, std::move(message)); }
@@ -171,6 +181,8 @@ class Impl : public std::enable_shared_from_this<Impl> {
   std::deque<std::string> queue_;
   std::vector<asio::const_buffer> batch_;
   std::size_t queued_bytes_ = 0;
+  const char* close_kind_ = "closed";
+  std::string close_message_;
   bool writing_ = false;
   bool closing_ = false;
   bool closed_ = false;

@@ -1,6 +1,6 @@
 // NDJSON (one message per line) over a pair of file descriptors, driven by Asio. Bounded in
-// every direction: a line over max_line, a write queue over max_queue_bytes, or a partial line
-// that stalls longer than stall_timeout closes the transport with a reason.
+// every direction: a line over max_line, a write queue over max_queue_bytes, or a line still
+// incomplete stall_timeout after its first byte (a trickle cannot hold it open) closes it.
 #pragma once
 
 #include "common/transport.h"
@@ -17,7 +17,7 @@ namespace oppx {
 struct NdjsonLimits {
   std::size_t max_line = 16u << 20;
   std::size_t max_queue_bytes = 32u << 20;
-  std::chrono::milliseconds stall_timeout{60'000};  // a partial line that gets no further
+  std::chrono::milliseconds stall_timeout{60'000};  // a line must be complete this long after its first byte
   std::chrono::milliseconds close_grace{5'000};     // flushing on close() at most this long
 };
 

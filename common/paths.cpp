@@ -34,9 +34,19 @@ std::string state_dir() { return xdg("XDG_STATE_HOME", ".local/state"); }
 std::string config_dir() { return xdg("XDG_CONFIG_HOME", ".config"); }
 std::string daemon_log() { return state_dir() + "/oppxd.log"; }
 
+namespace {
+// The daemon leaves its start folder when it detaches: a relative path must be made absolute first.
+std::string absolute(std::string p) {
+  if (p.empty() || p[0] == '/') return p;
+  char cwd[4096];
+  if (!::getcwd(cwd, sizeof cwd)) return p;
+  return std::string(cwd) + "/" + p;
+}
+}  // namespace
+
 std::string socket_path(std::string_view explicit_path) {
-  if (!explicit_path.empty()) return std::string(explicit_path);
-  if (const char* s = std::getenv("OPPX_SOCKET"); s && *s) return s;
+  if (!explicit_path.empty()) return absolute(std::string(explicit_path));
+  if (const char* s = std::getenv("OPPX_SOCKET"); s && *s) return absolute(s);
   if (std::string rt = absolute_env("XDG_RUNTIME_DIR"); !rt.empty()) return rt + "/oppx/oppxd.sock";
   return "/tmp/oppx-" + std::to_string(::geteuid()) + "/oppxd.sock";
 }

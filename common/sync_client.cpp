@@ -113,7 +113,7 @@ boost::system::result<json::value, RpcError> SyncClient::call(std::string_view m
     auto line = read_line(std::max(left, std::chrono::milliseconds(0)));
     if (!line) {
       if (line.error() == ReadFailure::kTimeout) {
-        return RpcError::make(ErrorCode::kInternal, "timeout",
+        return RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
                               "the daemon did not answer " + std::string(method) + " within " +
                                   std::to_string(timeout.count()) + " ms");
       }

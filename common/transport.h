@@ -20,6 +20,9 @@ class Transport {
     std::function<void(std::string line)> on_line;
     // Called once; no on_line follows it. The transport's handlers are dropped right after.
     std::function<void(const TransportError&)> on_closed;
+    // Optional: a line went over the size cap. Whatever this sends is written before the
+    // transport closes (on_closed then reports kind "too_large").
+    std::function<void(const TransportError&)> on_oversize;
   };
 
   virtual ~Transport() = default;

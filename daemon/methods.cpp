@@ -2,6 +2,7 @@
 // docs/protocol.md documents each; a new method is a line here and a handler below it.
 #include "daemon/server.h"
 
+#include "common/log.h"
 #include "proto/daemon_api.h"
 
 #include <boost/json/value_from.hpp>
@@ -30,7 +31,7 @@ void hello(const proto::HelloParams& p, Reply reply, Client& client) {
     return reply.fail(std::move(e));
   }
   client.name = p.client;
-  client.greeted = true;
+  log::debug("client {} is {}", client.id, p.client);
   reply.ok(json::value_from(proto::HelloResult{proto::kProtocolVersion, OPPX_VERSION, kBuildId, ::getpid()}));
 }
 
@@ -39,7 +40,7 @@ void status(Server& server, Reply reply) {
   s.pid = ::getpid();
   s.version = OPPX_VERSION;
   s.build = kBuildId;
-  s.uptime_s = server.uptime_seconds();
+  s.uptime_ms = static_cast<std::int64_t>(server.uptime_seconds() * 1000);
   s.clients = server.client_count();
   s.connectors = 0;
   s.socket = server.options().socket_path;

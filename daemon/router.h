@@ -22,7 +22,6 @@ struct Client {
   std::int64_t pid = 0;
   std::int64_t uid = 0;
   std::string name;  // from hello
-  bool greeted = false;
   std::weak_ptr<JsonRpcPeer> peer;  // for notifications to this client
 };
 

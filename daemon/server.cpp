@@ -15,7 +15,9 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <array>
+#include <csignal>
 #include <map>
 #include <sys/inotify.h>
 #include <sys/socket.h>
@@ -180,6 +182,9 @@ boost::system::result<void, StartupError> Server::listen() {
 }
 
 void Server::start() {
+  // A client that hangs up mid-reply must cost a write error, not the daemon (writes to the
+  // socket go through write(2), which raises SIGPIPE).
+  std::signal(SIGPIPE, SIG_IGN);
   if (impl_->options.handle_signals) {
     impl_->signals.add(SIGTERM);
     impl_->signals.add(SIGINT);
@@ -195,7 +200,9 @@ void Server::start() {
 void Server::stop(const std::string& reason) { impl_->stop(reason); }
 Router& Server::router() { return impl_->router; }
 const ServerOptions& Server::options() const { return impl_->options; }
-std::int64_t Server::client_count() const { return static_cast<std::int64_t>(impl_->clients.size()); }
+std::int64_t Server::client_count() const {
+  return std::count_if(impl_->clients.begin(), impl_->clients.end(), [](auto& c) { return !c.second->closed(); });
+}
 bool Server::stopping() const { return impl_->stopping; }
 
 double Server::uptime_seconds() const {

@@ -58,8 +58,8 @@ boost::system::result<BoundSocket, std::string> bind_listener(const std::string&
   std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
   sockaddr_un addr;
   if (!fill_addr(tmp, addr)) {
-    return fmt::format("the socket path {} is too long for a Unix socket (limit {} bytes); set OPPX_SOCKET to a shorter path",
-                       path, sizeof addr.sun_path - 8);
+    return fmt::format("the socket path {} is too long for a Unix socket ({} bytes; at most {} here); set OPPX_SOCKET to a shorter path",
+                       path, path.size(), sizeof addr.sun_path - 1 - (tmp.size() - path.size()));
   }
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return fmt::format("socket: {}", std::strerror(errno));

@@ -14,6 +14,7 @@ boost::system::result<HelloParams, std::string> decode_hello_params(const json::
   FieldReader r(params, "params");
   HelloParams p;
   auto protocol = r.integer("protocol", true);
+  if (protocol && (*protocol < 0 || *protocol > 1'000'000)) return std::string("params.protocol: out of range");
   p.client = r.string("client", false).value_or("");
   p.build = r.string("build", false).value_or("");
   if (!r.ok()) return r.error();
@@ -43,10 +44,8 @@ boost::system::result<StatusResult, std::string> decode_status_result(const json
   s.connectors = r.integer("connectors", false).value_or(0);
   s.socket = r.string("socket", false).value_or("");
   s.log = r.string("log", false).value_or("");
+  s.uptime_ms = r.integer("uptime_ms", false).value_or(0);
   if (!r.ok()) return r.error();
-  if (const json::value* up = result.as_object().if_contains("uptime_s"); up && up->is_number()) {
-    s.uptime_s = up->to_number<double>();
-  }
   return s;
 }
 
@@ -60,7 +59,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const HelloResult& v) {
 
 void tag_invoke(json::value_from_tag, json::value& jv, const StatusResult& v) {
   jv = json::object{{"pid", v.pid},         {"version", v.version},       {"build", v.build},
-                    {"uptime_s", v.uptime_s}, {"clients", v.clients},     {"connectors", v.connectors},
+                    {"uptime_ms", v.uptime_ms}, {"clients", v.clients},     {"connectors", v.connectors},
                     {"socket", v.socket},   {"log", v.log}};
 }
 

@@ -36,7 +36,7 @@ struct StatusResult {
   std::int64_t pid = 0;
   std::string version;
   std::string build;
-  double uptime_s = 0;
+  std::int64_t uptime_ms = 0;
   std::int64_t clients = 0;
   std::int64_t connectors = 0;  // configured MCP connectors (none before the connectors land)
   std::string socket;

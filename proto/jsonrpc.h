@@ -40,7 +40,8 @@ inline constexpr std::string_view kInternal = "internal";
 inline constexpr std::string_view kVersionMismatch = "version_mismatch";
 inline constexpr std::string_view kShuttingDown = "shutting_down";
 inline constexpr std::string_view kCancelled = "cancelled";
-inline constexpr std::string_view kDisconnected = "disconnected";
+inline constexpr std::string_view kDisconnected = "disconnected";  // client side: the connection ended
+inline constexpr std::string_view kTimeout = "timeout";            // client side: no reply in time
 }  // namespace kind
 
 struct RpcError {

@@ -1,0 +1,325 @@
+// daemon/server: the socket API under bad clients, against a real oppxd (uid check, malformed
+// and huge input, a client that stops reading, many clients) and in-process with test methods
+// (out-of-order answers, notifications, a client leaving mid-request).
+#include "daemon/server.h"
+
+#include "proto/daemon_api.h"
+#include "tests/support/harness.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <thread>
+
+namespace oppx::test {
+namespace {
+
+namespace json = boost::json;
+
+json::object reply_of(SyncClient& c) {
+  auto line = c.read_line(5s);
+  EXPECT_TRUE(line) << "no reply";
+  if (!line) return {};
+  return json::parse(*line).as_object();
+}
+
+std::int64_t error_code(const json::object& reply) {
+  if (!reply.contains("error")) return 0;
+  return reply.at("error").at("code").as_int64();
+}
+
+std::string error_kind(const json::object& reply) {
+  if (!reply.contains("error")) return "";
+  return std::string(reply.at("error").at("data").at("kind").as_string());
+}
+
+struct LiveDaemon : ::testing::Test {
+  TempHome home;
+  std::unique_ptr<DaemonProcess> daemon;
+  void SetUp() override {
+    daemon = std::make_unique<DaemonProcess>(home);
+    ASSERT_GT(daemon->pid(), 0) << daemon->start_result().err;
+  }
+  SyncClient client() {
+    auto c = SyncClient::connect(home.socket());
+    EXPECT_TRUE(c);
+    return std::move(*c);
+  }
+  // The daemon still answers a well-behaved client.
+  void expect_serving() {
+    auto c = client();
+    auto r = c.call("daemon/status", json::object{}, 5s);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->as_object().at("pid").as_int64(), daemon->pid());
+  }
+};
+
+TEST_F(LiveDaemon, AnotherUidIsClosedAtAcceptWithNothingSent) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as nobody";
+  // uid nobody, keeping only the right to pass our 0700 folder, so that the daemon's own
+  // SO_PEERCRED check is what stops it.
+  Result r = run({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=+dac_override",
+                  "--ambient-caps=+dac_override", OPPX_TEST_PEER, home.socket(),
+                  R"({"jsonrpc":"2.0","id":1,"method":"daemon/status"})"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // 0: the daemon closed the connection
+  EXPECT_EQ(r.out, "") << "nothing may be sent to another uid";
+  EXPECT_TRUE(eventually([&] { return home.read_log().find("refused a connection from uid 65534") != std::string::npos; }));
+  expect_serving();
+}
+
+TEST_F(LiveDaemon, MalformedMessagesGetErrorsAndTheConnectionGoesOn) {
+  auto c = client();
+  struct Case {
+    std::string line;
+    std::int64_t code;
+    std::string kind;
+  };
+  std::vector<Case> cases = {
+      {"{not json", -32700, "parse_error"},
+      {R"([{"jsonrpc":"2.0","id":1,"method":"daemon/status"}])", -32600, "batch_unsupported"},
+      {R"({"jsonrpc":"2.0","id":null,"method":"daemon/status"})", -32600, "invalid_request"},
+      {R"({"jsonrpc":"2.0","id":2,"method":"no/such"})", -32601, "method_not_found"},
+      {R"({"jsonrpc":"2.0","id":3,"method":"hello","params":{"protocol":"one"}})", -32602, "invalid_params"},
+      {R"({"jsonrpc":"2.0","id":4,"method":"daemon/status","params":[1]})", -32602, "invalid_params"},
+      {std::string("\x00\x01\xff\xfe junk", 10), -32700, "parse_error"},
+  };
+  for (auto& k : cases) {
+    ASSERT_TRUE(c.write_raw(k.line + "\n"));
+    auto reply = reply_of(c);
+    EXPECT_EQ(error_code(reply), k.code) << k.line;
+    EXPECT_EQ(error_kind(reply), k.kind) << k.line;
+  }
+  // A notification gets no reply; the next request still does.
+  ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","method":"notifications/whatever"})" "\n"));
+  auto r = c.call("daemon/status", json::object{}, 5s);
+  EXPECT_TRUE(r);
+}
+
+TEST_F(LiveDaemon, BadParamsNameTheField) {
+  auto c = client();
+  ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":"h","method":"hello","params":{"protocol":1,"client":5}})" "\n"));
+  auto reply = reply_of(c);
+  EXPECT_EQ(reply.at("id"), json::value("h"));
+  EXPECT_EQ(reply.at("error").at("message"), json::value("params.client: expected string"));
+  EXPECT_EQ(reply.at("error").at("data").at("field"), json::value("params.client"));
+}
+
+TEST_F(LiveDaemon, AProtocolMismatchSaysToRestart) {
+  auto c = client();
+  auto r = c.call("hello", json::object{{"protocol", 999}, {"client", "test"}}, 5s);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, -32001);
+  EXPECT_EQ(r.error().kind, "version_mismatch");
+  EXPECT_NE(r.error().message.find("restart the daemon with `oppx daemon restart`"), std::string::npos);
+  auto ok = c.call("hello", json::object{{"protocol", 1}, {"client", "test"}}, 5s);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->as_object().at("build"), json::value(kBuildId));
+}
+
+TEST_F(LiveDaemon, AHugeLineIsRefusedAndMemoryStaysBounded) {
+  auto c = client();
+  auto other = client();
+  long before = rss_kib(static_cast<pid_t>(daemon->pid()));
+  // 100 MiB without a newline, written until the daemon hangs up.
+  std::string chunk(1 << 20, 'a');
+  int sent = 0;
+  while (sent < 100 && c.write_raw(chunk)) ++sent;
+  EXPECT_LT(sent, 100) << "the daemon should have closed the connection";
+  auto reply = reply_of(c);
+  EXPECT_EQ(error_code(reply), -32600);
+  EXPECT_EQ(error_kind(reply), "too_large");
+  EXPECT_FALSE(c.read_line(5s));
+  long after = rss_kib(static_cast<pid_t>(daemon->pid()));
+  EXPECT_LT(after - before, 48 * 1024) << "RSS grew from " << before << " to " << after << " KiB";
+  auto r = other.call("daemon/status", json::object{}, 5s);
+  EXPECT_TRUE(r);
+  EXPECT_TRUE(eventually([&] { return home.read_log().find("longer than") != std::string::npos; }));
+}
+
+TEST_F(LiveDaemon, AClientThatNeverReadsIsDroppedAndOthersAreServed) {
+  auto c = client();
+  // Requests keep coming, replies are never read: the daemon's queue for this client fills.
+  std::string batch;
+  for (int i = 0; i < 1000; ++i) batch += R"({"jsonrpc":"2.0","id":1,"method":"daemon/status"})" "\n";
+  bool dropped = false;
+  for (int i = 0; i < 2000 && !dropped; ++i) {
+    dropped = !c.write_raw(batch);
+    if (i % 50 == 0) expect_serving();
+  }
+  EXPECT_TRUE(dropped) << "a client that never reads must be dropped";
+  EXPECT_TRUE(eventually([&] { return home.read_log().find("does not read its replies") != std::string::npos; }));
+  expect_serving();
+}
+
+TEST_F(LiveDaemon, EveryRequestGetsExactlyOneReply) {
+  auto c = client();
+  std::string lines;
+  int expected = 0;
+  for (int i = 0; i < 300; ++i) {
+    switch (i % 4) {
+      case 0: lines += R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"daemon/status"})"; break;
+      case 1: lines += R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"nope"})"; break;
+      case 2: lines += R"({"jsonrpc":"2.0","id":"s)" + std::to_string(i) + R"(","method":"hello","params":{}})"; break;
+      case 3: lines += R"({"jsonrpc":"2.0","method":"a/notification"})"; --expected; break;
+    }
+    lines += "\n";
+    ++expected;
+  }
+  ASSERT_TRUE(c.write_raw(lines));
+  std::map<std::string, int> seen;
+  for (int i = 0; i < expected; ++i) {
+    auto reply = reply_of(c);
+    ASSERT_FALSE(reply.empty());
+    ++seen[json::serialize(reply.at("id"))];
+  }
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(expected));
+  for (auto& [id, n] : seen) EXPECT_EQ(n, 1) << id;
+  EXPECT_FALSE(c.read_line(200ms)) << "no reply beyond one per request";
+}
+
+TEST_F(LiveDaemon, ManyClientsAtOnceAndResourcesReturnToIdle) {
+  pid_t pid = static_cast<pid_t>(daemon->pid());
+  expect_serving();
+  ASSERT_TRUE(eventually([&] { return status_of(home.socket()).at("clients").as_int64() == 1; }));
+  int fds_idle = open_fds(pid);
+  {
+    std::vector<SyncClient> clients;
+    for (int i = 0; i < 200; ++i) clients.push_back(client());
+    // Every client sends 10 requests with its own ids before reading anything.
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+      std::string lines;
+      for (int k = 0; k < 10; ++k) {
+        lines += R"({"jsonrpc":"2.0","id":"c)" + std::to_string(i) + "-" + std::to_string(k) +
+                 R"(","method":"daemon/status"})" "\n";
+      }
+      ASSERT_TRUE(clients[i].write_raw(lines));
+    }
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+      for (int k = 0; k < 10; ++k) {
+        auto reply = reply_of(clients[i]);
+        ASSERT_EQ(reply.at("id"), json::value("c" + std::to_string(i) + "-" + std::to_string(k)));
+      }
+    }
+    EXPECT_GE(status_of(home.socket()).at("clients").as_int64(), 200);
+  }
+  EXPECT_TRUE(eventually([&] { return status_of(home.socket()).at("clients").as_int64() == 1; }));
+  EXPECT_TRUE(eventually([&] { return open_fds(pid) <= fds_idle; })) << open_fds(pid) << " fds, idle " << fds_idle;
+}
+
+// --- in-process: the same Server, with test methods registered beside the real ones ---
+
+struct InProcess : ::testing::Test {
+  TempHome home;
+  boost::asio::io_context io;
+  std::unique_ptr<daemon::Server> server;
+  std::thread thread;
+  std::map<std::string, Reply> held;  // touched only on the io thread
+  int cancelled = 0;
+
+  void SetUp() override {
+    daemon::ServerOptions o;
+    o.socket_path = home.socket();
+    o.log_path = home.log();
+    o.handle_signals = false;
+    server = std::make_unique<daemon::Server>(io, o);
+    auto& r = server->router();
+    r.add("test/wait", [this](const proto::Request& req, Reply reply, daemon::Client&) {
+      reply.on_cancel([this] { ++cancelled; });
+      held.emplace(std::string(req.params.at("key").as_string()), std::move(reply));
+    });
+    r.add("test/release", [this](const proto::Request& req, Reply reply, daemon::Client&) {
+      std::string key(req.params.at("key").as_string());
+      auto it = held.find(key);
+      if (it != held.end()) {
+        it->second.ok(json::value(key));
+        held.erase(it);
+      }
+      reply.ok(json::value("released"));
+    });
+    r.add("test/notify", [](const proto::Request&, Reply reply, daemon::Client& client) {
+      if (auto peer = client.peer.lock()) peer->notify("notifications/test", json::object{{"n", 1}});
+      reply.ok(json::value(true));
+    });
+    r.add("test/cancelled", [this](const proto::Request&, Reply reply, daemon::Client&) {
+      reply.ok(json::value(cancelled));
+    });
+    ASSERT_TRUE(server->listen());
+    server->start();
+    thread = std::thread([this] { io.run(); });
+  }
+  void TearDown() override {
+    boost::asio::post(io, [this] {
+      held.clear();
+      server->stop("test over");
+    });
+    thread.join();
+  }
+  SyncClient client() {
+    auto c = SyncClient::connect(home.socket());
+    EXPECT_TRUE(c);
+    return std::move(*c);
+  }
+};
+
+TEST_F(InProcess, ConcurrentRequestsAreAnsweredOutOfOrder) {
+  auto c = client();
+  ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":1,"method":"test/wait","params":{"key":"a"}})" "\n"
+                          R"({"jsonrpc":"2.0","id":2,"method":"test/wait","params":{"key":"b"}})" "\n"
+                          R"({"jsonrpc":"2.0","id":3,"method":"test/release","params":{"key":"b"}})" "\n"
+                          R"({"jsonrpc":"2.0","id":4,"method":"daemon/status"})" "\n"
+                          R"({"jsonrpc":"2.0","id":5,"method":"test/release","params":{"key":"a"}})" "\n"));
+  std::vector<std::int64_t> order;
+  for (int i = 0; i < 5; ++i) order.push_back(reply_of(c).at("id").as_int64());
+  EXPECT_EQ(order, (std::vector<std::int64_t>{2, 3, 4, 1, 5}));
+}
+
+TEST_F(InProcess, NotificationsReachTheClientBetweenReplies) {
+  auto c = client();
+  ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":1,"method":"test/notify"})" "\n"));
+  auto first = reply_of(c);
+  EXPECT_EQ(first.at("method"), json::value("notifications/test"));
+  EXPECT_FALSE(first.contains("id"));
+  EXPECT_EQ(reply_of(c).at("id"), json::value(1));
+  // SyncClient::call skips notifications on its way to the reply.
+  auto r = c.call("test/notify", nullptr, 5s);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, json::value(true));
+}
+
+TEST_F(InProcess, AClientLeavingMidRequestCancelsItAndOthersGoOn) {
+  {
+    auto c = client();
+    ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":"w","method":"test/wait","params":{"key":"gone"}})" "\n"));
+    auto r = c.call("daemon/status", json::object{}, 5s);  // the wait is in flight once this answers
+    ASSERT_TRUE(r);
+  }
+  auto other = client();
+  EXPECT_TRUE(eventually([&] {
+    auto r = other.call("test/cancelled", nullptr, 5s);
+    return r && r->as_int64() == 1;
+  }));
+  // The late answer to the departed client goes nowhere, and nothing breaks.
+  auto released = other.call("test/release", json::object{{"key", "gone"}}, 5s);
+  ASSERT_TRUE(released);
+  EXPECT_EQ(*released, json::value("released"));
+}
+
+TEST_F(InProcess, ShutdownFlushesTheReplyThenClosesEveryone) {
+  auto a = client();
+  auto b = client();
+  ASSERT_TRUE(b.call("daemon/status", json::object{}, 5s));
+  auto r = a.call("daemon/shutdown", json::object{}, 5s);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->at("stopping"), json::value(true));
+  EXPECT_FALSE(a.read_line(5s));
+  EXPECT_FALSE(b.read_line(5s));
+  thread.join();  // the loop ran out of work: everything was closed
+  thread = std::thread([] {});
+  EXPECT_NE(::access(home.socket().c_str(), F_OK), 0);
+}
+
+}  // namespace
+}  // namespace oppx::test

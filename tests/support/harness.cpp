@@ -1,0 +1,231 @@
+// Test support implementation: posix_spawn with pipes, poll-based reading against deadlines.
+#include "tests/support/harness.h"
+
+#include "cli/daemon_client.h"
+#include "proto/daemon_api.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <csignal>
+#include <cstdlib>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <poll.h>
+#include <spawn.h>
+#include <sstream>
+#include <cstring>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace oppx::test {
+
+namespace json = boost::json;
+using Clock = std::chrono::steady_clock;
+
+TempHome::TempHome() {
+  char tmpl[] = "/tmp/oppx-test-XXXXXX";
+  if (!::mkdtemp(tmpl)) std::abort();
+  root_ = tmpl;
+  ::mkdir((root_ + "/run").c_str(), 0700);
+  ::setenv("HOME", root_.c_str(), 1);
+  ::setenv("XDG_RUNTIME_DIR", (root_ + "/run").c_str(), 1);
+  ::setenv("XDG_STATE_HOME", (root_ + "/state").c_str(), 1);
+  ::setenv("XDG_CONFIG_HOME", (root_ + "/config").c_str(), 1);
+  ::setenv("XDG_CACHE_HOME", (root_ + "/cache").c_str(), 1);
+  ::setenv("XDG_DATA_HOME", (root_ + "/data").c_str(), 1);
+  ::unsetenv("OPPX_SOCKET");
+}
+
+TempHome::~TempHome() {
+  // Folders a test made unreadable are opened up again so they can be removed.
+  std::string cmd = "chmod -R u+rwx '" + root_ + "' 2>/dev/null; rm -rf '" + root_ + "'";
+  (void)!std::system(cmd.c_str());
+}
+
+std::string TempHome::read_log() const {
+  std::ifstream f(log());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Process::Process(std::vector<std::string> argv) {
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) std::abort();
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  int rc = ::posix_spawnp(&pid_, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(out[1]);
+  ::close(err[1]);
+  out_fd_ = out[0];
+  err_fd_ = err[0];
+  if (rc != 0) {
+    pid_ = -1;
+    err_ = "spawn failed: " + std::string(std::strerror(rc));
+  }
+}
+
+Process::Process(Process&& o) noexcept
+    : pid_(o.pid_), out_fd_(o.out_fd_), err_fd_(o.err_fd_), out_(std::move(o.out_)), err_(std::move(o.err_)),
+      reaped_(o.reaped_), status_(o.status_) {
+  o.pid_ = -1;
+  o.out_fd_ = o.err_fd_ = -1;
+}
+
+Process::~Process() {
+  if (pid_ > 0 && !reaped_) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  if (out_fd_ >= 0) ::close(out_fd_);
+  if (err_fd_ >= 0) ::close(err_fd_);
+}
+
+void Process::pump(int timeout_ms) {
+  pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
+  if (::poll(fds, 2, timeout_ms) <= 0) return;
+  char buf[65536];
+  for (int i = 0; i < 2; ++i) {
+    if (!(fds[i].revents & (POLLIN | POLLHUP))) continue;
+    ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+    if (n > 0) {
+      (i == 0 ? out_ : err_).append(buf, static_cast<std::size_t>(n));
+    } else {
+      ::close(fds[i].fd);
+      (i == 0 ? out_fd_ : err_fd_) = -1;
+    }
+  }
+}
+
+Result Process::wait(std::chrono::milliseconds timeout) {
+  Result r;
+  if (pid_ <= 0) {
+    r.err = err_;
+    return r;
+  }
+  auto deadline = Clock::now() + timeout;
+  // Output first: a child writing more than a pipe holds would otherwise never exit.
+  while ((out_fd_ >= 0 || err_fd_ >= 0) && Clock::now() < deadline) {
+    pump(static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
+  }
+  if (!reaped_) {
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd p{pidfd, POLLIN, 0};
+    if (pidfd >= 0 && left > 0) ::poll(&p, 1, static_cast<int>(left));
+    if (pidfd >= 0) ::close(pidfd);
+    if (::waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
+  }
+  r.out = out_;
+  r.err = err_;
+  if (reaped_) r.exit_code = WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+  return r;
+}
+
+bool Process::wait_for_stderr(const std::string& text, std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (err_.find(text) == std::string::npos) {
+    if (err_fd_ < 0 || Clock::now() >= deadline) return false;
+    pump(static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
+  }
+  return true;
+}
+
+Result run(std::vector<std::string> argv, std::chrono::milliseconds timeout) {
+  Process p(std::move(argv));
+  return p.wait(timeout);
+}
+
+Result oppx(std::vector<std::string> args, std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv{std::string(OPPX_BIN)};
+  argv.insert(argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+  return run(std::move(argv), timeout);
+}
+
+json::value status_of(const std::string& socket) {
+  auto c = SyncClient::connect(socket);
+  if (!c) {
+    ADD_FAILURE() << c.error().message;
+    return nullptr;
+  }
+  auto r = c->call("daemon/status", json::object{}, 5s);
+  if (!r) {
+    ADD_FAILURE() << r.error().message;
+    return nullptr;
+  }
+  return *r;
+}
+
+std::optional<std::int64_t> daemon_pid(const std::string& socket) {
+  auto c = SyncClient::connect(socket);
+  if (!c) return std::nullopt;
+  auto r = c->call("daemon/status", json::object{}, 5s);
+  if (!r) return std::nullopt;
+  return r->as_object().at("pid").as_int64();
+}
+
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (!pred()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+bool process_alive(pid_t pid) {
+  // A zombie is not alive: read the state from /proc.
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string content;
+  if (!std::getline(f, content)) return false;
+  auto close = content.rfind(')');
+  return close != std::string::npos && close + 2 < content.size() && content[close + 2] != 'Z';
+}
+
+long rss_kib(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
+  }
+  return -1;
+}
+
+int open_fds(pid_t pid) {
+  DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+  if (!d) return -1;
+  int n = 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  ::closedir(d);
+  return n;
+}
+
+DaemonProcess::DaemonProcess(const TempHome& home) : home_(home) {
+  start_ = run({OPPXD_BIN, "--socket", home.socket()});
+  if (auto pid = daemon_pid(home.socket())) pid_ = *pid;
+}
+
+DaemonProcess::~DaemonProcess() {
+  if (pid_ <= 0 || !process_alive(static_cast<pid_t>(pid_))) return;
+  ::kill(static_cast<pid_t>(pid_), SIGTERM);
+  if (!cli::wait_for_exit(pid_, 10s)) ::kill(static_cast<pid_t>(pid_), SIGKILL);
+}
+
+}  // namespace oppx::test

@@ -1,0 +1,95 @@
+// Test support: a private temp HOME with XDG folders per test, real child processes with their
+// output captured, and a daemon that the test starts and always ends. Every wait has a deadline.
+#pragma once
+
+#include "common/sync_client.h"
+
+#include <boost/json/value.hpp>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace oppx::test {
+
+using namespace std::chrono_literals;
+
+// A temp folder standing in for HOME, with run/ (0700, the XDG_RUNTIME_DIR), state/, config/.
+// The constructor points this process's HOME and XDG_* at it, so in-process code and every child
+// see only it; the destructor removes it.
+class TempHome {
+ public:
+  TempHome();
+  ~TempHome();
+  const std::string& root() const { return root_; }
+  std::string socket() const { return root_ + "/run/oppx/oppxd.sock"; }
+  std::string log() const { return root_ + "/state/oppx/oppxd.log"; }
+  std::string read_log() const;
+
+ private:
+  std::string root_;
+};
+
+struct Result {
+  int exit_code = -1;  // 128+signal when killed; -1 when it did not end in time
+  std::string out;
+  std::string err;
+};
+
+class Process {
+ public:
+  // argv[0] is a path or a name on PATH. stdout and stderr are captured.
+  explicit Process(std::vector<std::string> argv);
+  Process(Process&&) noexcept;
+  ~Process();  // kills (SIGKILL) and reaps a child still running
+  pid_t pid() const { return pid_; }
+  // Waits for the exit, reading the output meanwhile.
+  Result wait(std::chrono::milliseconds timeout = 20s);
+  // Reads stderr until it contains `text`; false at the deadline or at the end of the stream.
+  bool wait_for_stderr(const std::string& text, std::chrono::milliseconds timeout = 10s);
+  const std::string& err() const { return err_; }
+
+ private:
+  void pump(int timeout_ms);
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  int err_fd_ = -1;
+  std::string out_, err_;
+  bool reaped_ = false;
+  int status_ = 0;
+};
+
+Result run(std::vector<std::string> argv, std::chrono::milliseconds timeout = 20s);
+Result oppx(std::vector<std::string> args, std::chrono::milliseconds timeout = 20s);  // build/oppx
+
+// Connects to the socket, says hello, and calls; fails the test on a connection error.
+boost::json::value status_of(const std::string& socket);
+std::optional<std::int64_t> daemon_pid(const std::string& socket);  // nullopt when none answers
+
+// Waits until `pred` holds, checking after each event the caller cannot see (used on state the
+// daemon reports, e.g. its client count). The check itself is the event; the deadline bounds it.
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s);
+
+bool process_alive(pid_t pid);
+long rss_kib(pid_t pid);
+int open_fds(pid_t pid);
+
+// A daemon started with `oppxd --socket …` (detached); the destructor stops it, by signal if
+// it has to, and waits for it to exit.
+class DaemonProcess {
+ public:
+  explicit DaemonProcess(const TempHome& home);
+  ~DaemonProcess();
+  std::int64_t pid() const { return pid_; }
+  const Result& start_result() const { return start_; }
+
+ private:
+  const TempHome& home_;
+  Result start_;
+  std::int64_t pid_ = 0;
+};
+
+}  // namespace oppx::test
