@@ -86,7 +86,8 @@ int stop_daemon(const std::string& socket, bool quiet_if_absent) {
     if (conn.error().exit_code != kExitMismatch) return fail(conn.error());
   }
   std::int64_t pid = conn ? conn->hello.pid : 0;
-  auto client = conn ? boost::system::result<SyncClient, ConnectError>(std::move(conn->client)) : SyncClient::connect(socket);
+  auto client =
+      conn ? boost::system::result<SyncClient, ConnectError>(std::move(conn->client)) : SyncClient::connect(socket);
   if (!client) return fail({kExitNoDaemon, client.error().message});
   auto r = client->call("daemon/shutdown", json::object{}, kCallTimeout);
   if (!r) return fail({kExitFailed, "the daemon did not accept daemon/shutdown: " + r.error().message});

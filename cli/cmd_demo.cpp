@@ -47,9 +47,10 @@ int demo(Context& ctx) {
     fmt::print(stderr, "oppx: malformed status: {}\n", st.error());
     return kExitFailed;
   }
-  fmt::print("2. daemon/status over the socket: median {:.0f} µs over {} calls\n", times[times.size() / 2], times.size());
-  fmt::print("   uptime {:.1f} s, {} client(s) connected, {} connector(s) configured\n", st->uptime_ms / 1000.0, st->clients,
-             st->connectors);
+  fmt::print("2. daemon/status over the socket: median {:.0f} µs over {} calls\n", times[times.size() / 2],
+             times.size());
+  fmt::print("   uptime {:.1f} s, {} client(s) connected, {} connector(s) configured\n", st->uptime_ms / 1000.0,
+             st->clients, st->connectors);
   fmt::print("   log: {}\n\n", st->log);
   fmt::print(
       "3. What exists so far: the daemon (one per user and socket, reachable only by your uid),\n"

@@ -12,16 +12,16 @@ namespace oppx::cli {
 // oppx's exit codes (also in `oppx help` and docs/protocol.md).
 enum ExitCode : int {
   kExitOk = 0,
-  kExitFailed = 1,       // the command ran and failed (the daemon said why)
-  kExitUsage = 2,        // wrong arguments
-  kExitNoDaemon = 3,     // the daemon could not be reached or started
-  kExitMismatch = 4,     // the daemon speaks another protocol version: restart it
+  kExitFailed = 1,    // the command ran and failed (the daemon said why)
+  kExitUsage = 2,     // wrong arguments
+  kExitNoDaemon = 3,  // the daemon could not be reached or started
+  kExitMismatch = 4,  // the daemon speaks another protocol version: restart it
 };
 
 struct Context {
-  std::string socket;              // resolved socket path
-  std::vector<std::string> args;   // what follows the command's name
-  std::string self;                // argv[0]
+  std::string socket;             // resolved socket path
+  std::vector<std::string> args;  // what follows the command's name
+  std::string self;               // argv[0]
 };
 
 struct Command {

@@ -69,7 +69,8 @@ boost::system::result<Connection, ClientError> greet(SyncClient client) {
 }
 
 // Waits for the daemon's socket to accept, or for the launcher to report failure.
-boost::system::result<SyncClient, ClientError> wait_for_daemon(const std::string& socket, pid_t launcher, int watch_fd) {
+boost::system::result<SyncClient, ClientError> wait_for_daemon(const std::string& socket, pid_t launcher,
+                                                               int watch_fd) {
   auto deadline = Clock::now() + kStartTimeout;
   int pidfd = pidfd_open(launcher);
   bool launcher_done = false;
@@ -136,7 +137,8 @@ boost::system::result<SyncClient, ClientError> start_daemon(const std::string& s
 
   std::string oppxd = find_oppxd();
   if (oppxd.empty()) {
-    return ClientError{kExitNoDaemon, "cannot find oppxd next to oppx or on PATH; reinstall oppx (packaging/bootstrap.sh)"};
+    return ClientError{kExitNoDaemon,
+                       "cannot find oppxd next to oppx or on PATH; reinstall oppx (packaging/bootstrap.sh)"};
   }
   int watch_fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (watch_fd >= 0) ::inotify_add_watch(watch_fd, dir.c_str(), IN_MOVED_TO | IN_CREATE);
@@ -160,13 +162,14 @@ boost::system::result<SyncClient, ClientError> start_daemon(const std::string& s
 
 std::optional<std::string> build_mismatch_warning(const proto::HelloResult& hello, std::string_view my_build) {
   if (hello.build == my_build) return std::nullopt;
-  return fmt::format("oppxd (pid {}) is from another build ({}; this oppx is {}); restart the daemon with `oppx daemon restart`",
-                     hello.pid, hello.build.empty() ? "unknown" : hello.build, my_build);
+  return fmt::format(
+      "oppxd (pid {}) is from another build ({}; this oppx is {}); restart the daemon with `oppx daemon restart`",
+      hello.pid, hello.build.empty() ? "unknown" : hello.build, my_build);
 }
 
 boost::system::result<Connection, ClientError> connect_daemon(const std::string& socket, Start start) {
   // Whoever can write the folder could have put their own daemon there: refuse before talking.
-  if (struct stat st {}; ::lstat(dirname_of(socket).c_str(), &st) == 0) {
+  if (struct stat st{}; ::lstat(dirname_of(socket).c_str(), &st) == 0) {
     if (auto r = check_private_dir(dirname_of(socket)); !r) return ClientError{kExitNoDaemon, r.error()};
   }
   auto c = SyncClient::connect(socket);

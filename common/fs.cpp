@@ -33,7 +33,8 @@ void on_alarm(int) {}
 // SIGALRM interrupts the blocking flock (the handler is installed without SA_RESTART).
 bool lock_within(int fd, std::chrono::milliseconds wait) {
   if (wait.count() <= 0) return ::flock(fd, LOCK_EX | LOCK_NB) == 0;
-  struct sigaction sa {}, old {};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = on_alarm;
   ::sigaction(SIGALRM, &sa, &old);
   itimerval t{};
@@ -53,18 +54,21 @@ boost::system::result<void, std::string> check_private_dir(const std::string& di
     return fmt::format("cannot use folder {}: {}", dir, std::strerror(errno));
   }
   if (S_ISLNK(st.st_mode)) {
-    return fmt::format("refusing folder {}: it is a symbolic link; remove it or point OPPX_SOCKET at a real folder", dir);
+    return fmt::format("refusing folder {}: it is a symbolic link; remove it or point OPPX_SOCKET at a real folder",
+                       dir);
   }
   if (!S_ISDIR(st.st_mode)) {
     return fmt::format("refusing folder {}: it is not a folder; remove it or set OPPX_SOCKET elsewhere", dir);
   }
   if (st.st_uid != ::geteuid()) {
-    return fmt::format("refusing folder {}: it belongs to uid {}, not to you (uid {}); remove it or set OPPX_SOCKET elsewhere",
-                       dir, st.st_uid, ::geteuid());
+    return fmt::format(
+        "refusing folder {}: it belongs to uid {}, not to you (uid {}); remove it or set OPPX_SOCKET elsewhere", dir,
+        st.st_uid, ::geteuid());
   }
   if (st.st_mode & 077) {
-    return fmt::format("refusing folder {}: others can reach it (mode {:04o}); run `chmod 700 {}` or set OPPX_SOCKET elsewhere",
-                       dir, st.st_mode & 07777, dir);
+    return fmt::format(
+        "refusing folder {}: others can reach it (mode {:04o}); run `chmod 700 {}` or set OPPX_SOCKET elsewhere", dir,
+        st.st_mode & 07777, dir);
   }
   return {};
 }

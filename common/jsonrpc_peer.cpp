@@ -82,7 +82,8 @@ void JsonRpcPeer::notify(std::string_view method, const json::value& params) {
   send_line(proto::serialize_notification(method, params));
 }
 
-json::value JsonRpcPeer::call(std::string_view method, const json::value& params, std::function<void(CallResult)> done) {
+json::value JsonRpcPeer::call(std::string_view method, const json::value& params,
+                              std::function<void(CallResult)> done) {
   json::value id = next_id_++;
   if (closed_) {
     done(RpcError::make(ErrorCode::kInternal, proto::kind::kDisconnected, options_.name + " is not connected"));
@@ -131,9 +132,9 @@ void JsonRpcPeer::on_line(std::string line) {
   auto& req = std::get<proto::Request>(*parsed);
   std::string key = proto::id_key(req.id);
   if (incoming_.count(key)) {
-    send_line(proto::serialize_error(req.id, RpcError::make(ErrorCode::kInvalidRequest, proto::kind::kDuplicateId,
-                                                           "id " + key.substr(2) +
-                                                               " is already used by a request still in flight; use a new id")));
+    send_line(proto::serialize_error(
+        req.id, RpcError::make(ErrorCode::kInvalidRequest, proto::kind::kDuplicateId,
+                               "id " + key.substr(2) + " is already used by a request still in flight; use a new id")));
     return;
   }
   if (incoming_.size() >= options_.max_in_flight) {

@@ -68,7 +68,8 @@ class JsonRpcPeer : public std::enable_shared_from_this<JsonRpcPeer> {
   void start();
   void notify(std::string_view method, const boost::json::value& params);
   // Sends a request; `done` runs once with the result, the error, or kind "disconnected".
-  boost::json::value call(std::string_view method, const boost::json::value& params, std::function<void(CallResult)> done);
+  boost::json::value call(std::string_view method, const boost::json::value& params,
+                          std::function<void(CallResult)> done);
   void close();  // graceful: queued replies are written first
   void abort();
 

@@ -33,10 +33,14 @@ int open_file(const std::string& path) {
 
 const char* level_name(Level l) {
   switch (l) {
-    case Level::kDebug: return "DEBUG";
-    case Level::kInfo: return "INFO";
-    case Level::kWarn: return "WARN";
-    case Level::kError: return "ERROR";
+    case Level::kDebug:
+      return "DEBUG";
+    case Level::kInfo:
+      return "INFO";
+    case Level::kWarn:
+      return "WARN";
+    case Level::kError:
+      return "ERROR";
   }
   return "INFO";
 }
@@ -82,7 +86,7 @@ void write(Level level, std::string_view message) {
   auto now = std::chrono::system_clock::now();
   std::time_t t = std::chrono::system_clock::to_time_t(now);
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm {};
+  std::tm tm{};
   ::gmtime_r(&t, &tm);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);

@@ -75,7 +75,8 @@ class Impl : public std::enable_shared_from_this<Impl> {
   void on_read(boost::system::error_code ec, std::size_t n) {
     if (closed_ || closing_) return;
     if (ec) {
-      if (ec == asio::error::eof) return fail("eof", partial_.empty() ? "end of stream" : "end of stream in the middle of a line");
+      if (ec == asio::error::eof)
+        return fail("eof", partial_.empty() ? "end of stream" : "end of stream in the middle of a line");
       return fail("io", ec.message());
     }
     std::string_view data(chunk_.data(), n);
@@ -102,7 +103,8 @@ class Impl : public std::enable_shared_from_this<Impl> {
   }
 
   void too_large() {
-    TransportError e{"too_large", "a message is longer than the limit of " + std::to_string(limits_.max_line) + " bytes"};
+    TransportError e{"too_large",
+                     "a message is longer than the limit of " + std::to_string(limits_.max_line) + " bytes"};
     partial_.clear();
     partial_.shrink_to_fit();
     if (!handlers_.on_oversize) return fail(e.kind.c_str(), e.message);
@@ -122,9 +124,8 @@ class Impl : public std::enable_shared_from_this<Impl> {
     writing_ = true;
     batch_.clear();
     for (std::size_t i = 0; i < queue_.size() && batch_.size() < 64; ++i) batch_.push_back(asio::buffer(queue_[i]));
-    asio::async_write(out_, batch_, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-      self->on_written(ec);
-    });
+    asio::async_write(out_, batch_,
+                      [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_written(ec); });
   }
 
   void on_written(boost::system::error_code ec) {
@@ -155,9 +156,8 @@ class Impl : public std::enable_shared_from_this<Impl> {
     handlers_ = {};
     // Posted, so that a send() or close() that ends the transport never re-enters its caller.
     if (on_closed) {
-      asio::post(in_.get_executor(), [on_closed = std::move(on_closed), e = TransportError{kind, std::move(message)}] {
-        on_closed(e);
-      });
+      asio::post(in_.get_executor(),
+                 [on_closed = std::move(on_closed), e = TransportError{kind, std::move(message)}] { on_closed(e); });
     }
   }
 
@@ -169,7 +169,6 @@ class Impl : public std::enable_shared_from_this<Impl> {
   }
 
  private:
-
   asio::posix::stream_descriptor in_;
   asio::posix::stream_descriptor out_;
   asio::steady_timer stall_timer_;

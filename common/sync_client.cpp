@@ -22,8 +22,9 @@ boost::system::result<SyncClient, ConnectError> SyncClient::connect(const std::s
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof addr.sun_path) {
     return ConnectError{ConnectError::Kind::kPathTooLong,
-                        "the socket path " + path + " is " + std::to_string(path.size()) + " bytes, over the limit of " +
-                            std::to_string(sizeof addr.sun_path - 1) + "; set OPPX_SOCKET to a shorter path"};
+                        "the socket path " + path + " is " + std::to_string(path.size()) +
+                            " bytes, over the limit of " + std::to_string(sizeof addr.sun_path - 1) +
+                            "; set OPPX_SOCKET to a shorter path"};
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -113,9 +114,9 @@ boost::system::result<json::value, RpcError> SyncClient::call(std::string_view m
     auto line = read_line(std::max(left, std::chrono::milliseconds(0)));
     if (!line) {
       if (line.error() == ReadFailure::kTimeout) {
-        return RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
-                              "the daemon did not answer " + std::string(method) + " within " +
-                                  std::to_string(timeout.count()) + " ms");
+        return RpcError::make(
+            ErrorCode::kInternal, proto::kind::kTimeout,
+            "the daemon did not answer " + std::string(method) + " within " + std::to_string(timeout.count()) + " ms");
       }
       return RpcError::make(ErrorCode::kInternal, proto::kind::kDisconnected,
                             "the daemon closed the connection during " + std::string(method) + " (" +

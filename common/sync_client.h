@@ -30,8 +30,9 @@ class SyncClient {
 
   // One request, waiting for its reply (skipping notifications and other ids) until `timeout`.
   // A broken connection is kind "disconnected"; no reply in time is kind "timeout".
-  boost::system::result<boost::json::value, proto::RpcError> call(std::string_view method, const boost::json::value& params,
-                                                                 std::chrono::milliseconds timeout);
+  boost::system::result<boost::json::value, proto::RpcError> call(std::string_view method,
+                                                                  const boost::json::value& params,
+                                                                  std::chrono::milliseconds timeout);
 
   // Raw access for tests: write bytes as they are, read one line (without its newline).
   bool write_raw(std::string_view bytes);

@@ -150,7 +150,8 @@ int main(int argc, char** argv) {
   boost::asio::io_context io(1);
   daemon::Server server(io, daemon::ServerOptions{socket_path, log_path});
   if (auto r = server.listen(); !r) {
-    log::write(r.error().exit_code == daemon::kExitAlreadyRunning ? log::Level::kInfo : log::Level::kError, r.error().message);
+    log::write(r.error().exit_code == daemon::kExitAlreadyRunning ? log::Level::kInfo : log::Level::kError,
+               r.error().message);
     report(report_fd, r.error().exit_code, r.error().message);
     return r.error().exit_code;
   }

@@ -24,8 +24,9 @@ boost::system::result<NoParams, std::string> no_params(const json::value& params
 void hello(const proto::HelloParams& p, Reply reply, Client& client) {
   if (p.protocol != proto::kProtocolVersion) {
     auto e = proto::RpcError::make(proto::ErrorCode::kVersionMismatch, proto::kind::kVersionMismatch,
-                                   "this daemon speaks protocol " + std::to_string(proto::kProtocolVersion) + " and the client " +
-                                       std::to_string(p.protocol) + "; restart the daemon with `oppx daemon restart`");
+                                   "this daemon speaks protocol " + std::to_string(proto::kProtocolVersion) +
+                                       " and the client " + std::to_string(p.protocol) +
+                                       "; restart the daemon with `oppx daemon restart`");
     e.data["daemon_protocol"] = proto::kProtocolVersion;
     e.data["daemon_build"] = kBuildId;
     return reply.fail(std::move(e));

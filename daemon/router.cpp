@@ -11,8 +11,9 @@ void Router::add(std::string method, Handler handler) { handlers_[std::move(meth
 void Router::dispatch(const proto::Request& req, Reply reply, Client& client) const {
   auto it = handlers_.find(req.method);
   if (it == handlers_.end()) {
-    auto e = proto::RpcError::make(proto::ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound,
-                                   "unknown method " + req.method + "; see docs/protocol.md for the methods of this version");
+    auto e = proto::RpcError::make(
+        proto::ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound,
+        "unknown method " + req.method + "; see docs/protocol.md for the methods of this version");
     boost::json::array known;
     for (auto& [name, _] : handlers_) known.emplace_back(name);
     e.data["methods"] = std::move(known);

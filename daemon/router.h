@@ -21,7 +21,7 @@ struct Client {
   std::uint64_t id = 0;
   std::int64_t pid = 0;
   std::int64_t uid = 0;
-  std::string name;  // from hello
+  std::string name;                 // from hello
   std::weak_ptr<JsonRpcPeer> peer;  // for notifications to this client
 };
 
@@ -37,7 +37,8 @@ class Router {
     add(std::move(method), [decode, fn](const proto::Request& req, Reply reply, Client& client) {
       auto params = decode(req.params);
       if (!params) {
-        proto::RpcError e = proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams, params.error());
+        proto::RpcError e =
+            proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams, params.error());
         e.data["field"] = params.error().substr(0, params.error().find(':'));
         return reply.fail(std::move(e));
       }

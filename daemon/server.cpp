@@ -81,7 +81,8 @@ struct Server::Impl {
       return;
     }
     if (cred.uid != ::geteuid()) {
-      log::warn("refused a connection from uid {} (pid {}): only uid {} may use this daemon", cred.uid, cred.pid, ::geteuid());
+      log::warn("refused a connection from uid {} (pid {}): only uid {} may use this daemon", cred.uid, cred.pid,
+                ::geteuid());
       return;  // the socket closes as it goes out of scope: nothing read, nothing sent
     }
     boost::system::error_code ec;
@@ -99,8 +100,9 @@ struct Server::Impl {
     po.name = "client " + std::to_string(id);
     po.on_request = [this, client](proto::Request req, Reply reply) {
       if (stopping) {
-        return reply.fail(proto::RpcError::make(proto::ErrorCode::kShuttingDown, proto::kind::kShuttingDown,
-                                                "the daemon is shutting down; run the command again to start a new one"));
+        return reply.fail(
+            proto::RpcError::make(proto::ErrorCode::kShuttingDown, proto::kind::kShuttingDown,
+                                  "the daemon is shutting down; run the command again to start a new one"));
       }
       router.dispatch(req, std::move(reply), *client);
     };
@@ -120,7 +122,8 @@ struct Server::Impl {
 
   void watch_folder() {
     int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (fd < 0) return log::warn("cannot watch the socket folder (inotify: {}); a deleted socket will not come back", errno);
+    if (fd < 0)
+      return log::warn("cannot watch the socket folder (inotify: {}); a deleted socket will not come back", errno);
     const std::string dir = dirname_of(options.socket_path);
     if (::inotify_add_watch(fd, dir.c_str(), IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF) < 0) {
       ::close(fd);
@@ -165,7 +168,8 @@ struct Server::Impl {
   }
 };
 
-Server::Server(asio::io_context& io, ServerOptions options) : impl_(std::make_unique<Impl>(*this, io, std::move(options))) {
+Server::Server(asio::io_context& io, ServerOptions options)
+    : impl_(std::make_unique<Impl>(*this, io, std::move(options))) {
   register_methods(impl_->router, *this);
 }
 
@@ -193,7 +197,8 @@ void Server::start() {
     });
   }
   impl_->watch_folder();
-  log::info("oppxd {} (build {}) listening on {} (pid {})", OPPX_VERSION, kBuildId, impl_->options.socket_path, ::getpid());
+  log::info("oppxd {} (build {}) listening on {} (pid {})", OPPX_VERSION, kBuildId, impl_->options.socket_path,
+            ::getpid());
   impl_->accept_next();
 }
 

@@ -58,8 +58,10 @@ boost::system::result<BoundSocket, std::string> bind_listener(const std::string&
   std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
   sockaddr_un addr;
   if (!fill_addr(tmp, addr)) {
-    return fmt::format("the socket path {} is too long for a Unix socket ({} bytes; at most {} here); set OPPX_SOCKET to a shorter path",
-                       path, path.size(), sizeof addr.sun_path - 1 - (tmp.size() - path.size()));
+    return fmt::format(
+        "the socket path {} is too long for a Unix socket ({} bytes; at most {} here); set OPPX_SOCKET to a shorter "
+        "path",
+        path, path.size(), sizeof addr.sun_path - 1 - (tmp.size() - path.size()));
   }
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return fmt::format("socket: {}", std::strerror(errno));
@@ -84,26 +86,30 @@ boost::system::result<BoundSocket, std::string> bind_listener(const std::string&
   return BoundSocket{fd, st.st_dev, st.st_ino};
 }
 
-boost::system::result<Listener, StartupError> acquire_socket(const std::string& path, std::chrono::milliseconds lock_wait) {
+boost::system::result<Listener, StartupError> acquire_socket(const std::string& path,
+                                                             std::chrono::milliseconds lock_wait) {
   const std::string dir = dirname_of(path);
   if (auto r = ensure_private_dir(dir); !r) return StartupError{kExitUnsafePath, r.error()};
 
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
-    return StartupError{kExitUnsafePath,
-                        fmt::format("refusing {}: it exists and is not a socket; move it away or set OPPX_SOCKET elsewhere", path)};
+    return StartupError{
+        kExitUnsafePath,
+        fmt::format("refusing {}: it exists and is not a socket; move it away or set OPPX_SOCKET elsewhere", path)};
   }
 
   const std::string lock = paths::lock_path(path);
   int lock_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (lock_fd < 0) return StartupError{kExitUnsafePath, fmt::format("cannot open the lock file {}: {}", lock, std::strerror(errno))};
+  if (lock_fd < 0)
+    return StartupError{kExitUnsafePath, fmt::format("cannot open the lock file {}: {}", lock, std::strerror(errno))};
 
   if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
     std::string holder = lock_holder(lock_fd);
     if (socket_answers(path) || !lock_within(lock_fd, lock_wait)) {
       ::close(lock_fd);
-      return StartupError{kExitAlreadyRunning,
-                          fmt::format("another oppxd (pid {}) already serves {}; stop it with `oppx daemon stop`", holder, path)};
+      return StartupError{
+          kExitAlreadyRunning,
+          fmt::format("another oppxd (pid {}) already serves {}; stop it with `oppx daemon stop`", holder, path)};
     }
   }
   // We hold the lock: no oppxd of ours serves this path. Something else answering is still left alone.

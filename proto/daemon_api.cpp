@@ -58,9 +58,9 @@ void tag_invoke(json::value_from_tag, json::value& jv, const HelloResult& v) {
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const StatusResult& v) {
-  jv = json::object{{"pid", v.pid},         {"version", v.version},       {"build", v.build},
-                    {"uptime_ms", v.uptime_ms}, {"clients", v.clients},     {"connectors", v.connectors},
-                    {"socket", v.socket},   {"log", v.log}};
+  jv = json::object{
+      {"pid", v.pid},         {"version", v.version},       {"build", v.build},   {"uptime_ms", v.uptime_ms},
+      {"clients", v.clients}, {"connectors", v.connectors}, {"socket", v.socket}, {"log", v.log}};
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const ShutdownResult& v) {

@@ -33,7 +33,8 @@ std::optional<std::int64_t> FieldReader::integer(std::string_view key, bool requ
   const boost::json::value* v = find(key, required);
   if (!v) return std::nullopt;
   if (v->is_int64()) return v->as_int64();
-  if (v->is_uint64() && v->as_uint64() <= static_cast<std::uint64_t>(INT64_MAX)) return static_cast<std::int64_t>(v->as_uint64());
+  if (v->is_uint64() && v->as_uint64() <= static_cast<std::uint64_t>(INT64_MAX))
+    return static_cast<std::int64_t>(v->as_uint64());
   return fail(key, "expected integer"), std::nullopt;
 }
 

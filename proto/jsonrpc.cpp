@@ -61,7 +61,8 @@ boost::system::result<Message, Rejection> parse_message(std::string_view line) {
                   "batch arrays are not supported; send each request as its own line");
   }
   json::object* obj = v.if_object();
-  if (!obj) return reject(nullptr, ErrorCode::kInvalidRequest, kind::kInvalidRequest, "a message must be a JSON object");
+  if (!obj)
+    return reject(nullptr, ErrorCode::kInvalidRequest, kind::kInvalidRequest, "a message must be a JSON object");
 
   const json::value* idp = obj->if_contains("id");
   json::value id = idp && valid_id(*idp) ? *idp : json::value(nullptr);
@@ -70,14 +71,15 @@ boost::system::result<Message, Rejection> parse_message(std::string_view line) {
     return reject(id, ErrorCode::kInvalidRequest, kind::kInvalidRequest, "jsonrpc: expected \"2.0\"");
   }
   if (idp && !valid_id(*idp)) {
-    return reject(nullptr, ErrorCode::kInvalidRequest, kind::kInvalidRequest,
-                  idp->is_null() ? "id: null is not allowed; use a string or an integer"
-                                 : "id: expected a string or an integer");
+    return reject(
+        nullptr, ErrorCode::kInvalidRequest, kind::kInvalidRequest,
+        idp->is_null() ? "id: null is not allowed; use a string or an integer" : "id: expected a string or an integer");
   }
 
   const json::value* method = obj->if_contains("method");
   if (method) {
-    if (!method->is_string()) return reject(id, ErrorCode::kInvalidRequest, kind::kInvalidRequest, "method: expected string");
+    if (!method->is_string())
+      return reject(id, ErrorCode::kInvalidRequest, kind::kInvalidRequest, "method: expected string");
     json::value params = nullptr;
     if (const json::value* p = obj->if_contains("params")) {
       if (!p->is_object() && !p->is_array()) {
@@ -89,7 +91,8 @@ boost::system::result<Message, Rejection> parse_message(std::string_view line) {
     return Message{Request{std::move(id), std::string(method->as_string()), std::move(params)}};
   }
 
-  if (!idp) return reject(nullptr, ErrorCode::kInvalidRequest, kind::kInvalidRequest, "a message needs a method or an id");
+  if (!idp)
+    return reject(nullptr, ErrorCode::kInvalidRequest, kind::kInvalidRequest, "a message needs a method or an id");
   Response r;
   r.id = std::move(id);
   if (const json::value* res = obj->if_contains("result")) {

@@ -50,7 +50,8 @@ TEST(Cli, EveryCommandHasTrueHelp) {
   }
   Result group = oppx({"daemon"});
   EXPECT_EQ(group.exit_code, 0);
-  for (const char* sub : {"status", "start", "stop", "restart", "logs"}) EXPECT_NE(group.out.find(sub), std::string::npos);
+  for (const char* sub : {"status", "start", "stop", "restart", "logs"})
+    EXPECT_NE(group.out.find(sub), std::string::npos);
   EXPECT_EQ(oppx({"help", "daemon", "logs"}).out, oppx({"daemon", "logs", "--help"}).out);
   EXPECT_FALSE(daemon_pid(home.socket()));
 }

@@ -51,9 +51,8 @@ TEST(JsonRpcPeer, CallsAreAnsweredOutOfOrderById) {
   });
   std::vector<std::string> order;
   auto record = [&](std::string tag) {
-    return [&order, tag](JsonRpcPeer::CallResult r) {
-      order.push_back(tag + "=" + (r ? json::serialize(*r) : "error"));
-    };
+    return
+        [&order, tag](JsonRpcPeer::CallResult r) { order.push_back(tag + "=" + (r ? json::serialize(*r) : "error")); };
   };
   p->client->call("wait", json::object{{"key", "a"}}, record("wait a"));
   p->client->call("wait", json::object{{"key", "b"}}, record("wait b"));

@@ -20,8 +20,8 @@ struct Pair {
     EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
     far = sv[1];
     transport = make_ndjson_transport(io, sv[0], sv[0], limits);
-    transport->start({[this](std::string l) { lines.push_back(std::move(l)); },
-                      [this](const TransportError& e) { closed = e; }});
+    transport->start(
+        {[this](std::string l) { lines.push_back(std::move(l)); }, [this](const TransportError& e) { closed = e; }});
   }
   ~Pair() {
     if (far >= 0) ::close(far);
@@ -92,7 +92,8 @@ TEST(NdjsonTransport, APeerThatNeverReadsOverflowsTheQueue) {
 TEST(NdjsonTransport, APartialLineThatStallsCloses) {
   Pair p(NdjsonLimits{.stall_timeout = 50ms});
   p.write("{\"half\":");
-  ASSERT_TRUE(test::run_until(p.io, [&] { return p.closed.has_value(); }, 5s));
+  ASSERT_TRUE(test::run_until(
+      p.io, [&] { return p.closed.has_value(); }, 5s));
   EXPECT_EQ(p.closed->kind, "stalled");
 }
 

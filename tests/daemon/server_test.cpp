@@ -66,7 +66,8 @@ TEST_F(LiveDaemon, AnotherUidIsClosedAtAcceptWithNothingSent) {
                   R"({"jsonrpc":"2.0","id":1,"method":"daemon/status"})"});
   EXPECT_EQ(r.exit_code, 0) << r.err;  // 0: the daemon closed the connection
   EXPECT_EQ(r.out, "") << "nothing may be sent to another uid";
-  EXPECT_TRUE(eventually([&] { return home.read_log().find("refused a connection from uid 65534") != std::string::npos; }));
+  EXPECT_TRUE(
+      eventually([&] { return home.read_log().find("refused a connection from uid 65534") != std::string::npos; }));
   expect_serving();
 }
 
@@ -93,14 +94,16 @@ TEST_F(LiveDaemon, MalformedMessagesGetErrorsAndTheConnectionGoesOn) {
     EXPECT_EQ(error_kind(reply), k.kind) << k.line;
   }
   // A notification gets no reply; the next request still does.
-  ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","method":"notifications/whatever"})" "\n"));
+  ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","method":"notifications/whatever"})"
+                          "\n"));
   auto r = c.call("daemon/status", json::object{}, 5s);
   EXPECT_TRUE(r);
 }
 
 TEST_F(LiveDaemon, BadParamsNameTheField) {
   auto c = client();
-  ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":"h","method":"hello","params":{"protocol":1,"client":5}})" "\n"));
+  ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":"h","method":"hello","params":{"protocol":1,"client":5}})"
+                          "\n"));
   auto reply = reply_of(c);
   EXPECT_EQ(reply.at("id"), json::value("h"));
   EXPECT_EQ(reply.at("error").at("message"), json::value("params.client: expected string"));
@@ -143,7 +146,9 @@ TEST_F(LiveDaemon, AClientThatNeverReadsIsDroppedAndOthersAreServed) {
   auto c = client();
   // Requests keep coming, replies are never read: the daemon's queue for this client fills.
   std::string batch;
-  for (int i = 0; i < 1000; ++i) batch += R"({"jsonrpc":"2.0","id":1,"method":"daemon/status"})" "\n";
+  for (int i = 0; i < 1000; ++i)
+    batch += R"({"jsonrpc":"2.0","id":1,"method":"daemon/status"})"
+             "\n";
   bool dropped = false;
   for (int i = 0; i < 2000 && !dropped; ++i) {
     dropped = !c.write_raw(batch);
@@ -160,10 +165,19 @@ TEST_F(LiveDaemon, EveryRequestGetsExactlyOneReply) {
   int expected = 0;
   for (int i = 0; i < 300; ++i) {
     switch (i % 4) {
-      case 0: lines += R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"daemon/status"})"; break;
-      case 1: lines += R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"nope"})"; break;
-      case 2: lines += R"({"jsonrpc":"2.0","id":"s)" + std::to_string(i) + R"(","method":"hello","params":{}})"; break;
-      case 3: lines += R"({"jsonrpc":"2.0","method":"a/notification"})"; --expected; break;
+      case 0:
+        lines += R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"daemon/status"})";
+        break;
+      case 1:
+        lines += R"({"jsonrpc":"2.0","id":)" + std::to_string(i) + R"(,"method":"nope"})";
+        break;
+      case 2:
+        lines += R"({"jsonrpc":"2.0","id":"s)" + std::to_string(i) + R"(","method":"hello","params":{}})";
+        break;
+      case 3:
+        lines += R"({"jsonrpc":"2.0","method":"a/notification"})";
+        --expected;
+        break;
     }
     lines += "\n";
     ++expected;
@@ -193,7 +207,8 @@ TEST_F(LiveDaemon, ManyClientsAtOnceAndResourcesReturnToIdle) {
       std::string lines;
       for (int k = 0; k < 10; ++k) {
         lines += R"({"jsonrpc":"2.0","id":"c)" + std::to_string(i) + "-" + std::to_string(k) +
-                 R"(","method":"daemon/status"})" "\n";
+                 R"(","method":"daemon/status"})"
+                 "\n";
       }
       ASSERT_TRUE(clients[i].write_raw(lines));
     }
@@ -243,9 +258,8 @@ struct InProcess : ::testing::Test {
       if (auto peer = client.peer.lock()) peer->notify("notifications/test", json::object{{"n", 1}});
       reply.ok(json::value(true));
     });
-    r.add("test/cancelled", [this](const proto::Request&, Reply reply, daemon::Client&) {
-      reply.ok(json::value(cancelled));
-    });
+    r.add("test/cancelled",
+          [this](const proto::Request&, Reply reply, daemon::Client&) { reply.ok(json::value(cancelled)); });
     ASSERT_TRUE(server->listen());
     server->start();
     thread = std::thread([this] { io.run(); });
@@ -266,11 +280,16 @@ struct InProcess : ::testing::Test {
 
 TEST_F(InProcess, ConcurrentRequestsAreAnsweredOutOfOrder) {
   auto c = client();
-  ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":1,"method":"test/wait","params":{"key":"a"}})" "\n"
-                          R"({"jsonrpc":"2.0","id":2,"method":"test/wait","params":{"key":"b"}})" "\n"
-                          R"({"jsonrpc":"2.0","id":3,"method":"test/release","params":{"key":"b"}})" "\n"
-                          R"({"jsonrpc":"2.0","id":4,"method":"daemon/status"})" "\n"
-                          R"({"jsonrpc":"2.0","id":5,"method":"test/release","params":{"key":"a"}})" "\n"));
+  ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":1,"method":"test/wait","params":{"key":"a"}})"
+                          "\n"
+                          R"({"jsonrpc":"2.0","id":2,"method":"test/wait","params":{"key":"b"}})"
+                          "\n"
+                          R"({"jsonrpc":"2.0","id":3,"method":"test/release","params":{"key":"b"}})"
+                          "\n"
+                          R"({"jsonrpc":"2.0","id":4,"method":"daemon/status"})"
+                          "\n"
+                          R"({"jsonrpc":"2.0","id":5,"method":"test/release","params":{"key":"a"}})"
+                          "\n"));
   std::vector<std::int64_t> order;
   for (int i = 0; i < 5; ++i) order.push_back(reply_of(c).at("id").as_int64());
   EXPECT_EQ(order, (std::vector<std::int64_t>{2, 3, 4, 1, 5}));
@@ -278,7 +297,8 @@ TEST_F(InProcess, ConcurrentRequestsAreAnsweredOutOfOrder) {
 
 TEST_F(InProcess, NotificationsReachTheClientBetweenReplies) {
   auto c = client();
-  ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":1,"method":"test/notify"})" "\n"));
+  ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":1,"method":"test/notify"})"
+                          "\n"));
   auto first = reply_of(c);
   EXPECT_EQ(first.at("method"), json::value("notifications/test"));
   EXPECT_FALSE(first.contains("id"));
@@ -292,7 +312,8 @@ TEST_F(InProcess, NotificationsReachTheClientBetweenReplies) {
 TEST_F(InProcess, AClientLeavingMidRequestCancelsItAndOthersGoOn) {
   {
     auto c = client();
-    ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":"w","method":"test/wait","params":{"key":"gone"}})" "\n"));
+    ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":"w","method":"test/wait","params":{"key":"gone"}})"
+                            "\n"));
     auto r = c.call("daemon/status", json::object{}, 5s);  // the wait is in flight once this answers
     ASSERT_TRUE(r);
   }

@@ -58,8 +58,8 @@ TEST_P(Transcript, Replays) {
       auto got = c->read_line(5s);
       ASSERT_TRUE(got) << "line " << n << ": no reply";
       std::string why;
-      EXPECT_TRUE(matches(json::parse(line.substr(2)), json::parse(*got), why, "reply")) << "line " << n << ": " << why
-                                                                                        << "\n  got " << *got;
+      EXPECT_TRUE(matches(json::parse(line.substr(2)), json::parse(*got), why, "reply"))
+          << "line " << n << ": " << why << "\n  got " << *got;
     }
   }
   EXPECT_GT(n, 0);

@@ -32,7 +32,8 @@ TEST(JsonRpc, ParsesRequestNotificationAndResponse) {
   ASSERT_TRUE(ok);
   EXPECT_TRUE(std::get<Response>(*ok).ok);
 
-  auto err = parse_message(R"({"jsonrpc":"2.0","id":"a","error":{"code":-32601,"message":"m","data":{"kind":"method_not_found","methods":[]}}})");
+  auto err = parse_message(
+      R"({"jsonrpc":"2.0","id":"a","error":{"code":-32601,"message":"m","data":{"kind":"method_not_found","methods":[]}}})");
   ASSERT_TRUE(err);
   auto& e = std::get<Response>(*err);
   EXPECT_FALSE(e.ok);
@@ -67,7 +68,8 @@ TEST(JsonRpc, RejectsWhatTheSpecForbids) {
 }
 
 TEST(JsonRpc, SerialisesOneLineWithKind) {
-  std::string line = serialize_error(json::value(3), RpcError::make(ErrorCode::kInvalidParams, kind::kInvalidParams, "bad\nthing"));
+  std::string line =
+      serialize_error(json::value(3), RpcError::make(ErrorCode::kInvalidParams, kind::kInvalidParams, "bad\nthing"));
   EXPECT_EQ(line.find('\n'), std::string::npos);
   auto back = parse_message(line);
   ASSERT_TRUE(back);

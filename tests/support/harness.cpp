@@ -81,8 +81,13 @@ Process::Process(std::vector<std::string> argv) {
 }
 
 Process::Process(Process&& o) noexcept
-    : pid_(o.pid_), out_fd_(o.out_fd_), err_fd_(o.err_fd_), out_(std::move(o.out_)), err_(std::move(o.err_)),
-      reaped_(o.reaped_), status_(o.status_) {
+    : pid_(o.pid_),
+      out_fd_(o.out_fd_),
+      err_fd_(o.err_fd_),
+      out_(std::move(o.out_)),
+      err_(std::move(o.err_)),
+      reaped_(o.reaped_),
+      status_(o.status_) {
   o.pid_ = -1;
   o.out_fd_ = o.err_fd_ = -1;
 }
