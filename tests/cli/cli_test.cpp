@@ -231,3 +231,18 @@ TEST(Cli, ARelativeSocketPathWorksFromTheFolderItWasGivenIn) {
 
 }  // namespace
 }  // namespace oppx::test
+
+namespace oppx::test {
+namespace {
+
+TEST(Cli, LogsFollowPrintsWhatIsAppended) {
+  TempHome home;
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  Process follow({OPPX_BIN, "daemon", "logs", "-f", "-n", "1"});
+  ASSERT_TRUE(follow.wait_for_stdout("listening on")) << follow.out();
+  ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
+  EXPECT_TRUE(follow.wait_for_stdout("shutting down")) << follow.out();
+}
+
+}  // namespace
+}  // namespace oppx::test

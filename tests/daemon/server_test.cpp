@@ -159,6 +159,18 @@ TEST_F(LiveDaemon, AClientThatNeverReadsIsDroppedAndOthersAreServed) {
   expect_serving();
 }
 
+TEST_F(LiveDaemon, HalfALineThatStallsHoldsUpNobody) {
+  auto stalled = client();
+  ASSERT_TRUE(stalled.write_raw(R"({"jsonrpc":"2.0","id":1,"method":"daemon/st)"));
+  for (int i = 0; i < 3; ++i) expect_serving();
+  // The rest of the line arrives: it is one request, answered.
+  ASSERT_TRUE(stalled.write_raw(R"(atus"})"
+                                "\n"));
+  auto reply = reply_of(stalled);
+  EXPECT_EQ(reply.at("id"), json::value(1));
+  EXPECT_TRUE(reply.contains("result"));
+}
+
 TEST_F(LiveDaemon, EveryRequestGetsExactlyOneReply) {
   auto c = client();
   std::string lines;

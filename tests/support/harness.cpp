@@ -143,9 +143,18 @@ Result Process::wait(std::chrono::milliseconds timeout) {
 }
 
 bool Process::wait_for_stderr(const std::string& text, std::chrono::milliseconds timeout) {
+  return wait_for(err_, err_fd_, text, timeout);
+}
+
+bool Process::wait_for_stdout(const std::string& text, std::chrono::milliseconds timeout) {
+  return wait_for(out_, out_fd_, text, timeout);
+}
+
+bool Process::wait_for(const std::string& stream, const int& fd, const std::string& text,
+                       std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
-  while (err_.find(text) == std::string::npos) {
-    if (err_fd_ < 0 || Clock::now() >= deadline) return false;
+  while (stream.find(text) == std::string::npos) {
+    if (fd < 0 || Clock::now() >= deadline) return false;
     pump(static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
   }
   return true;

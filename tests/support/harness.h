@@ -50,10 +50,13 @@ class Process {
   Result wait(std::chrono::milliseconds timeout = 20s);
   // Reads stderr until it contains `text`; false at the deadline or at the end of the stream.
   bool wait_for_stderr(const std::string& text, std::chrono::milliseconds timeout = 10s);
+  bool wait_for_stdout(const std::string& text, std::chrono::milliseconds timeout = 10s);
   const std::string& err() const { return err_; }
+  const std::string& out() const { return out_; }
 
  private:
   void pump(int timeout_ms);
+  bool wait_for(const std::string& stream, const int& fd, const std::string& text, std::chrono::milliseconds timeout);
   pid_t pid_ = -1;
   int out_fd_ = -1;
   int err_fd_ = -1;
