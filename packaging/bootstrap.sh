@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Sets a Debian 12 machine up to build and test oppx, then builds it. Idempotent: a second run
+# installs nothing, configures nothing and only lets Ninja check that the build is up to date.
+#   usage: packaging/bootstrap.sh [--preset NAME]     (default preset: default, into build/)
+# Run as root when Debian packages are missing. The npm packages go into build/npm, never globally.
+set -euo pipefail
+
+say() { printf 'bootstrap: %s\n' "$*"; }
+warn() { printf 'bootstrap: warning: %s\n' "$*" >&2; }
+die() {
+  printf 'bootstrap: error: %s\n' "$*" >&2
+  exit 1
+}
+
+preset=default
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --preset)
+      [ $# -ge 2 ] || die "--preset needs a name (see CMakePresets.json)"
+      preset=$2
+      shift 2
+      ;;
+    --preset=*)
+      preset=${1#--preset=}
+      shift
+      ;;
+    -h | --help)
+      sed -n '2,5s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+      exit 0
+      ;;
+    *)
+      printf 'bootstrap: unknown argument %s\nusage: packaging/bootstrap.sh [--preset NAME]\n' "$1" >&2
+      exit 2
+      ;;
+  esac
+done
+
+root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+cd "$root"
+
+# The preset's binary folder (as in CMakePresets.json), checked before anything is installed.
+case "$preset" in
+  default) bin=$root/build ;;
+  asan) bin=$root/build-asan ;;
+  *) die "no preset named \"$preset\"; the presets are default and asan (CMakePresets.json)" ;;
+esac
+
+# 1. Debian packages: ask dpkg first, so that nothing calls apt when all are there.
+apt_packages=(g++ cmake ninja-build pkg-config libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+  libfmt-dev libssl-dev libgtest-dev util-linux procps ca-certificates)
+missing=()
+for p in "${apt_packages[@]}"; do
+  if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" != "install ok installed" ]; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  say "Debian packages present"
+else
+  [ "$(id -u)" -eq 0 ] || die "run as root to install the missing packages: ${missing[*]}"
+  say "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+rel=${bin#"$root"/}
+
+# 2. Node.js (not from Debian) and the pinned MCP servers the tests and the demo start.
+if command -v node >/dev/null 2>&1; then
+  node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+  if [ "$node_major" -lt 18 ]; then
+    warn "node $(node --version) is too old: the connector tests of later issues need Node 18+"
+  fi
+else
+  warn "node not found: the connector tests of later issues need Node 18+; carrying on without it"
+fi
+npm_dir=build/npm
+if ! command -v npm >/dev/null 2>&1; then
+  warn "npm not found: the pinned MCP servers (packaging/npm/package.json) are not installed; carrying on"
+elif [ -f "$npm_dir/node_modules/.package-lock.json" ] &&
+  [ "$npm_dir/node_modules/.package-lock.json" -nt packaging/npm/package.json ]; then
+  say "npm packages up to date in $npm_dir"
+else
+  say "installing the pinned npm packages into $npm_dir"
+  mkdir -p "$npm_dir"
+  cp packaging/npm/package.json "$npm_dir/package.json"
+  npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error
+  # npm leaves the file alone when nothing changed; the stamp must still be newer than package.json.
+  touch "$npm_dir/node_modules/.package-lock.json"
+fi
+
+# 3. Configure (only when needed) and build with the preset.
+cache=$bin/CMakeCache.txt
+if [ -f "$cache" ]; then
+  generator=$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$cache")
+  home_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$cache")
+  reason=""
+  if [ "$generator" != "Ninja" ]; then
+    reason="its generator is \"$generator\", not Ninja"
+  elif [ -n "$home_dir" ] && [ "$(readlink -f "$home_dir" 2>/dev/null || true)" != "$root" ]; then
+    reason="it was made for another source folder"
+  fi
+  if [ -n "$reason" ]; then
+    say "wiping $rel/ ($reason); keeping build/npm"
+    find "$bin" -mindepth 1 -maxdepth 1 ! -path "$root/build/npm" -exec rm -rf {} +
+  fi
+fi
+if [ -f "$cache" ]; then
+  say "$rel/ already configured"
+else
+  say "configuring $rel/ (preset $preset)"
+  cmake --preset "$preset"
+fi
+
+say "building $rel/ (preset $preset)"
+cmake --build --preset "$preset"
+say "done: $rel/oppx is ready"
