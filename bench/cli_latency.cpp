@@ -3,6 +3,7 @@
 // measured in this run; and the daemon's idle RSS. Prints figures; asserts nothing.
 //   usage: cli_latency [--runs N] [--node-runs M]
 // It runs its own daemon in a temporary HOME, so it never touches the user's.
+#include "common/proc.h"
 #include "common/sync_client.h"
 #include "proto/daemon_api.h"
 
@@ -81,15 +82,6 @@ Stats measure(const std::vector<std::string>& args, int runs) {
   return s;
 }
 
-long rss_kib(long pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
-  }
-  return -1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,7 +118,7 @@ int main(int argc, char** argv) {
   Stats cli = measure({oppx, "daemon", "status"}, runs);
   Stats truth = measure({"true"}, runs);
   Stats node = measure({"node", "-e", "0"}, node_runs);
-  long rss = pid ? rss_kib(pid) : -1;
+  long rss = pid ? oppx::rss_kib(static_cast<pid_t>(pid)) : -1;
 
   fmt::print("cli_latency: oppx daemon status against a warm daemon ({} runs)\n", runs);
   fmt::print("  oppx daemon status   median {:7.2f} ms   p90 {:7.2f} ms   min {:7.2f} ms   failures {}\n", cli.median,

@@ -59,9 +59,11 @@ int status(Context& ctx) {
       "  uptime      {}\n"
       "  clients     {}\n"
       "  connectors  {}\n"
+      "  memory      {:.1f} MiB\n"
       "  socket      {}\n"
       "  log         {}\n",
-      s->version, s->pid, s->build, format_uptime(s->uptime_ms / 1000.0), s->clients, s->connectors, s->socket, s->log);
+      s->version, s->pid, s->build, format_uptime(s->uptime_ms / 1000.0), s->clients, s->connectors,
+      s->rss_kib / 1024.0, s->socket, s->log);
   return kExitOk;
 }
 

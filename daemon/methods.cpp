@@ -3,6 +3,7 @@
 #include "daemon/server.h"
 
 #include "common/log.h"
+#include "common/proc.h"
 #include "proto/daemon_api.h"
 
 #include <boost/json/value_from.hpp>
@@ -44,6 +45,7 @@ void status(Server& server, Reply reply) {
   s.uptime_ms = static_cast<std::int64_t>(server.uptime_seconds() * 1000);
   s.clients = server.client_count();
   s.connectors = 0;
+  s.rss_kib = rss_kib(::getpid());
   s.socket = server.options().socket_path;
   s.log = server.options().log_path;
   reply.ok(json::value_from(s));

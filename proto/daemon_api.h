@@ -39,6 +39,7 @@ struct StatusResult {
   std::int64_t uptime_ms = 0;
   std::int64_t clients = 0;
   std::int64_t connectors = 0;  // configured MCP connectors (none before the connectors land)
+  std::int64_t rss_kib = 0;     // the daemon's resident memory
   std::string socket;
   std::string log;
 };

@@ -211,15 +211,6 @@ bool process_alive(pid_t pid) {
   return close != std::string::npos && close + 2 < content.size() && content[close + 2] != 'Z';
 }
 
-long rss_kib(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
-  }
-  return -1;
-}
-
 int open_fds(pid_t pid) {
   DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
   if (!d) return -1;

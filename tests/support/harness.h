@@ -2,6 +2,7 @@
 // output captured, and a daemon that the test starts and always ends. Every wait has a deadline.
 #pragma once
 
+#include "common/proc.h"
 #include "common/sync_client.h"
 
 #include <boost/json/value.hpp>
@@ -77,7 +78,6 @@ std::optional<std::int64_t> daemon_pid(const std::string& socket);  // nullopt w
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s);
 
 bool process_alive(pid_t pid);
-long rss_kib(pid_t pid);
 int open_fds(pid_t pid);
 
 // A daemon started with `oppxd --socket …` (detached); the destructor stops it, by signal if
