@@ -56,7 +56,13 @@ std::string find_oppxd() {
 }
 
 boost::system::result<Connection, ClientError> greet(SyncClient client) {
-  json::value params = json::value_from(proto::HelloParams{proto::kProtocolVersion, "oppx " OPPX_VERSION, kBuildId});
+  // The daemon expands ${VAR} in connector definitions from this environment, never its own.
+  proto::HelloParams hp{proto::kProtocolVersion, "oppx " OPPX_VERSION, kBuildId, {}};
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    if (auto eq = kv.find('='); eq != std::string_view::npos) hp.env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  json::value params = json::value_from(hp);
   auto r = client.call("hello", params, kCallTimeout);
   if (!r) {
     if (r.error().kind == proto::kind::kVersionMismatch) return ClientError{kExitMismatch, r.error().message};

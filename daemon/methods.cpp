@@ -4,6 +4,8 @@
 
 #include "common/log.h"
 #include "common/proc.h"
+#include "daemon/connectors.h"
+#include "proto/decode.h"
 #include "proto/daemon_api.h"
 
 #include <boost/json/value_from.hpp>
@@ -33,6 +35,7 @@ void hello(const proto::HelloParams& p, Reply reply, Client& client) {
     return reply.fail(std::move(e));
   }
   client.name = p.client;
+  if (!p.env.empty()) client.env = p.env;
   log::debug("client {} is {}", client.id, p.client);
   reply.ok(json::value_from(proto::HelloResult{proto::kProtocolVersion, OPPX_VERSION, kBuildId, ::getpid()}));
 }
@@ -44,11 +47,105 @@ void status(Server& server, Reply reply) {
   s.build = kBuildId;
   s.uptime_ms = static_cast<std::int64_t>(server.uptime_seconds() * 1000);
   s.clients = server.client_count();
-  s.connectors = 0;
+  s.connectors = static_cast<std::int64_t>(server.connectors().size());
   s.rss_kib = rss_kib(::getpid());
   s.socket = server.options().socket_path;
   s.log = server.options().log_path;
   reply.ok(json::value_from(s));
+}
+
+struct NameParams {
+  std::string name;
+  bool wait = false;
+};
+boost::system::result<NameParams, std::string> name_params(const json::value& params, bool required) {
+  proto::FieldReader r(params, "params");
+  NameParams p;
+  p.name = r.string("name", required).value_or("");
+  p.wait = r.boolean("wait", false).value_or(false);
+  if (!r.ok()) return {boost::system::in_place_error, r.error()};
+  return p;
+}
+
+struct CallParams {
+  std::string connector, tool;
+  json::value arguments;
+  std::int64_t timeout_ms = 0;
+};
+boost::system::result<CallParams, std::string> call_params(const json::value& params) {
+  proto::FieldReader r(params, "params");
+  CallParams p;
+  p.connector = r.string("connector", true).value_or("");
+  p.tool = r.string("tool", true).value_or("");
+  p.timeout_ms = r.integer("timeout_ms", false).value_or(kCallTimeout.count());
+  if (!r.ok()) return {boost::system::in_place_error, r.error()};
+  const json::value* a = params.as_object().if_contains("arguments");
+  if (a && !a->is_null() && !a->is_object()) return {boost::system::in_place_error, "params.arguments: expected object"};
+  p.arguments = a && a->is_object() ? *a : json::value(json::object{});
+  if (p.timeout_ms <= 0 || p.timeout_ms > 3'600'000) return {boost::system::in_place_error, "params.timeout_ms: expected 1 to 3600000"};
+  return p;
+}
+
+proto::RpcError unknown_connector(const std::string& name) {
+  auto e = proto::RpcError::make(proto::ErrorCode::kInvalidParams, "unknown_connector",
+                                 "no connector named " + name + "; `oppx mcp list` shows them");
+  e.data["field"] = "params.name";
+  return e;
+}
+
+// A reply that several callbacks may want to use; the first one wins.
+using SharedReply = std::shared_ptr<Reply>;
+
+void mcp_list(Server& s, const NameParams& p, Reply reply, Client& client) {
+  s.connectors().refresh(client.env);
+  if (!p.wait) return reply.ok(s.connectors().list_json());
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  s.connectors().when_settled("", [&s, shared] { shared->ok(s.connectors().list_json()); });
+}
+
+void mcp_tools(Server& s, const NameParams& p, Reply reply, Client& client) {
+  s.connectors().refresh(client.env);
+  if (!s.connectors().find(p.name)) return reply.fail(unknown_connector(p.name));
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  s.connectors().when_settled(p.name, [&s, shared, name = p.name] {
+    auto c = s.connectors().find(name);
+    if (!c) return shared->fail(unknown_connector(name));
+    json::object o = s.connectors().entry_json(*c);
+    o["tools"] = c->tools();
+    shared->ok(std::move(o));
+  });
+}
+
+void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
+  s.connectors().refresh(client.env);
+  if (!s.connectors().find(p.connector)) return reply.fail(unknown_connector(p.connector));
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  s.connectors().when_settled(p.connector, [&s, shared, p] {
+    auto c = s.connectors().find(p.connector);
+    if (!c) return shared->fail(unknown_connector(p.connector));
+    c->call(p.tool, p.arguments, std::chrono::milliseconds(p.timeout_ms), [shared, p](Connector::CallResult r) {
+      if (!r) return shared->fail(r.error());
+      bool truncated = false;
+      std::string text = result_text(*r, kResultLimit, &truncated);
+      bool is_error = r->is_object() && r->as_object().contains("isError") && r->as_object().at("isError") == json::value(true);
+      // The model sees this as reference text from outside, never as instructions.
+      shared->ok(json::object{{"connector", p.connector},
+                              {"tool", p.tool},
+                              {"arguments", p.arguments},
+                              {"text", text},
+                              {"isError", is_error},
+                              {"truncated", truncated},
+                              {"untrusted", true}});
+    });
+  });
+}
+
+void mcp_reconnect(Server& s, const NameParams& p, Reply reply, Client& client) {
+  s.connectors().refresh(client.env);
+  if (!p.name.empty() && !s.connectors().find(p.name)) return reply.fail(unknown_connector(p.name));
+  s.connectors().reconnect(p.name, client.env);
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  s.connectors().when_settled(p.name, [&s, shared] { shared->ok(s.connectors().list_json()); });
 }
 
 void shutdown(Server& server, Reply reply) {
@@ -62,6 +159,13 @@ void register_methods(Router& r, Server& s) {
   r.add("hello", proto::decode_hello_params, hello);
   r.add("daemon/status", no_params, [&s](NoParams, Reply reply, Client&) { status(s, std::move(reply)); });
   r.add("daemon/shutdown", no_params, [&s](NoParams, Reply reply, Client&) { shutdown(s, std::move(reply)); });
+  r.add("mcp/list", [](const json::value& v) { return name_params(v, false); },
+        [&s](const NameParams& p, Reply reply, Client& c) { mcp_list(s, p, std::move(reply), c); });
+  r.add("mcp/tools", [](const json::value& v) { return name_params(v, true); },
+        [&s](const NameParams& p, Reply reply, Client& c) { mcp_tools(s, p, std::move(reply), c); });
+  r.add("mcp/reconnect", [](const json::value& v) { return name_params(v, false); },
+        [&s](const NameParams& p, Reply reply, Client& c) { mcp_reconnect(s, p, std::move(reply), c); });
+  r.add("tools/call", call_params, [&s](const CallParams& p, Reply reply, Client& c) { tools_call(s, p, std::move(reply), c); });
 }
 
 }  // namespace oppx::daemon

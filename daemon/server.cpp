@@ -6,6 +6,8 @@
 
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/paths.h"
+#include "daemon/connectors.h"
 #include "proto/daemon_api.h"
 
 #include <boost/asio/io_context.hpp>
@@ -30,12 +32,20 @@ using unix_socket = asio::local::stream_protocol;
 
 struct Server::Impl {
   Impl(Server& owner, asio::io_context& io, ServerOptions options)
-      : owner(owner), io(io), options(std::move(options)), acceptor(io), signals(io), watch(io), retry_timer(io) {}
+      : owner(owner),
+        io(io),
+        options(std::move(options)),
+        connectors(io, paths::state_dir()),
+        acceptor(io),
+        signals(io),
+        watch(io),
+        retry_timer(io) {}
 
   Server& owner;
   asio::io_context& io;
   ServerOptions options;
   Router router;
+  Connectors connectors;
   unix_socket::acceptor acceptor;
   asio::signal_set signals;
   asio::posix::stream_descriptor watch;
@@ -165,6 +175,7 @@ struct Server::Impl {
     if (socket_is_ours(options.socket_path, listener.socket)) ::unlink(options.socket_path.c_str());
     acceptor.close(ec);
     for (auto& [id, peer] : clients) peer->close();
+    connectors.stop_all();
   }
 };
 
@@ -204,6 +215,7 @@ void Server::start() {
 
 void Server::stop(const std::string& reason) { impl_->stop(reason); }
 Router& Server::router() { return impl_->router; }
+Connectors& Server::connectors() { return impl_->connectors; }
 const ServerOptions& Server::options() const { return impl_->options; }
 std::int64_t Server::client_count() const {
   return std::count_if(impl_->clients.begin(), impl_->clients.end(), [](auto& c) { return !c.second->closed(); });

@@ -19,6 +19,8 @@ class io_context;
 
 namespace oppx::daemon {
 
+class Connectors;
+
 struct ServerOptions {
   std::string socket_path;
   std::string log_path;
@@ -42,6 +44,7 @@ class Server {
   void stop(const std::string& reason);
 
   Router& router();
+  Connectors& connectors();
   const ServerOptions& options() const;
   std::int64_t client_count() const;
   double uptime_seconds() const;

@@ -18,6 +18,13 @@ boost::system::result<HelloParams, std::string> decode_hello_params(const json::
   p.client = r.string("client", false).value_or("");
   p.build = r.string("build", false).value_or("");
   if (!r.ok()) return r.error();
+  if (const json::value* env = params.as_object().if_contains("env"); env && !env->is_null()) {
+    if (!env->is_object()) return std::string("params.env: expected an object of strings");
+    for (auto& [k, v] : env->as_object()) {
+      if (!v.is_string()) return "params.env." + std::string(k) + ": expected a string";
+      p.env.emplace(std::string(k), std::string(v.as_string()));
+    }
+  }
   p.protocol = static_cast<int>(*protocol);
   return p;
 }
@@ -51,7 +58,9 @@ boost::system::result<StatusResult, std::string> decode_status_result(const json
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const HelloParams& v) {
-  jv = json::object{{"protocol", v.protocol}, {"client", v.client}, {"build", v.build}};
+  json::object env;
+  for (auto& [k, val] : v.env) env[k] = val;
+  jv = json::object{{"protocol", v.protocol}, {"client", v.client}, {"build", v.build}, {"env", std::move(env)}};
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const HelloResult& v) {

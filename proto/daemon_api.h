@@ -8,6 +8,7 @@
 #include <boost/system/result.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace oppx {
@@ -23,6 +24,7 @@ struct HelloParams {
   int protocol = 0;
   std::string client;  // free text: "oppx", "vscode-oppx 0.3", …
   std::string build;   // the client's build id, when it has one
+  std::map<std::string, std::string, std::less<>> env;  // the client's environment (for ${VAR})
 };
 
 struct HelloResult {

@@ -1,0 +1,40 @@
+// Child processes for stdio connectors: each in its own session and process group (so Ctrl-C in
+// a terminal never reaches it and `npx` → `node` ends together), with fds 0–2 only, SIGPIPE and
+// the signal mask reset. The only file that creates processes is child_process.cpp.
+#pragma once
+
+#include <boost/system/result.hpp>
+
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace oppx::daemon {
+
+struct SpawnSpec {
+  std::string program;            // a path, or a name looked up on the PATH in `env`
+  std::vector<std::string> args;  // without argv[0]
+  std::vector<std::string> env;   // "KEY=VALUE", the whole environment of the child
+};
+
+struct Child {
+  pid_t pid = -1;  // also its process group and session id
+  int in = -1;     // its stdin (we write)
+  int out = -1;    // its stdout (we read)
+  int err = -1;    // its stderr (we read)
+};
+
+struct SpawnError {
+  bool not_installed = false;  // the program is not on PATH or not executable
+  std::string message;
+};
+
+// Finds `program` on the PATH given in `env` (or takes it as a path). Empty when not found.
+std::string find_program(const std::string& program, const std::vector<std::string>& env);
+
+boost::system::result<Child, SpawnError> spawn_child(const SpawnSpec& spec);
+
+// Signals the child's whole process group.
+void signal_group(pid_t pgid, int sig);
+
+}  // namespace oppx::daemon

@@ -1,0 +1,209 @@
+// Reading mcp.json. Boost.JSON's incremental parser says how far it got, which gives the
+// line:col of a syntax error; type errors name the key path instead.
+#include "daemon/mcp_config.h"
+
+#include "common/paths.h"
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/stream_parser.hpp>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace oppx::daemon {
+
+namespace json = boost::json;
+
+namespace {
+
+std::string position(std::string_view text, std::size_t offset) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return fmt::format("{}:{}", line, col);
+}
+
+boost::system::result<Pairs, std::string> string_map(const json::value& v, const std::string& where) {
+  if (!v.is_object()) return where + ": expected an object of strings";
+  Pairs out;
+  for (auto& [k, val] : v.as_object()) {
+    if (!val.is_string()) return fmt::format("{}.{}: expected a string", where, std::string_view(k));
+    out.emplace_back(std::string(k), std::string(val.as_string()));
+  }
+  return out;
+}
+
+// Its own type: a result<ConnectorDef, std::string> could not tell a message from a definition.
+struct EntryError {
+  std::string message;
+};
+
+boost::system::result<ConnectorDef, EntryError> parse_entry(std::string_view name, const json::value& v) {
+  const std::string where = fmt::format("mcpServers.{}", name);
+  if (!valid_name(name)) return EntryError{where + ": a name may hold only letters, digits, '-' and '_'"};
+  if (!v.is_object()) return EntryError{where + ": expected an object"};
+  const json::object& o = v.as_object();
+  ConnectorDef d;
+  d.name = std::string(name);
+  d.canonical = json::serialize(o);
+  std::string type = "stdio";
+  if (auto* t = o.if_contains("type")) {
+    if (!t->is_string()) return EntryError{where + ".type: expected a string"};
+    type = std::string(t->as_string());
+  }
+  if (type == "http" || type == "streamable-http" || (!o.contains("type") && o.contains("url"))) {
+    d.kind = ConnectorDef::Kind::kHttp;
+    auto* url = o.if_contains("url");
+    if (!url || !url->is_string()) return EntryError{where + ".url: required (a string)"};
+    d.url = std::string(url->as_string());
+    if (auto* h = o.if_contains("headers")) {
+      auto headers = string_map(*h, where + ".headers");
+      if (!headers) return EntryError{headers.error()};
+      d.headers = std::move(*headers);
+    }
+    return d;
+  }
+  if (type == "sse") return EntryError{where + ".type: the older SSE transport is not supported; use the server's streamable HTTP URL"};
+  if (type != "stdio") return EntryError{fmt::format("{}.type: unknown type \"{}\"; use \"stdio\" or \"http\"", where, type)};
+  auto* cmd = o.if_contains("command");
+  if (!cmd || !cmd->is_string() || cmd->as_string().empty()) return EntryError{where + ".command: required (a string)"};
+  d.command = std::string(cmd->as_string());
+  if (auto* a = o.if_contains("args")) {
+    if (!a->is_array()) return EntryError{where + ".args: expected an array of strings"};
+    for (auto& arg : a->as_array()) {
+      if (!arg.is_string()) return EntryError{where + ".args: expected an array of strings"};
+      d.args.emplace_back(arg.as_string());
+    }
+  }
+  if (auto* e = o.if_contains("env")) {
+    auto env = string_map(*e, where + ".env");
+    if (!env) return EntryError{env.error()};
+    d.env = std::move(*env);
+  }
+  return d;
+}
+
+}  // namespace
+
+bool valid_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+  }
+  return true;
+}
+
+boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view text, const std::string& path) {
+  if (text.size() > kMaxConfigBytes) {
+    return fmt::format("{}: {} bytes is over the limit of {} bytes for a connectors file", path, text.size(), kMaxConfigBytes);
+  }
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") {
+    return fmt::format("{}:1:1: the file starts with a byte-order mark; save it as UTF-8 without one", path);
+  }
+  json::stream_parser p;
+  boost::system::error_code ec;
+  std::size_t used = p.write_some(text.data(), text.size(), ec);
+  if (!ec) p.finish(ec);
+  if (ec) return fmt::format("{}:{}: {}", path, position(text, used), ec.message());
+  json::value root = p.release();
+  if (!root.is_object()) return fmt::format("{}: expected a JSON object with \"mcpServers\"", path);
+  McpConfig cfg;
+  const json::value* servers = root.as_object().if_contains("mcpServers");
+  if (!servers) return cfg;
+  if (!servers->is_object()) return fmt::format("{}: mcpServers: expected an object", path);
+  for (auto& [name, entry] : servers->as_object()) {
+    auto d = parse_entry(name, entry);
+    if (!d) return fmt::format("{}: {}", path, d.error().message);
+    cfg.connectors.push_back(std::move(*d));
+  }
+  return cfg;
+}
+
+boost::system::result<McpConfig, std::string> load_mcp_config(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return McpConfig{};
+    return fmt::format("{}: cannot read it: {}", path, std::strerror(errno));
+  }
+  struct stat st {};
+  ::fstat(fd, &st);
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() <= kMaxConfigBytes) text.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  auto cfg = parse_mcp_config(text, path);
+  if (cfg && (st.st_mode & 077)) {
+    cfg->warnings.push_back(fmt::format("{} is readable by others and may hold tokens; run `chmod 600 {}`", path, path));
+  }
+  return cfg;
+}
+
+std::string user_mcp_config_path(const EnvMap& env) {
+  if (auto it = env.find("OPPX_MCP_CONFIG"); it != env.end() && !it->second.empty()) return it->second;
+  // The asking client's environment decides, not the daemon's own (it goes stale).
+  auto get = [&](const char* k) -> std::string {
+    auto it = env.find(k);
+    return it != env.end() && !it->second.empty() && it->second[0] == '/' ? it->second : "";
+  };
+  if (std::string x = get("XDG_CONFIG_HOME"); !x.empty()) return x + "/oppx/mcp.json";
+  if (std::string h = get("HOME"); !h.empty()) return h + "/.config/oppx/mcp.json";
+  return paths::config_dir() + "/mcp.json";
+}
+
+boost::system::result<std::string, ExpandError> expand(std::string_view s, const EnvMap& env) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    if (s[i] == '$' && i + 1 < s.size() && s[i + 1] == '{') {
+      auto close = s.find('}', i + 2);
+      if (close == std::string_view::npos) return ExpandError{"${ without a closing }"};
+      std::string_view inner = s.substr(i + 2, close - i - 2);
+      std::string_view name = inner, fallback;
+      bool has_default = false;
+      if (auto d = inner.find(":-"); d != std::string_view::npos) {
+        name = inner.substr(0, d);
+        fallback = inner.substr(d + 2);
+        has_default = true;
+      }
+      auto it = env.find(name);
+      if (it != env.end() && !(has_default && it->second.empty())) {
+        if (it->second.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+          return ExpandError{std::string(name) + " (its value holds a line break or NUL)"};
+        }
+        out += it->second;
+      } else if (has_default) {
+        out += fallback;
+      } else {
+        return ExpandError{std::string(name)};
+      }
+      i = close + 1;
+    } else {
+      out += s[i++];
+    }
+  }
+  return {boost::system::in_place_value, std::move(out)};
+}
+
+std::string mask_value(std::string_view v) {
+  if (v.find("${") != std::string_view::npos) return std::string(v);  // references are not secrets
+  std::string_view prefix;
+  if (auto sp = v.find(' '); sp != std::string_view::npos) {  // "Bearer xyz": keep the scheme
+    prefix = v.substr(0, sp + 1);
+    v.remove_prefix(sp + 1);
+  }
+  std::size_t keep = v.size() >= 12 ? 4 : 0;
+  return std::string(prefix) + std::string(v.substr(0, keep)) + (keep ? "…***" : "***");
+}
+
+}  // namespace oppx::daemon

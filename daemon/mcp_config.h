@@ -1,0 +1,58 @@
+// Connector definitions: the `mcpServers` block every MCP client reads, from the user's mcp.json
+// (and, later, a repository's .mcp.json). Parsing reports file:line:col; ${VAR} and
+// ${VAR:-default} are expanded at start from the asking client's environment, never written back.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <boost/system/result.hpp>
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oppx::daemon {
+
+using EnvMap = std::map<std::string, std::string, std::less<>>;
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+struct ConnectorDef {
+  enum class Kind { kStdio, kHttp };
+  std::string name;
+  Kind kind = Kind::kStdio;
+  std::string command;
+  std::vector<std::string> args;
+  Pairs env;
+  std::string url;
+  Pairs headers;
+  std::string canonical;  // the entry as written (unexpanded, key order kept): its identity
+};
+
+struct McpConfig {
+  std::vector<ConnectorDef> connectors;
+  std::vector<std::string> warnings;  // e.g. the file is readable by others
+};
+
+inline constexpr std::size_t kMaxConfigBytes = 4u << 20;
+
+// A missing file is an empty config. Errors start with "<path>:<line>:<col>: " or "<path>: ".
+boost::system::result<McpConfig, std::string> load_mcp_config(const std::string& path);
+boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view text, const std::string& path);
+
+// The user's connectors file: $OPPX_MCP_CONFIG, else mcp.json next to config.json.
+std::string user_mcp_config_path(const EnvMap& env);
+
+// Expands ${VAR} and ${VAR:-default}. The error names the variable, never a value: unset
+// without a default, or a value holding CR, LF or NUL.
+struct ExpandError {
+  std::string variable;  // the name, with why when it is set but unusable
+};
+boost::system::result<std::string, ExpandError> expand(std::string_view s, const EnvMap& env);
+
+// For display: a value with its secret part hidden ("Bearer lin_…***"), except ${VAR} references.
+std::string mask_value(std::string_view value);
+
+// Valid connector names: letters, digits, '-' and '_', 1 to 64 of them.
+bool valid_name(std::string_view name);
+
+}  // namespace oppx::daemon
