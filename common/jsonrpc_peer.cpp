@@ -52,7 +52,11 @@ std::shared_ptr<JsonRpcPeer> JsonRpcPeer::create(std::unique_ptr<Transport> tran
 JsonRpcPeer::JsonRpcPeer(std::unique_ptr<Transport> transport, Options options)
     : transport_(std::move(transport)), options_(std::move(options)) {}
 
-JsonRpcPeer::~JsonRpcPeer() = default;
+// Pending calls are answered even when the peer goes away first: nobody waits forever.
+JsonRpcPeer::~JsonRpcPeer() {
+  options_.on_closed = nullptr;
+  on_closed(TransportError{"closed", "closed"});
+}
 
 void JsonRpcPeer::start() {
   std::weak_ptr<JsonRpcPeer> weak = weak_from_this();
@@ -99,7 +103,9 @@ void JsonRpcPeer::close() {
 }
 
 void JsonRpcPeer::abort() {
-  if (!closed_) transport_->abort();
+  if (closed_) return;
+  transport_->abort();
+  on_closed(TransportError{"closed", "closed"});  // now, not when the transport's notice arrives
 }
 
 void JsonRpcPeer::on_line(std::string line) {

@@ -35,10 +35,14 @@ using proto::RpcError;
 
 std::string_view state_name(ConnectorState s) {
   switch (s) {
-    case ConnectorState::kStarting: return "starting";
-    case ConnectorState::kRunning: return "running";
-    case ConnectorState::kFailed: return "failed";
-    case ConnectorState::kStopped: return "stopped";
+    case ConnectorState::kStarting:
+      return "starting";
+    case ConnectorState::kRunning:
+      return "running";
+    case ConnectorState::kFailed:
+      return "failed";
+    case ConnectorState::kStopped:
+      return "stopped";
   }
   return "unknown";
 }
@@ -76,8 +80,10 @@ std::string result_text(const json::value& result, std::size_t limit, bool* trun
         if (type == "text" && p.contains("text") && p.at("text").is_string()) {
           text += std::string(p.at("text").as_string());
         } else {
-          std::string mime = p.contains("mimeType") && p.at("mimeType").is_string() ? std::string(p.at("mimeType").as_string()) : "";
-          text += fmt::format("[{} content{}{} left out]", type.empty() ? "non-text" : type, mime.empty() ? "" : ": ", mime);
+          std::string mime =
+              p.contains("mimeType") && p.at("mimeType").is_string() ? std::string(p.at("mimeType").as_string()) : "";
+          text += fmt::format("[{} content{}{} left out]", type.empty() ? "non-text" : type, mime.empty() ? "" : ": ",
+                              mime);
         }
       }
     }
@@ -116,6 +122,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   int log_fd = -1;
   std::size_t log_size = 0;
   bool refetch_again = false, fetching = false;
+  bool output_closed = false;
   std::uint64_t generation = 0;  // bumps at each start; callbacks of an older child are ignored
 
   void set_state(ConnectorState s, std::string why = {}, std::string_view k = {}) {
@@ -136,6 +143,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     kill_child();
     ++generation;
     tools = {};
+    output_closed = false;
     set_state(ConnectorState::kStarting);
     if (def.kind == ConnectorDef::Kind::kHttp) {
       return fail(down::kUnsupported, "streamable HTTP connectors are not supported by this build of oppxd yet");
@@ -158,7 +166,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       spec.args.push_back(*x);
     }
     for (const char* name : kPassedVariables) {
-      if (auto it = client_env.find(name); it != client_env.end()) spec.env.push_back(std::string(name) + "=" + it->second);
+      if (auto it = client_env.find(name); it != client_env.end())
+        spec.env.push_back(std::string(name) + "=" + it->second);
     }
     for (auto& [k, v] : def.env) {
       auto x = expanded(v);
@@ -169,7 +178,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     if (!spawned) {
       bool missing = spawned.error().not_installed;
       return fail(missing ? down::kNotInstalled : down::kStopped,
-                  spawned.error().message + (missing ? "; install it, or correct the command of " + def.name + " in mcp.json" : ""));
+                  spawned.error().message +
+                      (missing ? "; install it, or correct the command of " + def.name + " in mcp.json" : ""));
     }
     child = *spawned;
     exited = false;
@@ -204,22 +214,38 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   // Drained continuously, so a child flooding stderr never blocks; the log is capped and rotated.
   void read_stderr(std::uint64_t gen) {
-    err_stream.async_read_some(asio::buffer(err_buf), [w = weak_from_this(), gen](boost::system::error_code ec, std::size_t n) {
-      auto self = w.lock();
-      if (!self || ec || gen != self->generation) return;
-      std::string_view data(self->err_buf.data(), n);
-      self->append_log(data);
-      self->err_partial.append(data);
-      if (auto nl = self->err_partial.rfind('\n'); nl != std::string::npos) {
-        std::string_view complete(self->err_partial.data(), nl);
-        auto start = complete.rfind('\n');
-        std::string_view last = start == std::string_view::npos ? complete : complete.substr(start + 1);
-        if (!last.empty()) self->last_err_line = printable(last, 300);
-        self->err_partial.erase(0, nl + 1);
-      }
-      if (self->err_partial.size() > 4096) self->err_partial.erase(0, self->err_partial.size() - 4096);
-      self->read_stderr(gen);
-    });
+    err_stream.async_read_some(asio::buffer(err_buf),
+                               [w = weak_from_this(), gen](boost::system::error_code ec, std::size_t n) {
+                                 auto self = w.lock();
+                                 if (!self || ec || gen != self->generation) return;
+                                 self->take_stderr(std::string_view(self->err_buf.data(), n));
+                                 self->read_stderr(gen);
+                               });
+  }
+
+  void take_stderr(std::string_view data) {
+    append_log(data);
+    err_partial.append(data);
+    if (auto nl = err_partial.rfind('\n'); nl != std::string::npos) {
+      std::string_view complete(err_partial.data(), nl);
+      auto start = complete.rfind('\n');
+      std::string_view last = start == std::string_view::npos ? complete : complete.substr(start + 1);
+      if (!last.empty()) last_err_line = printable(last, 300);
+      err_partial.erase(0, nl + 1);
+    }
+    if (err_partial.size() > 4096) err_partial.erase(0, err_partial.size() - 4096);
+  }
+
+  // What is still in the stderr pipe when the child exits: its last words, often the reason.
+  void drain_stderr() {
+    if (!err_stream.is_open()) return;
+    boost::system::error_code ec;
+    err_stream.non_blocking(true, ec);
+    char buf[8192];
+    ssize_t n;
+    while ((n = ::read(err_stream.native_handle(), buf, sizeof buf)) > 0)
+      take_stderr(std::string_view(buf, static_cast<std::size_t>(n)));
+    if (!err_partial.empty()) last_err_line = printable(err_partial, 300);
   }
 
   void watch_exit() {
@@ -241,7 +267,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     boost::system::error_code ec;
     exit_watch.close(ec);
     signal_group(child.pid, SIGKILL);  // grandchildren left in its group go with it
-    if (state == ConnectorState::kStopped || state == ConnectorState::kFailed) return;
+    drain_stderr();
+    if (state == ConnectorState::kStopped || (state == ConnectorState::kFailed && !output_closed)) return;
     std::string how = WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
                                         : fmt::format("signal {}", WTERMSIG(status));
     std::string tail = last_err_line.empty() ? "" : ": " + last_err_line;
@@ -269,7 +296,19 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     o.on_closed = [w = weak_from_this(), gen = generation](const TransportError& e) {
       auto self = w.lock();
       if (!self || gen != self->generation) return;
-      if (e.kind == "too_large") self->fail(down::kStopped, "it sent a message too large (over 16 MiB); it was stopped");
+      if (e.kind == "too_large")
+        return self->fail(down::kStopped, "it sent a message too large (over 16 MiB); it was stopped");
+      // Its output ended: normally it exited, and the exit (with its status) is reported in a
+      // moment. One that lives on without output is useless: stopped after a grace.
+      if (self->state == ConnectorState::kRunning || self->state == ConnectorState::kStarting) {
+        auto grace = std::make_shared<asio::steady_timer>(self->io, std::chrono::seconds(2));
+        grace->async_wait([w, gen, grace](boost::system::error_code ec) {
+          auto me = w.lock();
+          if (ec || !me || gen != me->generation || me->exited) return;
+          me->output_closed = true;
+          me->fail(down::kStopped, "its program closed its output; it was stopped. Its log is " + me->log_path);
+        });
+      }
     };
     peer = JsonRpcPeer::create(make_ndjson_transport(io, child.out, child.in, limits), std::move(o));
     peer->start();
@@ -295,8 +334,10 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       if (auto* v = r->is_object() ? r->as_object().if_contains("protocolVersion") : nullptr; v && v->is_string()) {
         version = std::string(v->as_string());
       }
-      if (std::find(std::begin(kProtocolVersions), std::end(kProtocolVersions), version) == std::end(kProtocolVersions)) {
-        return self->fail(down::kStopped, fmt::format("it speaks MCP protocol \"{}\", which oppx does not support", version));
+      if (std::find(std::begin(kProtocolVersions), std::end(kProtocolVersions), version) ==
+          std::end(kProtocolVersions)) {
+        return self->fail(down::kStopped,
+                          fmt::format("it speaks MCP protocol \"{}\", which oppx does not support", version));
       }
       self->peer->notify("notifications/initialized", nullptr);
       self->fetch_tools(gen);
@@ -319,7 +360,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       if (!self || gen != self->generation) return;
       if (!r || !r->is_object() || !r->as_object().contains("tools") || !r->as_object().at("tools").is_array()) {
         self->fetching = false;
-        return self->fail(down::kStopped, "its tools/list answer was unusable" + (r ? std::string() : ": " + r.error().message));
+        return self->fail(down::kStopped,
+                          "its tools/list answer was unusable" + (r ? std::string() : ": " + r.error().message));
       }
       for (auto& t : r->as_object().at("tools").as_array()) {
         if (t.is_object() && t.as_object().contains("name") && t.as_object().at("name").is_string()) acc->push_back(t);
@@ -345,8 +387,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   void call(const std::string& tool, json::value arguments, std::chrono::milliseconds timeout,
             std::function<void(CallResult)> done) {
     if (state != ConnectorState::kRunning || !peer) {
-      auto e = RpcError::make(ErrorCode::kInternal, "connector_down",
-                              fmt::format("{} is {}: {}", def.name, state_name(state), reason.empty() ? "not running" : reason));
+      auto e = RpcError::make(
+          ErrorCode::kInternal, "connector_down",
+          fmt::format("{} is {}: {}", def.name, state_name(state), reason.empty() ? "not running" : reason));
       e.data["connector"] = def.name;
       e.data["reason_kind"] = kind;
       return done(std::move(e));
@@ -361,26 +404,28 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
                                   timer->cancel();
                                   if (!r && r.error().kind == proto::kind::kDisconnected) {
                                     auto e = RpcError::make(ErrorCode::kInternal, "connector_down",
-                                                            name + "'s program stopped during the call; the call may or "
-                                                                   "may not have run. Run `oppx mcp list` for the reason");
+                                                            name +
+                                                                "'s program stopped during the call; the call may or "
+                                                                "may not have run. Run `oppx mcp list` for the reason");
                                     e.data["connector"] = name;
                                     e.data["reason_kind"] = std::string(down::kStopped);
                                     return (*shared_done)(std::move(e));
                                   }
                                   (*shared_done)(std::move(r));
                                 });
-    timer->async_wait([w = weak_from_this(), timer, finished, shared_done, id, timeout, tool](boost::system::error_code ec) {
-      if (ec || *finished) return;
-      *finished = true;
-      auto self = w.lock();
-      // One slow call does not take a connector down: the call is cancelled, the connector stays.
-      if (self && self->peer) {
-        self->peer->notify("notifications/cancelled",
-                           json::object{{"requestId", id}, {"reason", "the caller's time limit passed"}});
-      }
-      (*shared_done)(RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
-                                    fmt::format("{} did not answer within {} s", tool, timeout.count() / 1000)));
-    });
+    timer->async_wait(
+        [w = weak_from_this(), timer, finished, shared_done, id, timeout, tool](boost::system::error_code ec) {
+          if (ec || *finished) return;
+          *finished = true;
+          auto self = w.lock();
+          // One slow call does not take a connector down: the call is cancelled, the connector stays.
+          if (self && self->peer) {
+            self->peer->notify("notifications/cancelled",
+                               json::object{{"requestId", id}, {"reason", "the caller's time limit passed"}});
+          }
+          (*shared_done)(RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
+                                        fmt::format("{} did not answer within {} s", tool, timeout.count() / 1000)));
+        });
   }
 
   // Stop = close stdin, then SIGTERM to the group after a grace, then SIGKILL.

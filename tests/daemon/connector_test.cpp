@@ -1,0 +1,181 @@
+// daemon/connector(s) through the CLI, as a user runs them: the real server-everything over
+// stdio, and fake_mcp_server for the faults (crash mid-call, a call that never ends, junk lines,
+// a server request we do not support), a missing program, an unset variable, hand edits, and no
+// child outliving the daemon.
+#include "tests/support/harness.h"
+
+#include "cli/daemon_client.h"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sys/stat.h>
+
+namespace oppx::test {
+namespace {
+
+namespace json = boost::json;
+
+const std::string kEverything =
+    std::string(OPPX_NPM_DIR) + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+
+struct Connectors : ::testing::Test {
+  TempHome home;
+  void write_config(const std::string& servers) {
+    std::string dir = home.root() + "/config/oppx";
+    ::mkdir((home.root() + "/config").c_str(), 0700);
+    ::mkdir(dir.c_str(), 0700);
+    std::string path = dir + "/mcp.json";
+    std::string tmp = path + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << R"({"mcpServers":{)" << servers << "}}";
+    }
+    ::chmod(tmp.c_str(), 0600);
+    ::rename(tmp.c_str(), path.c_str());
+  }
+  static std::string stdio(const std::string& name, const std::string& command, const std::vector<std::string>& args) {
+    json::array a;
+    for (auto& s : args) a.emplace_back(s);
+    return "\"" + name + "\":" + json::serialize(json::object{{"command", command}, {"args", a}});
+  }
+  json::object entry(const std::string& name) {
+    Result r = oppx({"mcp", "tools", name, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? json::parse(r.out).as_object() : json::object{};
+  }
+  void TearDown() override { oppx({"daemon", "stop"}); }
+};
+
+TEST_F(Connectors, ServerEverythingOverStdio) {
+  ASSERT_EQ(::access(kEverything.c_str(), R_OK), 0) << kEverything << " is missing: run packaging/bootstrap.sh";
+  write_config(stdio("everything", "node", {kEverything, "stdio"}));
+  Result tools = oppx({"mcp", "tools", "everything"});
+  ASSERT_EQ(tools.exit_code, 0) << tools.err;
+  EXPECT_NE(tools.out.find("everything.echo: Echoes back the input string\n"), std::string::npos) << tools.out;
+  EXPECT_NE(tools.out.find("everything.get-sum: "), std::string::npos) << tools.out;
+
+  Result echo = oppx({"mcp", "call", "everything", "echo", R"({"message":"hello from oppx"})"});
+  ASSERT_EQ(echo.exit_code, 0) << echo.err;
+  EXPECT_EQ(echo.out, "Echo: hello from oppx\n");
+  Result sum = oppx({"mcp", "call", "everything", "get-sum", R"({"a":2,"b":40})", "--json"});
+  ASSERT_EQ(sum.exit_code, 0) << sum.err;
+  auto j = json::parse(sum.out).as_object();
+  EXPECT_EQ(j.at("text"), json::value("The sum of 2 and 40 is 42."));
+  EXPECT_EQ(j.at("arguments"), json::parse(R"({"a":2,"b":40})"));
+  EXPECT_EQ(j.at("untrusted"), json::value(true));
+
+  Result list = oppx({"mcp", "list"});
+  EXPECT_NE(list.out.find("everything"), std::string::npos);
+  EXPECT_NE(list.out.find("running"), std::string::npos);
+  // Warm and shared: the same child serves the next command.
+  auto st = status_of(home.socket());
+  EXPECT_EQ(st.at("connectors").as_int64(), 1);
+}
+
+TEST_F(Connectors, AMissingProgramAndAnUnsetVariableAreExplained) {
+  ::setenv("OPPX_TEST_SECRET", "do-not-print-me", 1);
+  write_config(stdio("missing", "no-such-program-oppx", {}) + "," +
+               stdio("needs", FAKE_MCP_SERVER, {"${OPPX_TEST_UNSET_VARIABLE}"}) + "," +
+               R"("secret":{"command":")" FAKE_MCP_SERVER
+               R"(","env":{"TOKEN":"${OPPX_TEST_SECRET}","LITERAL":"hunter2hunter2"}})");
+  Result list = oppx({"mcp", "list", "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  Result human = oppx({"mcp", "list"});
+  auto missing = entry("missing");
+  EXPECT_EQ(missing.at("state"), json::value("failed"));
+  EXPECT_EQ(missing.at("reason_kind"), json::value("not_installed"));
+  EXPECT_NE(std::string(missing.at("reason").as_string()).find("no-such-program-oppx is not installed"),
+            std::string::npos);
+  auto needs = entry("needs");
+  EXPECT_EQ(needs.at("state"), json::value("failed"));
+  EXPECT_NE(std::string(needs.at("reason").as_string()).find("${OPPX_TEST_UNSET_VARIABLE}"), std::string::npos);
+  auto secret = entry("secret");
+  EXPECT_EQ(secret.at("state"), json::value("running"));
+  for (const std::string& out : {list.out, human.out, json::serialize(secret), home.read_log()}) {
+    EXPECT_EQ(out.find("do-not-print-me"), std::string::npos) << out;
+    EXPECT_EQ(out.find("hunter2hunter2"), std::string::npos) << out;
+  }
+  EXPECT_EQ(secret.at("env").at("TOKEN"), json::value("${OPPX_TEST_SECRET}"));
+}
+
+TEST_F(Connectors, ACrashMidCallIsReportedWithTheLastStderrLine) {
+  write_config(stdio("crashy", FAKE_MCP_SERVER, {"crash_on_call"}));
+  Result call = oppx({"mcp", "call", "crashy", "echo"});
+  EXPECT_EQ(call.exit_code, 1);
+  EXPECT_NE(call.err.find("may or may not have run"), std::string::npos) << call.err;
+  auto e = entry("crashy");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  std::string reason(e.at("reason").as_string());
+  EXPECT_NE(reason.find("exit status 3"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("fake: crashing on purpose"), std::string::npos) << reason;
+  // reconnect brings it back.
+  Result again = oppx({"mcp", "reconnect", "crashy"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(entry("crashy").at("state"), json::value("running"));
+}
+
+TEST_F(Connectors, ASlowCallTimesOutAndTheConnectorStays) {
+  write_config(stdio("slow", FAKE_MCP_SERVER, {"hang_call"}));
+  auto c = SyncClient::connect(home.socket());
+  if (!c) {
+    ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+    c = SyncClient::connect(home.socket());
+  }
+  ASSERT_TRUE(c);
+  json::object env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+  }
+  ASSERT_TRUE(c->call("hello", json::object{{"protocol", 1}, {"env", env}}, 5s));
+  auto r = c->call("tools/call", json::object{{"connector", "slow"}, {"tool", "echo"}, {"timeout_ms", 300}}, 10s);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, "timeout");
+  EXPECT_EQ(entry("slow").at("state"), json::value("running"));
+}
+
+TEST_F(Connectors, JunkLinesAndUnsupportedServerRequestsDoNotStopIt) {
+  write_config(stdio("junk", FAKE_MCP_SERVER, {"junk"}) + "," + stdio("sampler", FAKE_MCP_SERVER, {"sampling"}));
+  Result call = oppx({"mcp", "call", "junk", "echo"});
+  EXPECT_EQ(call.exit_code, 0) << call.err;
+  EXPECT_EQ(call.out, "fake echo\n");
+  EXPECT_EQ(entry("sampler").at("state"), json::value("running"))
+      << "the sampling request must be answered with an error";
+}
+
+TEST_F(Connectors, AServerThatNeverAnswersFailsWithinTheStartLimitAndNothingWaitsForever) {
+  write_config(stdio("mute", FAKE_MCP_SERVER, {"no_init"}));
+  Result list = oppx({"mcp", "list", "--json"});
+  ASSERT_EQ(list.exit_code, 0);
+  auto c = json::parse(list.out).at("connectors").at(0).as_object();
+  EXPECT_EQ(c.at("state"), json::value("starting")) << "mcp list answers at once, even while one starts";
+}
+
+TEST_F(Connectors, HandEditsArePickedUpAndRemovedConnectorsStop) {
+  write_config(stdio("one", FAKE_MCP_SERVER, {"ok"}));
+  ASSERT_EQ(entry("one").at("state"), json::value("running"));
+  Result ps = run({"pgrep", "-f", std::string(FAKE_MCP_SERVER) + " ok"});
+  ASSERT_EQ(ps.exit_code, 0);
+  pid_t child = static_cast<pid_t>(std::stol(ps.out));
+  write_config(stdio("two", FAKE_MCP_SERVER, {"ok"}));
+  Result list = oppx({"mcp", "list"});
+  EXPECT_NE(list.out.find("two"), std::string::npos);
+  EXPECT_EQ(list.out.find("one "), std::string::npos) << list.out;
+  EXPECT_TRUE(cli::wait_for_exit(child, 10s)) << "the removed connector's process must end";
+}
+
+TEST_F(Connectors, NoChildOutlivesTheDaemon) {
+  write_config(stdio("one", FAKE_MCP_SERVER, {"ok"}));
+  ASSERT_EQ(entry("one").at("state"), json::value("running"));
+  Result ps = run({"pgrep", "-f", std::string(FAKE_MCP_SERVER) + " ok"});
+  ASSERT_EQ(ps.exit_code, 0);
+  pid_t child = static_cast<pid_t>(std::stol(ps.out));
+  EXPECT_EQ(::getsid(child), child) << "a connector runs in its own session";
+  ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
+  EXPECT_TRUE(cli::wait_for_exit(child, 10s));
+}
+
+}  // namespace
+}  // namespace oppx::test

@@ -1,0 +1,94 @@
+// daemon/mcp_config: the mcpServers format, errors with file:line:col or the key path,
+// ${VAR} expansion that names variables and never values, masking for display.
+#include "daemon/mcp_config.h"
+
+#include <gtest/gtest.h>
+
+namespace oppx::daemon {
+namespace {
+
+TEST(McpConfig, ReadsStdioAndHttpEntries) {
+  auto cfg = parse_mcp_config(R"({"other":1,"mcpServers":{
+    "fs":{"command":"npx","args":["-y","server"],"env":{"K":"v"}},
+    "linear":{"type":"http","url":"https://mcp.example/mcp","headers":{"Authorization":"Bearer ${TOKEN}"}},
+    "alias":{"type":"streamable-http","url":"https://x.example/mcp"}}})",
+                              "mcp.json");
+  ASSERT_TRUE(cfg) << cfg.error();
+  ASSERT_EQ(cfg->connectors.size(), 3u);
+  EXPECT_EQ(cfg->connectors[0].command, "npx");
+  EXPECT_EQ(cfg->connectors[0].args, (std::vector<std::string>{"-y", "server"}));
+  EXPECT_EQ(cfg->connectors[0].env, (Pairs{{"K", "v"}}));
+  EXPECT_EQ(cfg->connectors[1].kind, ConnectorDef::Kind::kHttp);
+  EXPECT_EQ(cfg->connectors[1].headers, (Pairs{{"Authorization", "Bearer ${TOKEN}"}}));
+  EXPECT_EQ(cfg->connectors[2].kind, ConnectorDef::Kind::kHttp);
+  // Identity is the entry as written: another key order is another definition.
+  auto swapped =
+      parse_mcp_config(R"({"mcpServers":{"fs":{"args":["-y","server"],"command":"npx","env":{"K":"v"}}}})", "m");
+  ASSERT_TRUE(swapped);
+  EXPECT_NE(swapped->connectors[0].canonical, cfg->connectors[0].canonical);
+}
+
+TEST(McpConfig, ErrorsSayWhere) {
+  auto truncated = parse_mcp_config("{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"", "/h/mcp.json");
+  ASSERT_FALSE(truncated);
+  EXPECT_EQ(truncated.error().rfind("/h/mcp.json:3:", 0), 0u) << truncated.error();
+
+  auto bad = parse_mcp_config("{\n  \"mcpServers\": {\n    \"a\": {\"command\": x}}}", "m.json");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().rfind("m.json:3:", 0), 0u) << bad.error();
+
+  auto bom = parse_mcp_config("\xEF\xBB\xBF{}", "m.json");
+  ASSERT_FALSE(bom);
+  EXPECT_NE(bom.error().find("m.json:1:1: the file starts with a byte-order mark"), std::string::npos);
+
+  auto args = parse_mcp_config(R"({"mcpServers":{"a":{"command":"x","args":"-y"}}})", "m.json");
+  ASSERT_FALSE(args);
+  EXPECT_EQ(args.error(), "m.json: mcpServers.a.args: expected an array of strings");
+
+  auto env = parse_mcp_config(R"({"mcpServers":{"a":{"command":"x","env":{"K":1}}}})", "m.json");
+  ASSERT_FALSE(env);
+  EXPECT_EQ(env.error(), "m.json: mcpServers.a.env.K: expected a string");
+
+  auto sse = parse_mcp_config(R"({"mcpServers":{"a":{"type":"sse","url":"https://x"}}})", "m.json");
+  ASSERT_FALSE(sse);
+  EXPECT_NE(sse.error().find("older SSE transport is not supported"), std::string::npos);
+
+  auto name = parse_mcp_config(R"({"mcpServers":{"a b":{"command":"x"}}})", "m.json");
+  ASSERT_FALSE(name);
+  EXPECT_NE(name.error().find("letters, digits"), std::string::npos);
+
+  EXPECT_FALSE(parse_mcp_config(std::string(kMaxConfigBytes + 1, ' '), "m.json"));
+  EXPECT_TRUE(parse_mcp_config("{}", "m.json"));
+}
+
+TEST(McpConfig, ExpandsVariablesAndNamesTheMissingOne) {
+  EnvMap env{{"TOKEN", "s3cret"}, {"EMPTY", ""}, {"BAD", "a\nb"}};
+  EXPECT_EQ(*expand("Bearer ${TOKEN}", env), "Bearer s3cret");
+  EXPECT_EQ(*expand("${NOPE:-fallback}/x", env), "fallback/x");
+  EXPECT_EQ(*expand("${EMPTY:-used}", env), "used");
+  EXPECT_EQ(*expand("no refs $HOME", env), "no refs $HOME");
+  auto missing = expand("Bearer ${NOPE}", env);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().variable, "NOPE");
+  auto bad = expand("${BAD}", env);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().variable.find("BAD"), std::string::npos);
+  EXPECT_EQ(bad.error().variable.find("a\nb"), std::string::npos) << "never the value";
+  EXPECT_FALSE(expand("${UNCLOSED", env));
+}
+
+TEST(McpConfig, MasksSecretsButNotReferences) {
+  EXPECT_EQ(mask_value("Bearer lin_api_1234567890"), "Bearer lin_…***");
+  EXPECT_EQ(mask_value("Bearer ${LINEAR_API_KEY}"), "Bearer ${LINEAR_API_KEY}");
+  EXPECT_EQ(mask_value("short"), "***");
+  EXPECT_EQ(mask_value("abcdefghijklmnop").find("mnop"), std::string::npos);
+}
+
+TEST(McpConfig, TheUserFileFollowsTheClientsEnvironment) {
+  EXPECT_EQ(user_mcp_config_path({{"OPPX_MCP_CONFIG", "/x/m.json"}, {"XDG_CONFIG_HOME", "/c"}}), "/x/m.json");
+  EXPECT_EQ(user_mcp_config_path({{"XDG_CONFIG_HOME", "/c"}}), "/c/oppx/mcp.json");
+  EXPECT_EQ(user_mcp_config_path({{"HOME", "/h"}}), "/h/.config/oppx/mcp.json");
+}
+
+}  // namespace
+}  // namespace oppx::daemon
