@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <fcntl.h>
 #include <csignal>
 #include <sys/file.h>
 #include <sys/time.h>
@@ -69,6 +70,38 @@ boost::system::result<void, std::string> check_private_dir(const std::string& di
     return fmt::format(
         "refusing folder {}: others can reach it (mode {:04o}); run `chmod 700 {}` or set OPPX_SOCKET elsewhere", dir,
         st.st_mode & 07777, dir);
+  }
+  return {};
+}
+
+boost::system::result<void, std::string> atomic_write(const std::string& path, std::string_view content, int mode) {
+  std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0) return fmt::format("cannot write {}: {}", tmp, std::strerror(errno));
+  auto fail = [&](const char* what) {
+    std::string e = fmt::format("cannot write {} ({}): {}", path, what, std::strerror(errno));
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return e;
+  };
+  for (std::size_t off = 0; off < content.size();) {
+    ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail("write");
+    off += static_cast<std::size_t>(n);
+  }
+  if (::fchmod(fd, static_cast<mode_t>(mode)) != 0 || ::fsync(fd) != 0) return fail("fsync");
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string e = fmt::format("cannot put {} in place: {}", path, std::strerror(errno));
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  int dir = ::open(dirname_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    int rc = ::fsync(dir);
+    ::close(dir);
+    if (rc != 0) return fmt::format("cannot sync the folder of {}: {}", path, std::strerror(errno));
   }
   return {};
 }

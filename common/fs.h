@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 
 namespace oppx {
 
@@ -18,6 +19,10 @@ boost::system::result<void, std::string> ensure_private_dir(const std::string& d
 
 // flock(LOCK_EX) that gives up after `wait`; false when the lock was not taken.
 bool lock_within(int fd, std::chrono::milliseconds wait);
+
+// Readers see the old file or the new one, never half: a temp file in the same folder, fsync,
+// rename, fsync of the folder. A failed fsync is a failure.
+boost::system::result<void, std::string> atomic_write(const std::string& path, std::string_view content, int mode);
 
 std::string dirname_of(const std::string& path);
 std::string basename_of(const std::string& path);

@@ -34,6 +34,11 @@ std::string state_dir() { return xdg("XDG_STATE_HOME", ".local/state"); }
 std::string config_dir() { return xdg("XDG_CONFIG_HOME", ".config"); }
 std::string daemon_log() { return state_dir() + "/oppxd.log"; }
 
+std::string user_mcp_config() {
+  if (const char* p = std::getenv("OPPX_MCP_CONFIG"); p && *p) return p;
+  return config_dir() + "/mcp.json";
+}
+
 namespace {
 // The daemon leaves its start folder when it detaches: a relative path must be made absolute first.
 std::string absolute(std::string p) {

@@ -196,6 +196,16 @@ TEST(Cli, DemoRunsAgainstARealDaemon) {
   EXPECT_NE(r.out.find("pid " + std::to_string(*pid)), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("started"), std::string::npos);
   EXPECT_NE(r.out.find("The CLI is ready"), std::string::npos);
+  // The tour's real connector: server-everything where bootstrap put it beside this oppx.
+  std::string bin_dir = std::string(OPPX_BIN).substr(0, std::string(OPPX_BIN).rfind('/'));
+  if (::access((bin_dir + "/npm/node_modules/@modelcontextprotocol/server-everything").c_str(), F_OK) == 0) {
+    EXPECT_NE(r.out.find("→ Echo: hello from the oppx demo"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("added the connector `everything`"), std::string::npos) << r.out;
+    Result again = oppx({"demo"});
+    EXPECT_NE(again.out.find("`everything` is already in"), std::string::npos) << again.out;
+  } else {
+    EXPECT_NE(r.out.find("not installed next to this oppx; run packaging/bootstrap.sh"), std::string::npos) << r.out;
+  }
   EXPECT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
 }
 
