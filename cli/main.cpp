@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
       args.erase(args.begin());
     }
   }
+  if (group == "mcp" && name.empty() && args.empty()) name = "list";  // bare `oppx mcp`, as in SPEC §3
   const Command* cmd = find_command(group, name);
   if (!cmd) {
     if (!group.empty() && (name.empty() || name == "help")) {

@@ -66,7 +66,7 @@ TEST_F(Connectors, ServerEverythingOverStdio) {
   EXPECT_EQ(j.at("arguments"), json::parse(R"({"a":2,"b":40})"));
   EXPECT_EQ(j.at("untrusted"), json::value(true));
 
-  Result list = oppx({"mcp", "list"});
+  Result list = oppx({"mcp"});
   EXPECT_NE(list.out.find("everything"), std::string::npos);
   EXPECT_NE(list.out.find("running"), std::string::npos);
   // Warm and shared: the same child serves the next command.
