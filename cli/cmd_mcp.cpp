@@ -3,6 +3,7 @@
 // masked from the daemon already.
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
+#include "common/text.h"
 
 #include <boost/json.hpp>
 
@@ -22,17 +23,7 @@ std::string str(const json::object& o, std::string_view k) {
 }
 
 // Server text may hold escapes meant for a terminal: shown escaped, never obeyed.
-std::string printable(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
+std::string printable(std::string_view s) { return escape_controls(s, true); }
 
 std::string first_sentence(std::string_view d, std::size_t max) {
   auto end = d.find(". ");
@@ -69,7 +60,8 @@ void print_entry(const json::object& c) {
   if (const json::value* a = c.if_contains("args"); a && a->is_array()) {
     for (auto& arg : a->as_array()) what += " " + std::string(arg.as_string());
   }
-  fmt::print("{:<16} {:<9} {:>3} tools  {}\n", str(c, "name"), str(c, "state"), c.at("tools").as_int64(), printable(what));
+  fmt::print("{:<16} {:<9} {:>3} tools  {}\n", str(c, "name"), str(c, "state"), c.at("tools").as_int64(),
+             printable(what));
   if (!str(c, "reason").empty()) fmt::print("    {}\n", printable(str(c, "reason")));
 }
 
@@ -112,12 +104,14 @@ int tools(Context& ctx) {
 int call(Context& ctx) {
   const Command& self = *find_command("mcp", "call");
   bool as_json = take_flag(ctx.args, "--json");
-  if (ctx.args.size() < 2 || ctx.args.size() > 3) return usage_error(self, "give a connector, a tool and optionally JSON arguments");
+  if (ctx.args.size() < 2 || ctx.args.size() > 3)
+    return usage_error(self, "give a connector, a tool and optionally JSON arguments");
   json::object params{{"connector", ctx.args[0]}, {"tool", ctx.args[1]}};
   if (ctx.args.size() == 3) {
     boost::system::error_code ec;
     json::value a = json::parse(ctx.args[2], ec);
-    if (ec || !a.is_object()) return usage_error(self, "the arguments must be a JSON object, e.g. '{\"message\":\"hi\"}'");
+    if (ec || !a.is_object())
+      return usage_error(self, "the arguments must be a JSON object, e.g. '{\"message\":\"hi\"}'");
     params["arguments"] = a;
   }
   int rc = run(ctx, self, "tools/call", params, as_json, [](const json::value& v) {
@@ -148,7 +142,8 @@ std::vector<Command> mcp_commands() {
        "Connectors are read from $OPPX_MCP_CONFIG, else mcp.json next to config.json\n"
        "($XDG_CONFIG_HOME/oppx/mcp.json). Edits are picked up at the next command.",
        list},
-      {"mcp", "tools", "<name> [--json]", "Show a connector's tools, one line each, as the model sees them.", "", tools},
+      {"mcp", "tools", "<name> [--json]", "Show a connector's tools, one line each, as the model sees them.", "",
+       tools},
       {"mcp", "call", "<name> <tool> [json-arguments] [--json]", "Call one tool and print its result.",
        "Exit status 1 when the tool reports an error (isError).", call},
       {"mcp", "reconnect", "[name] [--json]", "Start one connector again, or all of them.", "", reconnect},

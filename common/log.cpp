@@ -2,6 +2,8 @@
 // escaped, so bytes a client sent cannot forge log lines or drive the terminal of whoever tails it.
 #include "common/log.h"
 
+#include "common/text.h"
+
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -92,13 +94,7 @@ void write(Level level, std::string_view message) {
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
 
   std::string line = fmt::format("{}.{:03d}Z {} ", stamp, static_cast<int>(ms), level_name(level));
-  for (unsigned char c : message) {
-    if (c < 0x20 || c == 0x7f) {
-      line += fmt::format("\\x{:02x}", c);
-    } else {
-      line += static_cast<char>(c);
-    }
-  }
+  line += escape_controls(message);
   line += '\n';
 
   if (s.fd >= 0) {

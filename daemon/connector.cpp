@@ -7,6 +7,7 @@
 #include "common/jsonrpc_peer.h"
 #include "common/log.h"
 #include "common/ndjson_transport.h"
+#include "common/text.h"
 #include "daemon/child_process.h"
 
 #include <boost/asio/io_context.hpp>
@@ -53,18 +54,6 @@ constexpr std::size_t kLogCap = 1u << 20;
 constexpr int kMaxToolPages = 50;
 constexpr const char* kProtocolVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 constexpr const char* kPassedVariables[] = {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG"};
-
-std::string printable(std::string_view s, std::size_t max) {
-  std::string out;
-  for (unsigned char c : s.substr(0, max)) {
-    if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -230,7 +219,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       std::string_view complete(err_partial.data(), nl);
       auto start = complete.rfind('\n');
       std::string_view last = start == std::string_view::npos ? complete : complete.substr(start + 1);
-      if (!last.empty()) last_err_line = printable(last, 300);
+      if (!last.empty()) last_err_line = escape_controls(last.substr(0, 300));
       err_partial.erase(0, nl + 1);
     }
     if (err_partial.size() > 4096) err_partial.erase(0, err_partial.size() - 4096);
@@ -245,7 +234,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     ssize_t n;
     while ((n = ::read(err_stream.native_handle(), buf, sizeof buf)) > 0)
       take_stderr(std::string_view(buf, static_cast<std::size_t>(n)));
-    if (!err_partial.empty()) last_err_line = printable(err_partial, 300);
+    if (!err_partial.empty()) last_err_line = escape_controls(std::string_view(err_partial).substr(0, 300));
   }
 
   void watch_exit() {

@@ -145,7 +145,7 @@ TEST_F(Connectors, JunkLinesAndUnsupportedServerRequestsDoNotStopIt) {
       << "the sampling request must be answered with an error";
 }
 
-TEST_F(Connectors, AServerThatNeverAnswersFailsWithinTheStartLimitAndNothingWaitsForever) {
+TEST_F(Connectors, McpListAnswersAtOnceWhileOneIsStillStarting) {
   write_config(stdio("mute", FAKE_MCP_SERVER, {"no_init"}));
   Result list = oppx({"mcp", "list", "--json"});
   ASSERT_EQ(list.exit_code, 0);
