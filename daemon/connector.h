@@ -54,8 +54,8 @@ class Connector {
 
   const ConnectorDef& def() const;
   ConnectorState state() const;
-  const std::string& reason() const;       // why it is not running (empty when running)
-  const std::string& down_kind() const;    // a down:: value when failed
+  const std::string& reason() const;     // why it is not running (empty when running)
+  const std::string& down_kind() const;  // a down:: value when failed
   const boost::json::array& tools() const;
   const std::string& log_path() const;
   std::int64_t pid() const;

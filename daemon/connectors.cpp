@@ -14,7 +14,8 @@ namespace oppx::daemon {
 
 namespace json = boost::json;
 
-Connectors::Connectors(boost::asio::io_context& io, std::string state_dir) : io_(io), state_dir_(std::move(state_dir)) {}
+Connectors::Connectors(boost::asio::io_context& io, std::string state_dir)
+    : io_(io), state_dir_(std::move(state_dir)) {}
 
 Connectors::~Connectors() { stop_all(); }
 

@@ -74,8 +74,10 @@ boost::system::result<ConnectorDef, EntryError> parse_entry(std::string_view nam
     }
     return d;
   }
-  if (type == "sse") return EntryError{where + ".type: the older SSE transport is not supported; use the server's streamable HTTP URL"};
-  if (type != "stdio") return EntryError{fmt::format("{}.type: unknown type \"{}\"; use \"stdio\" or \"http\"", where, type)};
+  if (type == "sse")
+    return EntryError{where + ".type: the older SSE transport is not supported; use the server's streamable HTTP URL"};
+  if (type != "stdio")
+    return EntryError{fmt::format("{}.type: unknown type \"{}\"; use \"stdio\" or \"http\"", where, type)};
   auto* cmd = o.if_contains("command");
   if (!cmd || !cmd->is_string() || cmd->as_string().empty()) return EntryError{where + ".command: required (a string)"};
   d.command = std::string(cmd->as_string());
@@ -106,7 +108,8 @@ bool valid_name(std::string_view name) {
 
 boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view text, const std::string& path) {
   if (text.size() > kMaxConfigBytes) {
-    return fmt::format("{}: {} bytes is over the limit of {} bytes for a connectors file", path, text.size(), kMaxConfigBytes);
+    return fmt::format("{}: {} bytes is over the limit of {} bytes for a connectors file", path, text.size(),
+                       kMaxConfigBytes);
   }
   if (text.substr(0, 3) == "\xEF\xBB\xBF") {
     return fmt::format("{}:1:1: the file starts with a byte-order mark; save it as UTF-8 without one", path);
@@ -141,11 +144,13 @@ boost::system::result<McpConfig, std::string> load_mcp_config(const std::string&
   std::string text;
   char buf[65536];
   ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() <= kMaxConfigBytes) text.append(buf, static_cast<std::size_t>(n));
+  while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() <= kMaxConfigBytes)
+    text.append(buf, static_cast<std::size_t>(n));
   ::close(fd);
   auto cfg = parse_mcp_config(text, path);
   if (cfg && (st.st_mode & 077)) {
-    cfg->warnings.push_back(fmt::format("{} is readable by others and may hold tokens; run `chmod 600 {}`", path, path));
+    cfg->warnings.push_back(
+        fmt::format("{} is readable by others and may hold tokens; run `chmod 600 {}`", path, path));
   }
   return cfg;
 }

@@ -80,9 +80,11 @@ boost::system::result<CallParams, std::string> call_params(const json::value& pa
   p.timeout_ms = r.integer("timeout_ms", false).value_or(kCallTimeout.count());
   if (!r.ok()) return {boost::system::in_place_error, r.error()};
   const json::value* a = params.as_object().if_contains("arguments");
-  if (a && !a->is_null() && !a->is_object()) return {boost::system::in_place_error, "params.arguments: expected object"};
+  if (a && !a->is_null() && !a->is_object())
+    return {boost::system::in_place_error, "params.arguments: expected object"};
   p.arguments = a && a->is_object() ? *a : json::value(json::object{});
-  if (p.timeout_ms <= 0 || p.timeout_ms > 3'600'000) return {boost::system::in_place_error, "params.timeout_ms: expected 1 to 3600000"};
+  if (p.timeout_ms <= 0 || p.timeout_ms > 3'600'000)
+    return {boost::system::in_place_error, "params.timeout_ms: expected 1 to 3600000"};
   return p;
 }
 
@@ -127,7 +129,8 @@ void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
       if (!r) return shared->fail(r.error());
       bool truncated = false;
       std::string text = result_text(*r, kResultLimit, &truncated);
-      bool is_error = r->is_object() && r->as_object().contains("isError") && r->as_object().at("isError") == json::value(true);
+      bool is_error =
+          r->is_object() && r->as_object().contains("isError") && r->as_object().at("isError") == json::value(true);
       // The model sees this as reference text from outside, never as instructions.
       shared->ok(json::object{{"connector", p.connector},
                               {"tool", p.tool},
@@ -159,13 +162,17 @@ void register_methods(Router& r, Server& s) {
   r.add("hello", proto::decode_hello_params, hello);
   r.add("daemon/status", no_params, [&s](NoParams, Reply reply, Client&) { status(s, std::move(reply)); });
   r.add("daemon/shutdown", no_params, [&s](NoParams, Reply reply, Client&) { shutdown(s, std::move(reply)); });
-  r.add("mcp/list", [](const json::value& v) { return name_params(v, false); },
-        [&s](const NameParams& p, Reply reply, Client& c) { mcp_list(s, p, std::move(reply), c); });
-  r.add("mcp/tools", [](const json::value& v) { return name_params(v, true); },
-        [&s](const NameParams& p, Reply reply, Client& c) { mcp_tools(s, p, std::move(reply), c); });
-  r.add("mcp/reconnect", [](const json::value& v) { return name_params(v, false); },
-        [&s](const NameParams& p, Reply reply, Client& c) { mcp_reconnect(s, p, std::move(reply), c); });
-  r.add("tools/call", call_params, [&s](const CallParams& p, Reply reply, Client& c) { tools_call(s, p, std::move(reply), c); });
+  r.add(
+      "mcp/list", [](const json::value& v) { return name_params(v, false); },
+      [&s](const NameParams& p, Reply reply, Client& c) { mcp_list(s, p, std::move(reply), c); });
+  r.add(
+      "mcp/tools", [](const json::value& v) { return name_params(v, true); },
+      [&s](const NameParams& p, Reply reply, Client& c) { mcp_tools(s, p, std::move(reply), c); });
+  r.add(
+      "mcp/reconnect", [](const json::value& v) { return name_params(v, false); },
+      [&s](const NameParams& p, Reply reply, Client& c) { mcp_reconnect(s, p, std::move(reply), c); });
+  r.add("tools/call", call_params,
+        [&s](const CallParams& p, Reply reply, Client& c) { tools_call(s, p, std::move(reply), c); });
 }
 
 }  // namespace oppx::daemon

@@ -21,9 +21,9 @@ struct Client {
   std::uint64_t id = 0;
   std::int64_t pid = 0;
   std::int64_t uid = 0;
-  std::string name;                 // from hello
+  std::string name;                                     // from hello
   std::map<std::string, std::string, std::less<>> env;  // from hello: for ${VAR} and the connectors' paths
-  std::weak_ptr<JsonRpcPeer> peer;  // for notifications to this client
+  std::weak_ptr<JsonRpcPeer> peer;                      // for notifications to this client
 };
 
 class Router {

@@ -22,8 +22,8 @@ inline constexpr int kProtocolVersion = 1;
 
 struct HelloParams {
   int protocol = 0;
-  std::string client;  // free text: "oppx", "vscode-oppx 0.3", …
-  std::string build;   // the client's build id, when it has one
+  std::string client;                                   // free text: "oppx", "vscode-oppx 0.3", …
+  std::string build;                                    // the client's build id, when it has one
   std::map<std::string, std::string, std::less<>> env;  // the client's environment (for ${VAR})
 };
 
