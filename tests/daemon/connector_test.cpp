@@ -153,13 +153,15 @@ TEST_F(Connectors, McpListAnswersAtOnceWhileOneIsStillStarting) {
   EXPECT_EQ(c.at("state"), json::value("starting")) << "mcp list answers at once, even while one starts";
 }
 
+// The fake server's second argument is only a marker, so that pgrep finds this test's child
+// and not one of a test running beside it.
 TEST_F(Connectors, HandEditsArePickedUpAndRemovedConnectorsStop) {
-  write_config(stdio("one", FAKE_MCP_SERVER, {"ok"}));
+  write_config(stdio("one", FAKE_MCP_SERVER, {"ok", home.root()}));
   ASSERT_EQ(entry("one").at("state"), json::value("running"));
-  Result ps = run({"pgrep", "-f", std::string(FAKE_MCP_SERVER) + " ok"});
+  Result ps = run({"pgrep", "-f", std::string(FAKE_MCP_SERVER) + " ok " + home.root()});
   ASSERT_EQ(ps.exit_code, 0);
   pid_t child = static_cast<pid_t>(std::stol(ps.out));
-  write_config(stdio("two", FAKE_MCP_SERVER, {"ok"}));
+  write_config(stdio("two", FAKE_MCP_SERVER, {"ok", home.root() + "/two"}));
   Result list = oppx({"mcp", "list"});
   EXPECT_NE(list.out.find("two"), std::string::npos);
   EXPECT_EQ(list.out.find("one "), std::string::npos) << list.out;
@@ -167,9 +169,9 @@ TEST_F(Connectors, HandEditsArePickedUpAndRemovedConnectorsStop) {
 }
 
 TEST_F(Connectors, NoChildOutlivesTheDaemon) {
-  write_config(stdio("one", FAKE_MCP_SERVER, {"ok"}));
+  write_config(stdio("one", FAKE_MCP_SERVER, {"ok", home.root()}));
   ASSERT_EQ(entry("one").at("state"), json::value("running"));
-  Result ps = run({"pgrep", "-f", std::string(FAKE_MCP_SERVER) + " ok"});
+  Result ps = run({"pgrep", "-f", std::string(FAKE_MCP_SERVER) + " ok " + home.root()});
   ASSERT_EQ(ps.exit_code, 0);
   pid_t child = static_cast<pid_t>(std::stol(ps.out));
   EXPECT_EQ(::getsid(child), child) << "a connector runs in its own session";
