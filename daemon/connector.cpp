@@ -251,7 +251,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   void on_exit() {
     int status = 0;
-    if (::waitpid(child.pid, &status, WNOHANG) != child.pid) return;
+    // The pidfd is readable a moment before the child is a zombie (the kernel wakes pidfd
+    // waiters first): WNOHANG could miss it, a blocking wait returns within microseconds.
+    if (::waitpid(child.pid, &status, 0) != child.pid) return;
     exited = true;
     boost::system::error_code ec;
     exit_watch.close(ec);
@@ -436,7 +438,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     if (pidfd >= 0) {
       auto watch = std::make_shared<asio::posix::stream_descriptor>(io, pidfd);
       watch->async_wait(asio::posix::stream_descriptor::wait_read, [watch, grace, pid](boost::system::error_code) {
-        ::waitpid(pid, nullptr, WNOHANG);
+        ::waitpid(pid, nullptr, 0);  // readable pidfd: it has exited (see on_exit)
         signal_group(pid, SIGKILL);
         grace->cancel();
       });
