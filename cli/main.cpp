@@ -52,8 +52,10 @@ int main(int argc, char** argv) {
   const Command* cmd = find_command(group, name);
   if (!cmd) {
     if (!group.empty() && (name.empty() || name == "help")) {
-      fmt::print("{}", group_help(group));
-      return name.empty() && !args.empty() && args[0] != "--help" && args[0] != "-h" ? kExitUsage : kExitOk;
+      // `oppx daemon`, `oppx daemon --help`: the group's help; `oppx daemon --bogus`: a usage error.
+      bool asked = name == "help" || args.empty() || args[0] == "--help" || args[0] == "-h";
+      fmt::print(asked ? stdout : stderr, "{}", group_help(group));
+      return asked ? kExitOk : kExitUsage;
     }
     std::string what = group.empty() ? name : group + " " + name;
     fmt::print(stderr, "oppx: unknown command `{}`\n\n{}", what, group.empty() ? overview_help() : group_help(group));

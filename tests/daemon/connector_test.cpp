@@ -45,6 +45,14 @@ struct Connectors : ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0 ? json::parse(r.out).as_object() : json::object{};
   }
+  // Starts connector "one" (fake_mcp_server ok) and returns its pid. The second argument is only
+  // a marker, so that pgrep finds this test's child and not one of a test running beside it.
+  pid_t start_marked_fake() {
+    write_config(stdio("one", FAKE_MCP_SERVER, {"ok", home.root()}));
+    EXPECT_EQ(entry("one").at("state"), json::value("running"));
+    Result ps = run({"pgrep", "-f", std::string(FAKE_MCP_SERVER) + " ok " + home.root()});
+    return ps.exit_code == 0 ? static_cast<pid_t>(std::stol(ps.out)) : -1;
+  }
   void TearDown() override { oppx({"daemon", "stop"}); }
 };
 
@@ -153,14 +161,9 @@ TEST_F(Connectors, McpListAnswersAtOnceWhileOneIsStillStarting) {
   EXPECT_EQ(c.at("state"), json::value("starting")) << "mcp list answers at once, even while one starts";
 }
 
-// The fake server's second argument is only a marker, so that pgrep finds this test's child
-// and not one of a test running beside it.
 TEST_F(Connectors, HandEditsArePickedUpAndRemovedConnectorsStop) {
-  write_config(stdio("one", FAKE_MCP_SERVER, {"ok", home.root()}));
-  ASSERT_EQ(entry("one").at("state"), json::value("running"));
-  Result ps = run({"pgrep", "-f", std::string(FAKE_MCP_SERVER) + " ok " + home.root()});
-  ASSERT_EQ(ps.exit_code, 0);
-  pid_t child = static_cast<pid_t>(std::stol(ps.out));
+  pid_t child = start_marked_fake();
+  ASSERT_GT(child, 0);
   write_config(stdio("two", FAKE_MCP_SERVER, {"ok", home.root() + "/two"}));
   Result list = oppx({"mcp", "list"});
   EXPECT_NE(list.out.find("two"), std::string::npos);
@@ -169,11 +172,8 @@ TEST_F(Connectors, HandEditsArePickedUpAndRemovedConnectorsStop) {
 }
 
 TEST_F(Connectors, NoChildOutlivesTheDaemon) {
-  write_config(stdio("one", FAKE_MCP_SERVER, {"ok", home.root()}));
-  ASSERT_EQ(entry("one").at("state"), json::value("running"));
-  Result ps = run({"pgrep", "-f", std::string(FAKE_MCP_SERVER) + " ok " + home.root()});
-  ASSERT_EQ(ps.exit_code, 0);
-  pid_t child = static_cast<pid_t>(std::stol(ps.out));
+  pid_t child = start_marked_fake();
+  ASSERT_GT(child, 0);
   EXPECT_EQ(::getsid(child), child) << "a connector runs in its own session";
   ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
   EXPECT_TRUE(cli::wait_for_exit(child, 10s));
