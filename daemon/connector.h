@@ -32,6 +32,8 @@ inline constexpr std::string_view kStopped = "stopped";
 inline constexpr std::string_view kTimeout = "timeout";
 inline constexpr std::string_view kConfig = "config";
 inline constexpr std::string_view kUnsupported = "unsupported";
+inline constexpr std::string_view kLogin = "login";              // 401/403, "unauthorized", "token expired"
+inline constexpr std::string_view kUnreachable = "unreachable";  // connect refused, DNS, TLS, no route
 }  // namespace down
 
 inline constexpr std::chrono::milliseconds kStartTimeout{30'000};
