@@ -16,6 +16,8 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::chrono::milliseconds kMcpTimeout{60'000};
+// `oppx mcp reconnect <name>` waits for the daemon's LOGIN_TIMEOUT (180 s) and a little more.
+constexpr std::chrono::milliseconds kReconnectTimeout{200'000};
 
 std::string str(const json::object& o, std::string_view k) {
   const json::value* v = o.if_contains(k);
@@ -33,17 +35,29 @@ std::string first_sentence(std::string_view d, std::size_t max) {
   return printable(s);
 }
 
+// The numbered steps back under a connector or an error, indented by `indent`.
+void print_steps(std::FILE* to, const json::object& o, std::string_view indent) {
+  const json::value* steps = o.if_contains("steps");
+  if (!steps || !steps->is_array()) return;
+  int n = 0;
+  for (auto& s : steps->as_array()) {
+    if (s.is_string()) fmt::print(to, "{}{}. {}\n", indent, ++n, printable(s.as_string()));
+  }
+}
+
 // Runs one method; prints --json or hands the result to `show`.
 int run(Context& ctx, const Command& self, std::string_view method, json::object params, bool as_json,
-        const std::function<int(const json::value&)>& show) {
+        const std::function<int(const json::value&)>& show, std::chrono::milliseconds timeout = kMcpTimeout) {
   auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
   if (!conn) {
     fmt::print(stderr, "oppx: {}\n", conn.error().message);
     return conn.error().exit_code;
   }
-  auto r = conn->client.call(method, params, kMcpTimeout);
+  auto r = conn->client.call(method, params, timeout);
   if (!r) {
-    fmt::print(stderr, "oppx: {}\n", r.error().message);
+    fmt::print(stderr, "oppx: {}\n", printable(r.error().message));
+    // A connector that is down says why and what to do (data.reason, data.steps).
+    if (r.error().kind == "connector_down") print_steps(stderr, r.error().data, "  ");
     if (r.error().kind == "unknown_connector") return kExitUsage;
     return kExitFailed;
   }
@@ -63,6 +77,7 @@ void print_entry(const json::object& c) {
   fmt::print("{:<16} {:<9} {:>3} tools  {}\n", str(c, "name"), str(c, "state"), c.at("tools").as_int64(),
              printable(what));
   if (!str(c, "reason").empty()) fmt::print("    {}\n", printable(str(c, "reason")));
+  print_steps(stdout, c, "    ");
 }
 
 int list(Context& ctx) {
@@ -91,6 +106,7 @@ int tools(Context& ctx) {
     const json::object& o = v.as_object();
     if (str(o, "state") != "running") {
       fmt::print(stderr, "oppx: {} is {}: {}\n", name, str(o, "state"), printable(str(o, "reason")));
+      print_steps(stderr, o, "  ");
       return kExitFailed;
     }
     for (auto& t : o.at("tools").as_array()) {
@@ -128,10 +144,13 @@ int reconnect(Context& ctx) {
   if (ctx.args.size() > 1) return usage_error(self, "name at most one connector");
   json::object params;
   if (!ctx.args.empty()) params["name"] = ctx.args[0];
-  return run(ctx, self, "mcp/reconnect", params, as_json, [](const json::value& v) {
-    for (auto& c : v.as_object().at("connectors").as_array()) print_entry(c.as_object());
-    return kExitOk;
-  });
+  return run(
+      ctx, self, "mcp/reconnect", params, as_json,
+      [](const json::value& v) {
+        for (auto& c : v.as_object().at("connectors").as_array()) print_entry(c.as_object());
+        return kExitOk;
+      },
+      kReconnectTimeout);
 }
 
 }  // namespace
@@ -146,7 +165,10 @@ std::vector<Command> mcp_commands() {
        tools},
       {"mcp", "call", "<name> <tool> [json-arguments] [--json]", "Call one tool and print its result.",
        "Exit status 1 when the tool reports an error (isError).", call},
-      {"mcp", "reconnect", "[name] [--json]", "Start one connector again, or all of them.", "", reconnect},
+      {"mcp", "reconnect", "[name] [--json]", "Start one connector again, or all of them.",
+       "A named connector gets 3 minutes to start, time enough to log in in the browser (mcp-remote);\n"
+       "all of them get 30 s each.",
+       reconnect},
   };
 }
 

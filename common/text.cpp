@@ -1,20 +1,53 @@
-// escape_controls: C0 controls and DEL, byte by byte; UTF-8 passes through unchanged.
+// escape_controls: C0 controls and DEL byte by byte, and the invisible characters that can hide
+// or reorder text on a terminal (C1 controls, zero-width and bidirectional marks, BOM) as \u{…};
+// other UTF-8 passes through unchanged.
 #include "common/text.h"
 
 #include <fmt/format.h>
 
 namespace oppx {
 
+namespace {
+
+bool invisible(char32_t c) {
+  return (c >= 0x80 && c <= 0x9f) || (c >= 0x200b && c <= 0x200f) || (c >= 0x202a && c <= 0x202e) ||
+         (c >= 0x2060 && c <= 0x2064) || (c >= 0x2066 && c <= 0x2069) || c == 0xfeff || c == 0x00ad;
+}
+
+// The code point of a 2- or 3-byte UTF-8 sequence at s[i] (all the invisible ones are), and its length.
+std::size_t decode(std::string_view s, std::size_t i, char32_t* c) {
+  auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  auto cont = [&](std::size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
+  if ((b(0) & 0xE0) == 0xC0 && cont(1)) {
+    *c = (char32_t(b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+    return 2;
+  }
+  if ((b(0) & 0xF0) == 0xE0 && cont(1) && cont(2)) {
+    *c = (char32_t(b(0) & 0x0F) << 12) | (char32_t(b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+    return 3;
+  }
+  return 0;
+}
+
+}  // namespace
+
 std::string escape_controls(std::string_view s, bool keep_newlines_and_tabs) {
   std::string out;
   out.reserve(s.size());
-  for (unsigned char c : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
     bool kept = keep_newlines_and_tabs && (c == '\n' || c == '\t');
     if ((c < 0x20 || c == 0x7f) && !kept) {
       out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
+      continue;
     }
+    char32_t cp = 0;
+    if (std::size_t n = c >= 0xC0 ? decode(s, i, &cp) : 0; n && invisible(cp)) {
+      out += fmt::format("\\u{{{:04x}}}", static_cast<std::uint32_t>(cp));
+      i += n - 1;
+      continue;
+    }
+    out += static_cast<char>(c);
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // Child processes for stdio connectors: each in its own session and process group (so Ctrl-C in
 // a terminal never reaches it and `npx` → `node` ends together), with fds 0–2 only, SIGPIPE and
-// the signal mask reset. The only file that creates processes is child_process.cpp.
+// the signal mask reset, and no orphans even when the daemon is killed: see child_process.cpp.
+// The only file that creates processes is child_process.cpp.
 #pragma once
 
 #include <boost/system/result.hpp>
@@ -32,9 +33,14 @@ struct SpawnError {
 // Finds `program` on the PATH given in `env` (or takes it as a path). Empty when not found.
 std::string find_program(const std::string& program, const std::vector<std::string>& env);
 
+// Starts the child with PR_SET_PDEATHSIG(SIGKILL) and tells the group reaper about its group.
 boost::system::result<Child, SpawnError> spawn_child(const SpawnSpec& spec);
 
 // Signals the child's whole process group.
 void signal_group(pid_t pgid, int sig);
+
+// After the child was reaped: SIGKILL to what is left of its group (grandchildren), and the
+// reaper forgets the group, so that a later process group with the same number is never hit.
+void release_group(pid_t pgid);
 
 }  // namespace oppx::daemon

@@ -9,8 +9,10 @@
 #include "common/ndjson_transport.h"
 #include "common/text.h"
 #include "daemon/child_process.h"
+#include "daemon/diagnose.h"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
@@ -20,6 +22,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <set>
 #include <sys/stat.h>
 #include <csignal>
 #include <fcntl.h>
@@ -52,6 +55,18 @@ namespace {
 
 constexpr std::size_t kLogCap = 1u << 20;
 constexpr int kMaxToolPages = 50;
+constexpr auto kListChangedDebounce = std::chrono::milliseconds(200);
+// Crash loop: a program that stops on its own is started again after 1, 2, 4… s (at most
+// kMaxBackoff); after kMaxQuickDeaths stops each within kStableRun of its start, it stays failed
+// until `oppx mcp reconnect`.
+constexpr auto kStableRun = std::chrono::seconds(60);
+constexpr int kMaxQuickDeaths = 4;
+constexpr auto kMaxBackoff = std::chrono::seconds(30);
+// Stop: stdin closed, then SIGTERM to the group after kTermGrace, SIGKILL kKillGrace later.
+constexpr auto kTermGrace = std::chrono::seconds(1);
+constexpr auto kKillGrace = std::chrono::seconds(2);
+// A call that lost its program waits this long for the exit (and its reason) before answering.
+constexpr auto kExitWait = std::chrono::seconds(5);
 constexpr const char* kProtocolVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 constexpr const char* kPassedVariables[] = {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG"};
 
@@ -90,7 +105,14 @@ std::string result_text(const json::value& result, std::size_t limit, bool* trun
 
 struct Connector::Impl : std::enable_shared_from_this<Impl> {
   Impl(asio::io_context& io, ConnectorDef def, std::string log_path)
-      : io(io), def(std::move(def)), log_path(std::move(log_path)), err_stream(io), exit_watch(io), start_timer(io) {}
+      : io(io),
+        def(std::move(def)),
+        log_path(std::move(log_path)),
+        err_stream(io),
+        exit_watch(io),
+        start_timer(io),
+        restart_timer(io),
+        debounce_timer(io) {}
 
   asio::io_context& io;
   ConnectorDef def;
@@ -98,6 +120,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   ConnectorState state = ConnectorState::kStopped;
   std::string reason;
   std::string kind;
+  std::vector<std::string> steps;
   json::array tools;
   std::function<void()> on_change;
   std::shared_ptr<JsonRpcPeer> peer;
@@ -113,19 +136,70 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   bool refetch_again = false, fetching = false;
   bool output_closed = false;
   std::uint64_t generation = 0;  // bumps at each start; callbacks of an older child are ignored
+  EnvMap env;                    // of the client that started it last: a restart uses it again
+  std::chrono::milliseconds start_timeout = kStartTimeout;
+  std::chrono::steady_clock::time_point started_at;
+  asio::steady_timer restart_timer, debounce_timer;
+  int quick_deaths = 0;      // stops on its own, each soon after its start, in a row
+  bool failing = false;      // inside fail(): what kill_child ends must not fail it again
+  bool restartable = false;  // failed because its program stopped on its own, and not given up on
+  // Run at every state change; each returns true when it is done and can be dropped.
+  std::vector<std::function<bool()>> waiters;
 
   void set_state(ConnectorState s, std::string why = {}, std::string_view k = {}) {
     state = s;
-    reason = std::move(why);
-    kind = std::string(k);
-    if (s == ConnectorState::kFailed) log::warn("connector {}: {}", def.name, reason);
+    steps.clear();
+    if (s == ConnectorState::kFailed) {
+      Diagnosis d = diagnose(k, why, def, log_path);
+      reason = std::move(d.reason);
+      kind = std::move(d.kind);
+      steps = std::move(d.steps);
+      log::warn("connector {}: {}", def.name, reason);
+    } else {
+      reason = std::move(why);
+      kind = std::string(k);
+    }
+    // Waiters may start it again (a call's retry): a list of their own, new ones kept.
+    auto now = std::move(waiters);
+    waiters.clear();
+    for (auto& w : now) {
+      if (!w()) waiters.push_back(std::move(w));
+    }
     if (on_change) on_change();
   }
 
-  void fail(std::string_view k, std::string why) {
-    if (state == ConnectorState::kStopped) return;
-    set_state(ConnectorState::kFailed, std::move(why), k);
+  // `restartable`: its program stopped on its own and a call may start it again.
+  void fail(std::string_view k, std::string why, bool can_restart = false) {
+    if (state == ConnectorState::kStopped || failing) return;
+    failing = true;
+    // Failed before the child is killed: the callbacks that kill_child ends (a pending initialize,
+    // tools/list) see it and stay quiet. Killed before set_state: a waiter may start it again.
+    state = ConnectorState::kFailed;
+    restartable = can_restart;
     kill_child();
+    failing = false;
+    set_state(ConnectorState::kFailed, std::move(why), k);
+  }
+
+  // Runs `fn` once `ready` holds after a state change (or now), or when `limit` passes.
+  void when(std::function<bool()> ready, std::chrono::milliseconds limit, std::function<void()> fn) {
+    if (ready()) return fn();
+    auto fired = std::make_shared<bool>(false);
+    auto timer = std::make_shared<asio::steady_timer>(io, limit);
+    auto shared_fn = std::make_shared<std::function<void()>>(std::move(fn));
+    waiters.push_back([ready = std::move(ready), fired, timer, shared_fn] {
+      if (*fired) return true;
+      if (!ready()) return false;
+      *fired = true;
+      timer->cancel();
+      (*shared_fn)();
+      return true;
+    });
+    timer->async_wait([fired, shared_fn](boost::system::error_code ec) {
+      if (ec || *fired) return;
+      *fired = true;
+      (*shared_fn)();
+    });
   }
 
   void start(const EnvMap& client_env, std::chrono::milliseconds timeout) {
@@ -133,6 +207,13 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     ++generation;
     tools = {};
     output_closed = false;
+    restartable = false;
+    restart_timer.cancel();
+    debounce_timer.cancel();
+    if (&client_env != &env) env = client_env;
+    start_timeout = timeout;
+    started_at = std::chrono::steady_clock::now();
+    log::info("connector {}: starting (start timeout {} s)", def.name, timeout.count() / 1000);
     set_state(ConnectorState::kStarting);
     if (def.kind == ConnectorDef::Kind::kHttp) {
       return fail(down::kUnsupported, "streamable HTTP connectors are not supported by this build of oppxd yet");
@@ -259,11 +340,30 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     exit_watch.close(ec);
     signal_group(child.pid, SIGKILL);  // grandchildren left in its group go with it
     drain_stderr();
+    release_group(child.pid);
     if (state == ConnectorState::kStopped || (state == ConnectorState::kFailed && !output_closed)) return;
     std::string how = WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
                                         : fmt::format("signal {}", WTERMSIG(status));
     std::string tail = last_err_line.empty() ? "" : ": " + last_err_line;
-    fail(down::kStopped, fmt::format("its program stopped ({}){}; its log is {}", how, tail, log_path));
+    std::string why = fmt::format("its program stopped ({}){}; its log is {}", how, tail, log_path);
+    // A crash loop backs off and, after kMaxQuickDeaths quick stops in a row, gives up.
+    if (std::chrono::steady_clock::now() - started_at > kStableRun) quick_deaths = 0;
+    ++quick_deaths;
+    if (quick_deaths >= kMaxQuickDeaths) {
+      return fail(down::kStopped,
+                  fmt::format("{}. It stopped {} times in a row soon after starting, so oppx stopped restarting it",
+                              why, quick_deaths));
+    }
+    auto delay = std::min<std::chrono::seconds>(std::chrono::seconds(1 << std::min(quick_deaths - 1, 10)), kMaxBackoff);
+    // Armed before fail(): a call waiting for this exit may start it at once, which cancels it.
+    restart_timer.expires_after(delay);
+    restart_timer.async_wait([w = weak_from_this(), gen = generation](boost::system::error_code ec) {
+      auto self = w.lock();
+      if (ec || !self || gen != self->generation || !self->restartable) return;
+      log::info("connector {}: starting it again after its stop", self->def.name);
+      self->start(self->env, self->start_timeout);
+    });
+    fail(down::kStopped, fmt::format("{}. oppx starts it again in {} s", why, delay.count()), true);
   }
 
   void connect_peer() {
@@ -281,7 +381,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     o.on_notification = [w = weak_from_this()](proto::Notification n) {
       auto self = w.lock();
       if (self && n.method == "notifications/tools/list_changed" && self->state == ConnectorState::kRunning) {
-        self->fetch_tools(self->generation);
+        self->list_changed();
       }
     };
     o.on_closed = [w = weak_from_this(), gen = generation](const TransportError& e) {
@@ -320,6 +420,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     peer->call("initialize", params, [w = weak_from_this(), gen](JsonRpcPeer::CallResult r) {
       auto self = w.lock();
       if (!self || gen != self->generation || self->state != ConnectorState::kStarting) return;
+      // Its output ended: the exit, with its status and last words, is the reason (on_exit).
+      if (!r && r.error().kind == proto::kind::kDisconnected) return;
       if (!r) return self->fail(down::kStopped, "it refused initialize: " + r.error().message);
       std::string version;
       if (auto* v = r->is_object() ? r->as_object().if_contains("protocolVersion") : nullptr; v && v->is_string()) {
@@ -335,34 +437,67 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
+  // A storm of list_changed gives one fetch: the first notice arms a short timer, the rest join it.
+  void list_changed() {
+    if (debounce_timer.expiry() > std::chrono::steady_clock::now()) return;
+    debounce_timer.expires_after(kListChangedDebounce);
+    debounce_timer.async_wait([w = weak_from_this(), gen = generation](boost::system::error_code ec) {
+      auto self = w.lock();
+      if (!ec && self && gen == self->generation && self->state == ConnectorState::kRunning) self->fetch_tools(gen);
+    });
+  }
+
   void fetch_tools(std::uint64_t gen) {
     if (fetching) {
       refetch_again = true;  // a burst of list_changed gives one more fetch, not one per notice
       return;
     }
     fetching = true;
-    fetch_page(gen, std::make_shared<json::array>(), "", 0);
+    fetch_page(gen, std::make_shared<Pages>(), "");
   }
 
-  void fetch_page(std::uint64_t gen, std::shared_ptr<json::array> acc, std::string cursor, int page) {
+  struct Pages {
+    json::array tools;
+    std::set<std::string> names, cursors;
+    int count = 0;
+  };
+
+  // Pages end at the last one, at a cursor seen before, or at kMaxToolPages.
+  void fetch_page(std::uint64_t gen, std::shared_ptr<Pages> acc, std::string cursor) {
     json::value params = cursor.empty() ? json::value(nullptr) : json::value(json::object{{"cursor", cursor}});
-    peer->call("tools/list", params, [w = weak_from_this(), gen, acc, page](JsonRpcPeer::CallResult r) {
+    peer->call("tools/list", params, [w = weak_from_this(), gen, acc](JsonRpcPeer::CallResult r) {
       auto self = w.lock();
       if (!self || gen != self->generation) return;
+      if (!r && r.error().kind == proto::kind::kDisconnected) {
+        self->fetching = false;  // as for initialize: on_exit reports it
+        return;
+      }
       if (!r || !r->is_object() || !r->as_object().contains("tools") || !r->as_object().at("tools").is_array()) {
         self->fetching = false;
         return self->fail(down::kStopped,
                           "its tools/list answer was unusable" + (r ? std::string() : ": " + r.error().message));
       }
       for (auto& t : r->as_object().at("tools").as_array()) {
-        if (t.is_object() && t.as_object().contains("name") && t.as_object().at("name").is_string()) acc->push_back(t);
+        const json::value* name = t.is_object() ? t.as_object().if_contains("name") : nullptr;
+        if (name && name->is_string() && acc->names.insert(std::string(name->as_string())).second)
+          acc->tools.push_back(t);
       }
+      ++acc->count;
       const json::value* next = r->as_object().if_contains("nextCursor");
-      if (next && next->is_string() && !next->as_string().empty() && page + 1 < kMaxToolPages) {
-        return self->fetch_page(gen, acc, std::string(next->as_string()), page + 1);
+      if (next && next->is_string() && !next->as_string().empty()) {
+        std::string c(next->as_string());
+        if (!acc->cursors.insert(c).second) {
+          log::warn("connector {}: tools/list gave the cursor {} twice; its list ends there", self->def.name,
+                    escape_controls(c.substr(0, 80)));
+        } else if (acc->count >= kMaxToolPages) {
+          log::warn("connector {}: tools/list has more than {} pages; the rest is left out", self->def.name,
+                    kMaxToolPages);
+        } else {
+          return self->fetch_page(gen, acc, std::move(c));
+        }
       }
       self->fetching = false;
-      self->tools = std::move(*acc);
+      self->tools = std::move(acc->tools);
       if (self->state == ConnectorState::kStarting) {
         self->start_timer.cancel();
         log::info("connector {}: running, {} tools", self->def.name, self->tools.size());
@@ -375,51 +510,138 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
-  void call(const std::string& tool, json::value arguments, std::chrono::milliseconds timeout,
-            std::function<void(CallResult)> done) {
-    if (state != ConnectorState::kRunning || !peer) {
-      auto e = RpcError::make(
-          ErrorCode::kInternal, "connector_down",
-          fmt::format("{} is {}: {}", def.name, state_name(state), reason.empty() ? "not running" : reason));
-      e.data["connector"] = def.name;
-      e.data["reason_kind"] = kind;
-      return done(std::move(e));
-    }
-    auto timer = std::make_shared<asio::steady_timer>(io, timeout);
-    auto finished = std::make_shared<bool>(false);
-    auto shared_done = std::make_shared<std::function<void(CallResult)>>(std::move(done));
-    json::value id = peer->call("tools/call", json::object{{"name", tool}, {"arguments", arguments}},
-                                [timer, finished, shared_done, name = def.name](JsonRpcPeer::CallResult r) {
-                                  if (*finished) return;
-                                  *finished = true;
-                                  timer->cancel();
-                                  if (!r && r.error().kind == proto::kind::kDisconnected) {
-                                    auto e = RpcError::make(ErrorCode::kInternal, "connector_down",
-                                                            name +
-                                                                "'s program stopped during the call; the call may or "
-                                                                "may not have run. Run `oppx mcp list` for the reason");
-                                    e.data["connector"] = name;
-                                    e.data["reason_kind"] = std::string(down::kStopped);
-                                    return (*shared_done)(std::move(e));
-                                  }
-                                  (*shared_done)(std::move(r));
-                                });
-    timer->async_wait(
-        [w = weak_from_this(), timer, finished, shared_done, id, timeout, tool](boost::system::error_code ec) {
-          if (ec || *finished) return;
-          *finished = true;
-          auto self = w.lock();
-          // One slow call does not take a connector down: the call is cancelled, the connector stays.
-          if (self && self->peer) {
-            self->peer->notify("notifications/cancelled",
-                               json::object{{"requestId", id}, {"reason", "the caller's time limit passed"}});
-          }
-          (*shared_done)(RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
-                                        fmt::format("{} did not answer within {} s", tool, timeout.count() / 1000)));
-        });
+  using Done = std::shared_ptr<std::function<void(CallResult)>>;
+  using Clock = std::chrono::steady_clock;
+
+  proto::RpcError down_error(std::string message) const {
+    auto e = RpcError::make(ErrorCode::kInternal, "connector_down", std::move(message));
+    e.data["connector"] = def.name;
+    e.data["reason_kind"] = kind.empty() ? std::string(down::kStopped) : kind;
+    e.data["reason"] = reason;
+    json::array s;
+    for (auto& step : steps) s.emplace_back(step);
+    e.data["steps"] = std::move(s);
+    return e;
   }
 
-  // Stop = close stdin, then SIGTERM to the group after a grace, then SIGKILL.
+  bool read_only(const std::string& tool) const {
+    for (auto& t : tools) {
+      const json::object& o = t.as_object();
+      if (o.at("name") != json::value(tool)) continue;
+      const json::value* a = o.if_contains("annotations");
+      const json::value* ro = a && a->is_object() ? a->as_object().if_contains("readOnlyHint") : nullptr;
+      return ro && *ro == json::value(true);
+    }
+    return false;
+  }
+
+  // Starts it again for a call and runs `then` once it is no longer starting.
+  void restart_for_call(std::function<void()> then) {
+    log::info("connector {}: starting it again for a call", def.name);
+    if (state != ConnectorState::kStarting) start(env, start_timeout);
+    when([this] { return state != ConnectorState::kStarting; }, start_timeout + std::chrono::seconds(1),
+         std::move(then));
+  }
+
+  void call(const std::string& tool, json::value arguments, Clock::time_point deadline, bool retried, Done done) {
+    auto w = weak_from_this();
+    auto again = [w, tool, arguments, deadline, done](bool retried_now) {
+      auto self = w.lock();
+      if (!self) return (*done)(RpcError::make(ErrorCode::kInternal, "connector_down", "the connector was removed"));
+      self->call(tool, arguments, deadline, retried_now, done);
+    };
+    if (state == ConnectorState::kStarting) {
+      if (Clock::now() >= deadline) {
+        return (*done)(down_error(fmt::format("{} is still starting; try again in a moment", def.name)));
+      }
+      return when([this] { return state != ConnectorState::kStarting; },
+                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                  [again, retried] { again(retried); });
+    }
+    // The call has not reached the program: starting it again and sending it is always safe.
+    if (state == ConnectorState::kFailed && restartable && !retried) {
+      return restart_for_call([again] { again(true); });
+    }
+    if (state != ConnectorState::kRunning || !peer) {
+      return (*done)(down_error(
+          fmt::format("{} is {}: {}", def.name, state_name(state), reason.empty() ? "not running" : reason)));
+    }
+    bool ro = read_only(tool);
+    auto timer = std::make_shared<asio::steady_timer>(io, deadline);
+    auto finished = std::make_shared<bool>(false);
+    json::value id = peer->call(
+        "tools/call", json::object{{"name", tool}, {"arguments", arguments}},
+        [w, timer, finished, done, again, tool, ro, retried](JsonRpcPeer::CallResult r) {
+          if (*finished) return;
+          *finished = true;
+          timer->cancel();
+          auto self = w.lock();
+          if (!self) return (*done)(std::move(r));
+          if (!r && r.error().kind == proto::kind::kDisconnected)
+            return self->lost_during_call(tool, ro, retried, done, again);
+          if (!r) self->check_login(r.error());
+          if (!r && self->state == ConnectorState::kFailed) {
+            return (*done)(self->down_error(fmt::format("{}.{} failed: {}", self->def.name, tool, self->reason)));
+          }
+          (*done)(std::move(r));
+        });
+    timer->async_wait([w, finished, done, id, tool](boost::system::error_code ec) {
+      if (ec || *finished) return;
+      *finished = true;
+      auto self = w.lock();
+      // One slow call does not take a connector down: the call is cancelled, the connector stays.
+      if (self && self->peer) {
+        self->peer->notify("notifications/cancelled",
+                           json::object{{"requestId", id}, {"reason", "the caller's time limit passed"}});
+      }
+      (*done)(RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
+                             fmt::format("{} did not answer within its time limit; the call was cancelled", tool)));
+    });
+  }
+
+  // The program went away with the call sent: it may have run. Waits for the exit (and its
+  // reason), then repeats a read-only call once; anything else is reported, never repeated.
+  template <class Again>
+  void lost_during_call(const std::string& tool, bool ro, bool retried, Done done, Again again) {
+    // Posted: this runs inside the peer's close, maybe inside fail() before the reason is set.
+    asio::post(io, [w = weak_from_this(), tool, ro, retried, done, again] {
+      if (auto self = w.lock()) self->after_loss(tool, ro, retried, done, again);
+    });
+  }
+
+  template <class Again>
+  void after_loss(const std::string& tool, bool ro, bool retried, Done done, Again again) {
+    auto gen = generation;
+    when([this, gen] { return gen != generation || state != ConnectorState::kRunning; }, kExitWait,
+         [w = weak_from_this(), tool, ro, retried, done, again] {
+           auto self = w.lock();
+           if (!self)
+             return (*done)(RpcError::make(ErrorCode::kInternal, "connector_down", "the connector was removed"));
+           if (ro && !retried && self->state != ConnectorState::kStopped) {
+             log::info("connector {}: {} is read-only; repeating it after a restart", self->def.name, tool);
+             return self->restart_for_call([again] { again(true); });
+           }
+           (*done)(self->down_error(fmt::format(
+               "{}'s program stopped during the call to {}; the call may or may not have run, so it was not "
+               "repeated. {}",
+               self->def.name, tool, self->reason.empty() ? "" : "Why: " + self->reason)));
+         });
+  }
+
+  // A call's error that says the login is gone (or, over HTTP, the server is out of reach) takes
+  // the connector down; any other error, such as a tool refusing its arguments, leaves it running.
+  void check_login(const proto::RpcError& e) {
+    const json::value* k = e.data.if_contains("kind");
+    std::string dk = k && k->is_string() ? std::string(k->as_string()) : "";
+    int status = 0;
+    if (const json::value* s = e.data.if_contains("http_status"); s && s->is_int64())
+      status = static_cast<int>(s->as_int64());
+    if (dk == down::kUnreachable) return fail(down::kUnreachable, e.message);
+    if (dk == down::kLogin || looks_like_login(e.message, status)) return fail(down::kLogin, e.message);
+  }
+
+  // Stop: stdin closed (the peer's abort), SIGTERM to the group after kTermGrace, SIGKILL after
+  // kKillGrace more; reaped when it goes, so no zombie stays behind, then the group is released.
   void kill_child() {
     if (peer) {
       peer->abort();
@@ -430,17 +652,22 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     start_timer.cancel();
     if (exited || child.pid <= 0) return;
     pid_t pid = child.pid;
-    signal_group(pid, SIGTERM);
-    auto grace = std::make_shared<asio::steady_timer>(io, std::chrono::seconds(2));
-    grace->async_wait([grace, pid](boost::system::error_code) { signal_group(pid, SIGKILL); });
-    // Reap it when it goes, so that no zombie stays behind.
+    auto term = std::make_shared<asio::steady_timer>(io, kTermGrace);
+    auto kill = std::make_shared<asio::steady_timer>(io, kTermGrace + kKillGrace);
+    term->async_wait([pid](boost::system::error_code e) {
+      if (!e) signal_group(pid, SIGTERM);
+    });
+    kill->async_wait([pid](boost::system::error_code e) {
+      if (!e) signal_group(pid, SIGKILL);
+    });
     int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     if (pidfd >= 0) {
       auto watch = std::make_shared<asio::posix::stream_descriptor>(io, pidfd);
-      watch->async_wait(asio::posix::stream_descriptor::wait_read, [watch, grace, pid](boost::system::error_code) {
+      watch->async_wait(asio::posix::stream_descriptor::wait_read, [watch, term, kill, pid](boost::system::error_code) {
         ::waitpid(pid, nullptr, 0);  // readable pidfd: it has exited (see on_exit)
-        signal_group(pid, SIGKILL);
-        grace->cancel();
+        release_group(pid);
+        term->cancel();
+        kill->cancel();
       });
     }
     exit_watch.close(ec);
@@ -449,6 +676,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   void stop() {
     ++generation;
+    restartable = false;
+    restart_timer.cancel();
+    debounce_timer.cancel();
     set_state(ConnectorState::kStopped);
     kill_child();
     if (log_fd >= 0) ::close(log_fd);
@@ -466,17 +696,22 @@ Connector::~Connector() {
   impl_->stop();
 }
 
-void Connector::start(const EnvMap& env, std::chrono::milliseconds timeout) { impl_->start(env, timeout); }
+void Connector::start(const EnvMap& env, std::chrono::milliseconds timeout) {
+  impl_->quick_deaths = 0;  // asked for by a user: a crash loop given up on gets its chances again
+  impl_->start(env, timeout);
+}
 void Connector::stop() { impl_->stop(); }
 void Connector::call(const std::string& tool, json::value arguments, std::chrono::milliseconds timeout,
                      std::function<void(CallResult)> done) {
-  impl_->call(tool, std::move(arguments), timeout, std::move(done));
+  impl_->call(tool, std::move(arguments), std::chrono::steady_clock::now() + timeout, false,
+              std::make_shared<std::function<void(CallResult)>>(std::move(done)));
 }
 void Connector::on_change(std::function<void()> fn) { impl_->on_change = std::move(fn); }
 const ConnectorDef& Connector::def() const { return impl_->def; }
 ConnectorState Connector::state() const { return impl_->state; }
 const std::string& Connector::reason() const { return impl_->reason; }
 const std::string& Connector::down_kind() const { return impl_->kind; }
+const std::vector<std::string>& Connector::steps() const { return impl_->steps; }
 const json::array& Connector::tools() const { return impl_->tools; }
 const std::string& Connector::log_path() const { return impl_->log_path; }
 std::int64_t Connector::pid() const { return impl_->exited ? 0 : impl_->child.pid; }

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace boost::asio {
 class io_context;
@@ -37,6 +38,8 @@ inline constexpr std::string_view kUnreachable = "unreachable";  // connect refu
 }  // namespace down
 
 inline constexpr std::chrono::milliseconds kStartTimeout{30'000};
+inline constexpr std::chrono::milliseconds kLoginTimeout{
+    180'000};  // `oppx mcp reconnect <name>`: time for a browser login
 inline constexpr std::chrono::milliseconds kCallTimeout{120'000};
 inline constexpr std::size_t kResultLimit = 12'000;  // characters of text kept from a result
 
@@ -48,16 +51,21 @@ class Connector {
   ~Connector();
 
   // Starts the child with the asking client's environment; `on_change` runs at every state change.
+  // A start asked for by a user (this one) also clears the crash-loop count.
   void start(const EnvMap& env, std::chrono::milliseconds timeout);
   void stop();
+  // Calls a tool. A program found stopped, or stopping during the call, is started again once and
+  // the call repeated, but only when the call never reached it or the tool is read-only
+  // (annotations.readOnlyHint); else the error (kind connector_down) says it may or may not have run.
   void call(const std::string& tool, boost::json::value arguments, std::chrono::milliseconds timeout,
             std::function<void(CallResult)> done);
   void on_change(std::function<void()> fn);
 
   const ConnectorDef& def() const;
   ConnectorState state() const;
-  const std::string& reason() const;     // why it is not running (empty when running)
-  const std::string& down_kind() const;  // a down:: value when failed
+  const std::string& reason() const;              // why it is not running (empty when running)
+  const std::string& down_kind() const;           // a down:: value when failed
+  const std::vector<std::string>& steps() const;  // the steps back when failed (daemon/diagnose.h)
   const boost::json::array& tools() const;
   const std::string& log_path() const;
   std::int64_t pid() const;

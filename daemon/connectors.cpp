@@ -8,11 +8,27 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <sys/stat.h>
 
 namespace oppx::daemon {
 
 namespace json = boost::json;
+
+namespace {
+
+// OPPX_MCP_START_TIMEOUT_MS in the asking client's environment shortens or lengthens the 30 s a
+// connector gets to start (a slow first npx download; a test of a server that never answers).
+std::chrono::milliseconds start_timeout(const EnvMap& env) {
+  auto it = env.find("OPPX_MCP_START_TIMEOUT_MS");
+  if (it == env.end()) return kStartTimeout;
+  char* end = nullptr;
+  long long ms = std::strtoll(it->second.c_str(), &end, 10);
+  if (end == it->second.c_str() || *end != '\0' || ms < 100 || ms > 3'600'000) return kStartTimeout;
+  return std::chrono::milliseconds(ms);
+}
+
+}  // namespace
 
 Connectors::Connectors(boost::asio::io_context& io, std::string state_dir)
     : io_(io), state_dir_(std::move(state_dir)) {}
@@ -61,14 +77,16 @@ void Connectors::refresh(const EnvMap& env) {
   }
   connectors_ = std::move(next);
   for (auto& [name, c] : connectors_) {
-    if (c->state() == ConnectorState::kStopped) c->start(env, kStartTimeout);
+    if (c->state() == ConnectorState::kStopped) c->start(env, start_timeout(env));
   }
   settled_check();
 }
 
+// One connector named: the user is at hand, maybe to log in in the browser (mcp-remote), so it
+// gets LOGIN_TIMEOUT (180 s); all of them get the usual start timeout.
 void Connectors::reconnect(const std::string& name, const EnvMap& env) {
   for (auto& [n, c] : connectors_) {
-    if (name.empty() || n == name) c->start(env, kStartTimeout);
+    if (name.empty() || n == name) c->start(env, name.empty() ? start_timeout(env) : kLoginTimeout);
   }
 }
 
@@ -126,6 +144,9 @@ json::object Connectors::entry_json(const Connector& c) const {
   if (!c.reason().empty()) {
     o["reason"] = c.reason();
     o["reason_kind"] = c.down_kind();
+    json::array steps;
+    for (auto& s : c.steps()) steps.emplace_back(s);
+    o["steps"] = std::move(steps);
   }
   return o;
 }

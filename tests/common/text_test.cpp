@@ -14,5 +14,13 @@ TEST(EscapeControls, AnsiAndNulBecomeVisible) {
   EXPECT_EQ(escape_controls("ünïcode ✓"), "ünïcode ✓");
 }
 
+TEST(EscapeControls, InvisibleCharactersBecomeVisible) {
+  EXPECT_EQ(escape_controls("zero\u200bwidth"), "zero\\u{200b}width");
+  EXPECT_EQ(escape_controls("\u202eevil\u2066"), "\\u{202e}evil\\u{2066}");
+  EXPECT_EQ(escape_controls("bom\ufeff c1\u009b"), "bom\\u{feff} c1\\u{009b}");
+  EXPECT_EQ(escape_controls("cut \xe2\x80"), "cut \xe2\x80") << "a cut sequence is passed as it is";
+  EXPECT_EQ(escape_controls("— é ✓"), "— é ✓");
+}
+
 }  // namespace
 }  // namespace oppx

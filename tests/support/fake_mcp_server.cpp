@@ -1,15 +1,44 @@
 // fake_mcp_server: an MCP server over stdio that misbehaves on purpose, for the fault tests.
-//   fake_mcp_server <mode>
-// modes: ok (initialize, tools/list, tools/call echo), crash_on_call (exits 3 on tools/call after
-// a line on stderr), hang_call (never answers tools/call), junk (non-JSON lines, an unknown id and
-// a notification around every answer), sampling (asks the client for sampling/createMessage and
-// answers initialize only after the client's error comes back), no_init (never answers).
-// Written with plain string handling on purpose: it must not share code with what it tests.
+//   fake_mcp_server <mode> [dir]
+// With a dir it appends its pid to dir/pids, each SIGTERM to dir/events (then ends, except in
+// ignore_term), and what the mode counts to files there; the dir also marks the process as this
+// test's. Modes, besides ok (initialize, tools/list, tools/call echo):
+//   crash_on_call   exits 3 on tools/call after a line on stderr
+//   hang_call       never answers tools/call          no_init     never answers at all
+//   junk            non-JSON lines, an unknown id and a notification around every answer
+//   messy           invalid UTF-8, CRLF endings, a notification before each answer, unknown and
+//                   duplicate ids; tool "slow" is answered late, just before the next call's answer
+//   sampling        asks for sampling/createMessage before answering initialize
+//   stdin_eof       ends (exit 0, "eof" in dir/events) when its stdin closes
+//   ignore_term     ignores SIGTERM and lives on after its stdin closes
+//   grandchild      starts a grandchild (pid in dir/grandchild.pid) that ignores SIGTERM
+//   huge_line       answers tools/call with one 17 MiB line   endless_line: bytes, never a newline
+//   stderr_flood    writes 3 MiB to stderr before each tools/call answer
+//   never_read      never reads its stdin
+//   cursor_repeat   tools/list always gives nextCursor "same"   endless_pages: a new cursor each time
+//   storm           tools/call "storm" sends 500 list_changed, then lists echo2 too
+//   ansi            a tool description with ANSI escapes and zero-width characters
+//   die_at_start    appends the time (ms) to dir/starts and exits 1 at once
+//   tools           "write" (no annotations) crashes after recording itself in dir/invocations;
+//                   "read" (readOnlyHint) does the same the first time only
+//   auth            tool "expired" fails with "401 Unauthorized: token expired", tool "field" with
+//                   "the login field is required" (-32602)
+// tools/list requests are recorded in dir/lists. Written with plain string handling on purpose:
+// it must not share code with what it tests.
+#include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
 #include <iostream>
 #include <string>
+#include <unistd.h>
 
 namespace {
+
+std::string dir;
+bool ignore_term = false;
 
 std::string field(const std::string& line, const std::string& key) {
   auto k = line.find("\"" + key + "\":");
@@ -23,15 +52,87 @@ std::string field(const std::string& line, const std::string& key) {
   return line.substr(start, end - start);
 }
 
-void send(const std::string& s) { std::cout << s << "\n" << std::flush; }
+void send(const std::string& s, const char* end = "\n") { std::cout << s << end << std::flush; }
+
+void append(const std::string& file, const std::string& text) {
+  if (dir.empty()) return;
+  std::ofstream(dir + "/" + file, std::ios::app) << text << "\n";
+}
+
+int count_lines(const std::string& file, const std::string& text) {
+  std::ifstream f(dir + "/" + file);
+  int n = 0;
+  for (std::string l; std::getline(f, l);) n += l == text;
+  return n;
+}
+
+void on_term(int) {
+  if (!dir.empty()) {
+    std::string path = dir + "/events";
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd >= 0) {
+      (void)!::write(fd, "SIGTERM\n", 8);
+      ::close(fd);
+    }
+  }
+  if (!ignore_term) ::_exit(143);
+}
+
+std::string result(const std::string& id, const std::string& text) {
+  return R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":{"content":[{"type":"text","text":")" + text + R"("}]}})";
+}
+
+std::string error(const std::string& id, int code, const std::string& message) {
+  return R"({"jsonrpc":"2.0","id":)" + id + R"(,"error":{"code":)" + std::to_string(code) + R"(,"message":")" +
+         message + R"("}})";
+}
+
+std::string tools_list(const std::string& mode, bool stormed, int page) {
+  std::string tools = R"({"name":"echo","description":"Echoes. Second sentence.","inputSchema":{"type":"object"}})";
+  if (mode == "ansi")
+    tools = R"({"name":"echo","description":"\u001b[31mRed\u001b[0m and zero\u200bwidth\u202e","inputSchema":{}})";
+  if (mode == "tools")
+    tools = R"({"name":"write","inputSchema":{}},{"name":"read","inputSchema":{},"annotations":{"readOnlyHint":true}})";
+  if (stormed) tools += R"(,{"name":"echo2","inputSchema":{}})";
+  if (mode == "endless_pages") tools = R"({"name":"t)" + std::to_string(page) + R"(","inputSchema":{}})";
+  std::string next;
+  if (mode == "cursor_repeat") next = R"(,"nextCursor":"same")";
+  if (mode == "endless_pages") next = R"(,"nextCursor":"p)" + std::to_string(page + 1) + "\"";
+  return R"({"tools":[)" + tools + "]" + next + "}";
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "ok";
+  dir = argc > 2 ? argv[2] : "";
+  if (!dir.empty() && dir.find('/') == std::string::npos) dir.clear();  // a plain marker, not a folder
+  ignore_term = mode == "ignore_term";
+  std::signal(SIGTERM, on_term);
+  append("pids", std::to_string(::getpid()));
+  if (mode == "die_at_start") {
+    auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch());
+    append("starts", std::to_string(ms.count()));
+    std::fprintf(stderr, "fake: dying at start\n");
+    return 1;
+  }
+  if (mode == "grandchild") {
+    if (pid_t pid = ::fork(); pid == 0) {
+      std::signal(SIGTERM, SIG_IGN);
+      ::close(0), ::close(1);
+      while (true) ::pause();
+    } else {
+      append("grandchild.pid", std::to_string(pid));
+    }
+  }
+  if (mode == "never_read") {
+    while (true) ::pause();
+  }
   std::string line;
-  bool asked_sampling = false;
-  std::string pending_init_id;
+  bool asked_sampling = false, stormed = false;
+  std::string pending_init_id, late_id;
+  int page = 0;
   while (std::getline(std::cin, line)) {
     std::string id = field(line, "id");
     std::string method = field(line, "method");
@@ -41,6 +142,12 @@ int main(int argc, char** argv) {
       send(R"({"jsonrpc":"2.0","id":987654,"result":{}})");
       send(R"({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}})");
     }
+    if (mode == "messy" && !id.empty()) {
+      send("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"bad \xff\xfe utf8\"}}");
+      send(R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}})", "\r\n");
+      send(R"({"jsonrpc":"2.0","id":"nobody","result":{}})", "\r\n");
+    }
+    const char* end = mode == "messy" ? "\r\n" : "\n";
     if (method == "\"initialize\"") {
       if (mode == "sampling" && !asked_sampling) {
         asked_sampling = true;
@@ -50,18 +157,60 @@ int main(int argc, char** argv) {
       }
       send(
           R"({"jsonrpc":"2.0","id":)" + id +
-          R"(,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}})");
+              R"(,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"fake","version":"1"}}})",
+          end);
     } else if (method == "\"tools/list\"") {
-      send(
-          R"({"jsonrpc":"2.0","id":)" + id +
-          R"(,"result":{"tools":[{"name":"echo","description":"Echoes. Second sentence.","inputSchema":{"type":"object"}}]}})");
+      append("lists", "list");
+      send(R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":)" + tools_list(mode, stormed, page++) + "}", end);
     } else if (method == "\"tools/call\"") {
+      std::string tool = field(line, "name");
       if (mode == "crash_on_call") {
         std::fprintf(stderr, "fake: crashing on purpose\n");
         return 3;
       }
       if (mode == "hang_call") continue;
-      send(R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":{"content":[{"type":"text","text":"fake echo"}]}})");
+      if (mode == "huge_line" || mode == "endless_line") {
+        std::string chunk(1 << 20, 'a');
+        std::cout << R"({"jsonrpc":"2.0","id":)" << id << R"(,"result":{"content":[{"type":"text","text":")";
+        for (int i = 0; mode == "endless_line" || i < 17; ++i) std::cout << chunk << std::flush;
+        send("\"}]}}");
+        continue;
+      }
+      if (mode == "stderr_flood") {
+        std::string chunk(64 << 10, 'e');
+        chunk.back() = '\n';
+        for (int i = 0; i < 48; ++i) std::cerr << chunk << std::flush;
+      }
+      if (mode == "storm" && tool == "\"storm\"") {
+        for (int i = 0; i < 500; ++i) send(R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})");
+        stormed = true;
+      }
+      if (mode == "messy" && tool == "\"slow\"") {
+        late_id = id;  // answered late, after the caller gave up
+        continue;
+      }
+      if (mode == "messy" && !late_id.empty()) {
+        send(result(late_id, "late answer"), end);
+        late_id.clear();
+      }
+      if (mode == "tools") {
+        std::string name = tool.substr(1, tool.size() - 2);
+        append("invocations", name);
+        if (name == "write" || count_lines("invocations", "read") == 1) {
+          std::fprintf(stderr, "fake: crashing in %s\n", name.c_str());
+          return 3;
+        }
+      }
+      if (mode == "auth" && tool == "\"expired\"") {
+        send(error(id, -32603, "401 Unauthorized: token expired"));
+        continue;
+      }
+      if (mode == "auth" && tool == "\"field\"") {
+        send(error(id, -32602, "the login field is required"));
+        continue;
+      }
+      send(result(id, mode == "tools" ? tool.substr(1, tool.size() - 2) + " ok" : "fake echo"), end);
+      if (mode == "messy") send(result(id, "duplicate"), end);
     } else if (id == "\"s1\"" && !pending_init_id.empty()) {
       // The client's answer to our sampling request: it must be an error, and it came.
       bool refused = line.find("\"error\"") != std::string::npos;
@@ -70,6 +219,10 @@ int main(int argc, char** argv) {
            (refused ? "sampling-refused" : "sampling-answered") + R"(","version":"1"}}})");
       pending_init_id.clear();
     }
+  }
+  append("events", "eof");
+  if (mode == "ignore_term") {
+    while (true) ::pause();
   }
   return 0;
 }

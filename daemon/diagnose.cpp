@@ -1,0 +1,169 @@
+// diagnose(): the kind decides the steps; the way the connector was added (mcp-remote, a token
+// in a header, a command) decides their wording. Matching of login errors is narrow on purpose:
+// a false "log in again" sends the user on a chase, while a missed one still gets the log step.
+#include "daemon/diagnose.h"
+
+#include "daemon/connector.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace oppx::daemon {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+
+// "401" as a number of its own (not "4011" or "v401"), next to a word that makes it an HTTP status.
+bool has_status(std::string_view text, std::string_view code) {
+  bool near_http = contains(text, "http") || contains(text, "status") || contains(text, "error") ||
+                   contains(text, "unauthori") || contains(text, "forbidden");
+  for (auto at = text.find(code); near_http && at != std::string_view::npos; at = text.find(code, at + 1)) {
+    bool left = at == 0 || !std::isalnum(static_cast<unsigned char>(text[at - 1]));
+    std::size_t end = at + code.size();
+    bool right = end == text.size() || !std::isalnum(static_cast<unsigned char>(text[end]));
+    if (left && right) return true;
+  }
+  return false;
+}
+
+std::string basename(std::string_view path) {
+  auto slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+// The first ${VAR} (or ${VAR:-default}) in a value: the environment variable it is read from.
+std::string variable_in(std::string_view value) {
+  auto open = value.find("${");
+  if (open == std::string_view::npos) return "";
+  auto close = value.find('}', open);
+  if (close == std::string_view::npos) return "";
+  std::string_view name = value.substr(open + 2, close - open - 2);
+  return std::string(name.substr(0, name.find(":-")));
+}
+
+// The header that carries the token: Authorization when there is one, else the first.
+const std::pair<std::string, std::string>* token_header(const ConnectorDef& def) {
+  for (auto& h : def.headers) {
+    if (lower(h.first) == "authorization") return &h;
+  }
+  return def.headers.empty() ? nullptr : &def.headers.front();
+}
+
+std::string reconnect(const ConnectorDef& def) { return fmt::format("`oppx mcp reconnect {}`", def.name); }
+
+std::vector<std::string> login_steps(const ConnectorDef& def, std::string_view log_path) {
+  if (uses_mcp_remote(def)) {
+    return {fmt::format("Run {}: it opens the login page in your browser and waits 3 minutes for you to log in.",
+                        reconnect(def)),
+            fmt::format("If that fails, delete the saved logins of mcp-remote (`rm -rf ~/.mcp-auth`) and run {} "
+                        "again.",
+                        reconnect(def))};
+  }
+  if (def.kind == ConnectorDef::Kind::kHttp) {
+    const auto* h = token_header(def);
+    std::string scheme = "Bearer ";
+    if (h) {
+      auto sp = h->second.find(' ');
+      scheme = sp != std::string::npos && h->second.substr(0, 2) != "${" ? h->second.substr(0, sp + 1) : "";
+    }
+    std::string header = h ? h->first : "Authorization";
+    std::string add =
+        fmt::format("`oppx mcp add {} --url {} -H '{}: {}<new token>' --force`", def.name, def.url, header, scheme);
+    if (std::string var = h ? variable_in(h->second) : ""; !var.empty()) {
+      return {fmt::format("Its token is read from the environment variable {} (header {}): put a new token in {} "
+                          "in the shell you run oppx from, then run {}.",
+                          var, header, var, reconnect(def)),
+              "Or save a new token in its definition: " + add + "."};
+    }
+    if (h) return {"Get a new token and save it in its definition: " + add + "."};
+    return {"It asks for a login but sends no token: get one from its service and add it with " + add + "."};
+  }
+  std::vector<std::string> steps;
+  for (auto& [key, value] : def.env) {
+    if (std::string var = variable_in(value); !var.empty() && lower(key).find("token") != std::string::npos) {
+      steps.push_back(
+          fmt::format("Its token is read from the environment variable {} (env {}): put a new token in "
+                      "{} in the shell you run oppx from.",
+                      var, key, var));
+      break;
+    }
+  }
+  steps.push_back(fmt::format("Run {}; if it still fails, its log says more: {}", reconnect(def), log_path));
+  return steps;
+}
+
+std::string install_step(const ConnectorDef& def) {
+  std::string program = basename(def.command);
+  if (program == "node" || program == "npx" || program == "npm" || program == "pnpm" || program == "yarn")
+    return "Install Node.js 18 or newer (it brings node and npx): https://nodejs.org or your package manager.";
+  if (program == "uvx" || program == "uv")
+    return "Install uv (it brings uvx): `curl -LsSf https://astral.sh/uv/install.sh | sh`, or see "
+           "https://docs.astral.sh/uv/.";
+  if (program == "python" || program == "python3") return "Install Python 3 (it brings " + program + ").";
+  if (program == "docker") return "Install Docker and start it.";
+  return fmt::format("Install {}, or correct the command of {} in your mcp.json.", program, def.name);
+}
+
+}  // namespace
+
+bool looks_like_login(std::string_view message, int http_status) {
+  if (http_status == 401 || http_status == 403) return true;
+  std::string m = lower(message);
+  for (std::string_view phrase : {"unauthorized", "unauthorised", "token expired", "token has expired", "expired token",
+                                  "invalid_token", "invalid token", "token is expired"}) {
+    if (contains(m, phrase)) return true;
+  }
+  return has_status(m, "401") || has_status(m, "403");
+}
+
+bool uses_mcp_remote(const ConnectorDef& def) {
+  if (contains(def.command, "mcp-remote")) return true;
+  return std::any_of(def.args.begin(), def.args.end(), [](const std::string& a) { return contains(a, "mcp-remote"); });
+}
+
+Diagnosis diagnose(std::string_view kind, std::string_view message, const ConnectorDef& def,
+                   std::string_view log_path) {
+  Diagnosis d{std::string(kind), std::string(message), {}};
+  // mcp-remote waits silently for a login in the browser: not answering is how a lost login looks.
+  if (kind == down::kTimeout && uses_mcp_remote(def)) {
+    d.kind = down::kLogin;
+    d.reason = fmt::format("it needs a new login (mcp-remote waits for a login in the browser): {}", message);
+  } else if ((kind == down::kStopped || kind == down::kUnreachable) && looks_like_login(message)) {
+    d.kind = down::kLogin;
+    d.reason = fmt::format("it needs a new login: {}", message);
+  } else if (kind == down::kLogin && !contains(lower(message), "login")) {
+    d.reason = fmt::format("it needs a new login: {}", message);
+  }
+  std::string log_step = fmt::format("Look at its log for why: {}", log_path);
+  if (d.kind == down::kLogin) {
+    d.steps = login_steps(def, log_path);
+  } else if (d.kind == down::kNotInstalled) {
+    d.steps = {install_step(def), fmt::format("Then run {}.", reconnect(def))};
+  } else if (d.kind == down::kTimeout) {
+    d.steps = {fmt::format("Run {} (a first start can be slow while npx or uvx downloads it).", reconnect(def)),
+               "If it still does not answer, " + lower(log_step.substr(0, 1)) + log_step.substr(1)};
+  } else if (d.kind == down::kUnreachable) {
+    d.steps = {fmt::format("Check that {} is right and reachable from here (network, VPN, the server is up).",
+                           def.url.empty() ? "its address" : def.url),
+               fmt::format("Then run {}.", reconnect(def))};
+  } else if (d.kind == down::kConfig) {
+    d.steps = {"Correct what the reason names (your mcp.json, or a variable in the shell you run oppx from).",
+               fmt::format("Then run {}.", reconnect(def))};
+  } else if (d.kind == down::kUnsupported) {
+    d.steps = {"This build of oppx cannot run it; update oppx (`oppx --version` shows yours).", log_step};
+  } else {
+    d.steps = {log_step, fmt::format("Run {} to start it again.", reconnect(def))};
+  }
+  return d;
+}
+
+}  // namespace oppx::daemon

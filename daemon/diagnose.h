@@ -1,0 +1,32 @@
+// Why a connector is down and the steps back, in the user's words (SPEC §3, the seed's "When a
+// connector stops working"): from the kind the connector gave, its message and its definition.
+// Pure functions: no I/O, so every kind and every way of adding a connector has a unit test.
+#pragma once
+
+#include "daemon/mcp_config.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oppx::daemon {
+
+struct Diagnosis {
+  std::string kind;                // a down:: value, refined (an mcp-remote that times out needs a login)
+  std::string reason;              // one line: what happened and why
+  std::vector<std::string> steps;  // what to do, in order (the CLI numbers them)
+};
+
+// A lost login, narrowly: HTTP 401/403, "unauthorized", "token expired" and their close kin.
+// A tool refusing its arguments ("the login field is required") is not one.
+bool looks_like_login(std::string_view message, int http_status = 0);
+
+// The connector runs mcp-remote (a stdio bridge that logs in through the browser and waits,
+// silently, while nobody logs in).
+bool uses_mcp_remote(const ConnectorDef& def);
+
+// `kind` is a down:: value; `message` the connector's own account (exit status, last stderr
+// line, the unset variable…). `log_path` is its stderr log.
+Diagnosis diagnose(std::string_view kind, std::string_view message, const ConnectorDef& def, std::string_view log_path);
+
+}  // namespace oppx::daemon

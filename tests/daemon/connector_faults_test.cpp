@@ -1,0 +1,283 @@
+// Faults of stdio connectors (RELIABILITY.md "MCP servers over stdio"), each made on purpose by
+// fake_mcp_server: the stop order and no orphans (also after kill -9 of the daemon), oversize
+// and endless lines, a stderr flood, servers that never read or never answer, endless tool pages
+// and list_changed storms, messy output, escapes in descriptions, a crash loop, and recovery in a
+// call (repeated only when it never reached the server or the tool is read-only).
+#include "tests/support/connector_fixture.h"
+
+#include "cli/daemon_client.h"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <sys/stat.h>
+
+namespace oppx::test {
+namespace {
+
+namespace json = boost::json;
+
+struct ConnectorFaults : ConnectorFixture {
+  std::string str(const json::object& o, std::string_view k) {
+    const json::value* v = o.if_contains(k);
+    return v && v->is_string() ? std::string(v->as_string()) : "";
+  }
+  static off_t file_size(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+  }
+  // Removes every connector from mcp.json; the next command stops them.
+  void remove_all() {
+    write_config("");
+    EXPECT_EQ(oppx({"mcp", "list"}).exit_code, 0);
+  }
+  bool reaped(pid_t pid) {
+    return eventually([&] { return ::access(("/proc/" + std::to_string(pid)).c_str(), F_OK) != 0; }, 10s);
+  }
+};
+
+TEST_F(ConnectorFaults, StopClosesStdinFirstAndNeedsNoSignalForOneThatEnds) {
+  std::string dir = fake_dir("eof");
+  write_config(stdio("eof", FAKE_MCP_SERVER, {"stdin_eof", dir}));
+  ASSERT_EQ(entry("eof").at("state"), json::value("running"));
+  pid_t pid = last_pid(dir);
+  ASSERT_GT(pid, 0);
+  remove_all();
+  EXPECT_TRUE(cli::wait_for_exit(pid, 10s));
+  EXPECT_TRUE(reaped(pid)) << "no zombie";
+  EXPECT_EQ(lines(dir + "/events"), std::vector<std::string>{"eof"}) << "ended by its stdin closing, no SIGTERM";
+}
+
+TEST_F(ConnectorFaults, StopEndsOneThatIgnoresSigtermAndItsGrandchildren) {
+  std::string stubborn = fake_dir("stubborn"), parent = fake_dir("parent");
+  write_config(stdio("stubborn", FAKE_MCP_SERVER, {"ignore_term", stubborn}) + "," +
+               stdio("parent", FAKE_MCP_SERVER, {"grandchild", parent}));
+  ASSERT_EQ(entry("stubborn").at("state"), json::value("running"));
+  ASSERT_EQ(entry("parent").at("state"), json::value("running"));
+  pid_t a = last_pid(stubborn), b = last_pid(parent);
+  auto g = lines(parent + "/grandchild.pid");
+  ASSERT_EQ(g.size(), 1u);
+  pid_t grandchild = static_cast<pid_t>(std::stol(g[0]));
+  ASSERT_TRUE(process_alive(grandchild));
+  remove_all();
+  EXPECT_TRUE(cli::wait_for_exit(a, 15s)) << "SIGKILL ends what SIGTERM did not";
+  EXPECT_TRUE(reaped(a));
+  auto events = lines(stubborn + "/events");
+  EXPECT_NE(std::find(events.begin(), events.end(), "SIGTERM"), events.end()) << "SIGTERM came before SIGKILL";
+  EXPECT_TRUE(cli::wait_for_exit(b, 15s));
+  EXPECT_TRUE(cli::wait_for_exit(grandchild, 15s)) << "the grandchild goes with its group";
+}
+
+TEST_F(ConnectorFaults, KillNineOfTheDaemonLeavesNoOrphans) {
+  std::string dir = fake_dir("orphan");
+  write_config(stdio("orphan", FAKE_MCP_SERVER, {"grandchild", dir}));
+  ASSERT_EQ(entry("orphan").at("state"), json::value("running"));
+  pid_t child = last_pid(dir);
+  auto g = lines(dir + "/grandchild.pid");
+  ASSERT_EQ(g.size(), 1u);
+  pid_t grandchild = static_cast<pid_t>(std::stol(g[0]));
+  auto daemon = daemon_pid(home.socket());
+  ASSERT_TRUE(daemon);
+  ASSERT_EQ(::kill(static_cast<pid_t>(*daemon), SIGKILL), 0);
+  EXPECT_TRUE(cli::wait_for_exit(child, 10s)) << "PR_SET_PDEATHSIG ends the child";
+  EXPECT_TRUE(cli::wait_for_exit(grandchild, 10s)) << "the group reaper ends the grandchild";
+}
+
+TEST_F(ConnectorFaults, AnOversizeOrEndlessLineStopsItAndMemoryStaysBounded) {
+  write_config(stdio("huge", FAKE_MCP_SERVER, {"huge_line"}) + "," +
+               stdio("endless", FAKE_MCP_SERVER, {"endless_line"}));
+  for (std::string name : {"huge", "endless"}) {
+    Result call = oppx({"mcp", "call", name, "echo"}, 60s);
+    EXPECT_EQ(call.exit_code, 1) << name;
+    EXPECT_NE(call.err.find("message too large"), std::string::npos) << call.err;
+    auto e = entry(name);
+    EXPECT_EQ(e.at("state"), json::value("failed"));
+    EXPECT_NE(str(e, "reason").find("message too large"), std::string::npos) << str(e, "reason");
+  }
+  // The 16 MiB cap bounds what one line can hold; an endless one would grow without it.
+  std::int64_t rss = status_of(home.socket()).at("rss_kib").as_int64();
+  EXPECT_LT(rss, 64 * 1024) << "daemon RSS after a 17 MiB line and an endless one, KiB";
+}
+
+TEST_F(ConnectorFaults, AStderrFloodIsDrainedIntoTheBoundedLogAndCallsGoOn) {
+  write_config(stdio("loud", FAKE_MCP_SERVER, {"stderr_flood"}));
+  for (int i = 0; i < 4; ++i) {  // 3 MiB of stderr before each answer: it would block if not drained
+    Result call = oppx({"mcp", "call", "loud", "echo"});
+    ASSERT_EQ(call.exit_code, 0) << call.err;
+    EXPECT_EQ(call.out, "fake echo\n");
+  }
+  std::string log = str(entry("loud"), "log");
+  EXPECT_LE(file_size(log), 1 << 20);
+  EXPECT_GT(file_size(log + ".1"), 0) << "rotated";
+  EXPECT_LE(file_size(log + ".1"), 1 << 20);
+}
+
+TEST_F(ConnectorFaults, NeverReadingOrNeverAnsweringEndsAtTheStartTimeout) {
+  ::setenv("OPPX_MCP_START_TIMEOUT_MS", "500", 1);
+  write_config(stdio("deaf", FAKE_MCP_SERVER, {"never_read"}) + "," + stdio("mute", FAKE_MCP_SERVER, {"no_init"}) +
+               "," + stdio("remote", FAKE_MCP_SERVER, {"no_init", "mcp-remote"}));
+  for (std::string name : {"deaf", "mute"}) {
+    auto e = entry(name);
+    EXPECT_EQ(e.at("state"), json::value("failed")) << name;
+    EXPECT_EQ(e.at("reason_kind"), json::value("timeout")) << name;
+    auto steps = json::serialize(e.at("steps"));
+    EXPECT_NE(steps.find("oppx mcp reconnect " + name), std::string::npos) << steps;
+  }
+  // An mcp-remote connector that does not answer waits for a login in the browser.
+  auto remote = entry("remote");
+  EXPECT_EQ(remote.at("reason_kind"), json::value("login"));
+  EXPECT_NE(json::serialize(remote.at("steps")).find("~/.mcp-auth"), std::string::npos);
+  Result list = oppx({"mcp", "list"});
+  EXPECT_NE(list.out.find("    1. Run `oppx mcp reconnect remote`"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("    2. If that fails, delete"), std::string::npos) << list.out;
+}
+
+TEST_F(ConnectorFaults, ARepeatedCursorAndEndlessPagesAreCapped) {
+  std::string rep = fake_dir("rep"), pages = fake_dir("pages");
+  write_config(stdio("rep", FAKE_MCP_SERVER, {"cursor_repeat", rep}) + "," +
+               stdio("pages", FAKE_MCP_SERVER, {"endless_pages", pages}));
+  auto r = entry("rep");
+  EXPECT_EQ(r.at("state"), json::value("running"));
+  EXPECT_EQ(r.at("tools").as_array().size(), 1u) << "the same tool twice is kept once";
+  EXPECT_EQ(lines(rep + "/lists").size(), 2u) << "the same cursor twice ends the list";
+  auto p = entry("pages");
+  EXPECT_EQ(p.at("state"), json::value("running"));
+  EXPECT_EQ(lines(pages + "/lists").size(), 50u) << "at most 50 pages";
+  EXPECT_EQ(p.at("tools").as_array().size(), 50u);
+}
+
+TEST_F(ConnectorFaults, AListChangedStormIsDebounced) {
+  std::string dir = fake_dir("storm");
+  write_config(stdio("storm", FAKE_MCP_SERVER, {"storm", dir}));
+  ASSERT_EQ(entry("storm").at("tools").as_array().size(), 1u);
+  Result call = oppx({"mcp", "call", "storm", "storm"});
+  ASSERT_EQ(call.exit_code, 0) << call.err;
+  EXPECT_TRUE(eventually([&] { return entry("storm").at("tools").as_array().size() == 2; }, 10s))
+      << "the list after the storm has echo2";
+  auto n = lines(dir + "/lists").size();
+  EXPECT_GE(n, 2u);
+  EXPECT_LE(n, 3u) << "500 list_changed gave " << n - 1 << " refetches";
+}
+
+TEST_F(ConnectorFaults, MessyOutputIsSkippedAndTheSessionGoesOn) {
+  write_config(stdio("messy", FAKE_MCP_SERVER, {"messy"}));
+  auto c = client();
+  auto slow = c.call("tools/call", json::object{{"connector", "messy"}, {"tool", "slow"}, {"timeout_ms", 300}}, 10s);
+  ASSERT_FALSE(slow);
+  EXPECT_EQ(slow.error().kind, "timeout");
+  for (int i = 0; i < 2; ++i) {  // the late answer to "slow" and a duplicate come before and after
+    auto r = c.call("tools/call", json::object{{"connector", "messy"}, {"tool", "echo"}}, 10s);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->at("text"), json::value("fake echo"));
+  }
+  EXPECT_EQ(entry("messy").at("state"), json::value("running"));
+}
+
+TEST_F(ConnectorFaults, AnsiAndZeroWidthInDescriptionsAreEscaped) {
+  write_config(stdio("ansi", FAKE_MCP_SERVER, {"ansi"}));
+  Result tools = oppx({"mcp", "tools", "ansi"});
+  ASSERT_EQ(tools.exit_code, 0) << tools.err;
+  EXPECT_EQ(tools.out, "ansi.echo: \\x1b[31mRed\\x1b[0m and zero\\u{200b}width\\u{202e}\n");
+}
+
+TEST_F(ConnectorFaults, ACrashLoopBacksOffThenStaysFailedUntilReconnect) {
+  std::string dir = fake_dir("loop");
+  write_config(stdio("loop", FAKE_MCP_SERVER, {"die_at_start", dir}));
+  ASSERT_EQ(oppx({"mcp", "list"}).exit_code, 0);
+  auto given_up = [&] {
+    Result r = oppx({"mcp", "list", "--json"});
+    return r.out.find("stopped restarting it") != std::string::npos;
+  };
+  ASSERT_TRUE(eventually(given_up, 30s)) << oppx({"mcp", "list"}).out << home.read_log();
+  auto starts = lines(dir + "/starts");
+  ASSERT_EQ(starts.size(), 4u) << "it gave up after 4 quick stops";
+  for (std::size_t i = 1; i < starts.size(); ++i) {
+    std::int64_t gap = std::stoll(starts[i]) - std::stoll(starts[i - 1]);
+    EXPECT_GE(gap, 900 * (1 << (i - 1))) << "backoff before start " << i + 1;
+  }
+  auto e = entry("loop");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_NE(str(e, "reason").find("fake: dying at start"), std::string::npos) << str(e, "reason");
+  // A call does not restart one that was given up on; reconnect does.
+  EXPECT_EQ(oppx({"mcp", "call", "loop", "echo"}).exit_code, 1);
+  EXPECT_EQ(lines(dir + "/starts").size(), 4u);
+  oppx({"mcp", "reconnect", "loop"});
+  EXPECT_GE(lines(dir + "/starts").size(), 5u);
+}
+
+TEST_F(ConnectorFaults, AKilledConnectorIsStartedAgainForTheNextCall) {
+  std::string dir = fake_dir("killed");
+  write_config(stdio("killed", FAKE_MCP_SERVER, {"ok", dir}));
+  ASSERT_EQ(oppx({"mcp", "call", "killed", "echo"}).exit_code, 0);
+  pid_t first = last_pid(dir);
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  ASSERT_TRUE(cli::wait_for_exit(first, 10s));
+  Result call = oppx({"mcp", "call", "killed", "echo"});
+  EXPECT_EQ(call.exit_code, 0) << call.err;
+  EXPECT_EQ(call.out, "fake echo\n");
+  EXPECT_NE(last_pid(dir), first);
+}
+
+TEST_F(ConnectorFaults, ACrashDuringAWriteIsReportedAndNotRepeated) {
+  std::string dir = fake_dir("tools");
+  write_config(stdio("tools", FAKE_MCP_SERVER, {"tools", dir}));
+  Result call = oppx({"mcp", "call", "tools", "write"});
+  EXPECT_EQ(call.exit_code, 1);
+  EXPECT_NE(call.err.find("may or may not have run"), std::string::npos) << call.err;
+  EXPECT_NE(call.err.find("fake: crashing in write"), std::string::npos) << call.err;
+  EXPECT_EQ(lines(dir + "/invocations"), std::vector<std::string>{"write"}) << "a write must not run twice";
+}
+
+TEST_F(ConnectorFaults, ACrashDuringAReadOnlyToolIsRepeatedOnce) {
+  std::string dir = fake_dir("tools");
+  write_config(stdio("tools", FAKE_MCP_SERVER, {"tools", dir}));
+  Result call = oppx({"mcp", "call", "tools", "read"});
+  EXPECT_EQ(call.exit_code, 0) << call.err;
+  EXPECT_EQ(call.out, "read ok\n");
+  EXPECT_EQ(lines(dir + "/invocations"), (std::vector<std::string>{"read", "read"}));
+}
+
+TEST_F(ConnectorFaults, ALostLoginTakesItDownButRefusedArgumentsDoNot) {
+  write_config(stdio("auth", FAKE_MCP_SERVER, {"auth"}));
+  Result field = oppx({"mcp", "call", "auth", "field"});
+  EXPECT_EQ(field.exit_code, 1);
+  EXPECT_NE(field.err.find("the login field is required"), std::string::npos) << field.err;
+  EXPECT_EQ(entry("auth").at("state"), json::value("running")) << "a tool refusing its arguments is not a lost login";
+  auto c = client();
+  auto r = c.call("tools/call", json::object{{"connector", "auth"}, {"tool", "expired"}}, 10s);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, "connector_down");
+  EXPECT_EQ(r.error().data.at("reason_kind"), json::value("login"));
+  EXPECT_NE(std::string(r.error().data.at("reason").as_string()).find("token expired"), std::string::npos);
+  EXPECT_FALSE(r.error().data.at("steps").as_array().empty());
+  auto e = entry("auth");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_EQ(e.at("reason_kind"), json::value("login"));
+  // One reconnect brings it back.
+  EXPECT_EQ(oppx({"mcp", "reconnect", "auth"}).exit_code, 0);
+  EXPECT_EQ(entry("auth").at("state"), json::value("running"));
+}
+
+TEST_F(ConnectorFaults, ReconnectOfOneWaitsForALoginAndOfAllTheUsualTime) {
+  write_config(stdio("one", FAKE_MCP_SERVER, {"ok"}));
+  ASSERT_EQ(oppx({"mcp", "reconnect", "one"}).exit_code, 0);
+  EXPECT_NE(home.read_log().find("connector one: starting (start timeout 180 s)"), std::string::npos);
+  ASSERT_EQ(oppx({"mcp", "reconnect"}).exit_code, 0);
+  EXPECT_NE(home.read_log().find("connector one: starting (start timeout 30 s)"), std::string::npos);
+}
+
+TEST_F(ConnectorFaults, AMissingProgramGetsNumberedSteps) {
+  write_config(stdio("missing", "no-such-program-oppx", {}) + "," + stdio("nodey", "/nonexistent/npx", {"-y", "x"}));
+  Result list = oppx({"mcp", "list"});
+  EXPECT_NE(list.out.find("    1. Install no-such-program-oppx, or correct the command of missing"), std::string::npos)
+      << list.out;
+  EXPECT_NE(list.out.find("    2. Then run `oppx mcp reconnect missing`."), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("    1. Install Node.js 18 or newer"), std::string::npos) << list.out;
+  Result call = oppx({"mcp", "call", "missing", "x"});
+  EXPECT_EQ(call.exit_code, 1);
+  EXPECT_NE(call.err.find("  1. Install no-such-program-oppx"), std::string::npos) << call.err;
+}
+
+}  // namespace
+}  // namespace oppx::test

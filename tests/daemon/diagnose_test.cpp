@@ -1,0 +1,126 @@
+// daemon/diagnose: each kind, each way a connector is added (mcp-remote, a token in a header, a
+// command), and the narrow login matching (a tool refusing its arguments is not a lost login).
+#include "daemon/diagnose.h"
+
+#include "daemon/connector.h"
+
+#include <gtest/gtest.h>
+
+namespace oppx::daemon {
+namespace {
+
+ConnectorDef command(std::string name, std::string cmd, std::vector<std::string> args = {}) {
+  ConnectorDef d;
+  d.name = std::move(name);
+  d.command = std::move(cmd);
+  d.args = std::move(args);
+  return d;
+}
+
+ConnectorDef http(std::string name, std::string url, Pairs headers) {
+  ConnectorDef d;
+  d.name = std::move(name);
+  d.kind = ConnectorDef::Kind::kHttp;
+  d.url = std::move(url);
+  d.headers = std::move(headers);
+  return d;
+}
+
+std::string joined(const Diagnosis& d) {
+  std::string s;
+  for (auto& step : d.steps) s += step + "\n";
+  return s;
+}
+
+TEST(Diagnose, LoginMatchingIsNarrow) {
+  EXPECT_TRUE(looks_like_login("HTTP 401 Unauthorized"));
+  EXPECT_TRUE(looks_like_login("Error: token expired"));
+  EXPECT_TRUE(looks_like_login("request failed with status 403"));
+  EXPECT_TRUE(looks_like_login("invalid_token: the access token expired"));
+  EXPECT_TRUE(looks_like_login("anything", 401));
+  EXPECT_FALSE(looks_like_login("the login field is required"));
+  EXPECT_FALSE(looks_like_login("invalid arguments: password must be 8 characters"));
+  EXPECT_FALSE(looks_like_login("read 4013 bytes at line 401"));
+  EXPECT_FALSE(looks_like_login("issue OPS-401 not found"));
+  EXPECT_FALSE(looks_like_login("anything", 404));
+}
+
+TEST(Diagnose, McpRemoteIsRecognisedInCommandOrArgs) {
+  EXPECT_TRUE(uses_mcp_remote(command("linear", "npx", {"-y", "mcp-remote", "https://mcp.linear.app/sse"})));
+  EXPECT_TRUE(uses_mcp_remote(command("x", "/usr/local/bin/mcp-remote")));
+  EXPECT_FALSE(uses_mcp_remote(command("fs", "npx", {"-y", "@modelcontextprotocol/server-filesystem"})));
+}
+
+TEST(Diagnose, AnMcpRemoteThatTimesOutNeedsABrowserLogin) {
+  auto def = command("linear", "npx", {"-y", "mcp-remote", "https://mcp.linear.app/sse"});
+  Diagnosis d = diagnose(down::kTimeout, "it did not finish starting within 30 s", def, "/s/mcp-linear.log");
+  EXPECT_EQ(d.kind, "login");
+  EXPECT_NE(d.reason.find("needs a new login"), std::string::npos);
+  ASSERT_EQ(d.steps.size(), 2u);
+  EXPECT_NE(d.steps[0].find("`oppx mcp reconnect linear`"), std::string::npos);
+  EXPECT_NE(d.steps[0].find("3 minutes"), std::string::npos);
+  EXPECT_NE(d.steps[1].find("~/.mcp-auth"), std::string::npos);
+  // The same timeout without mcp-remote is a plain timeout.
+  auto plain = diagnose(down::kTimeout, "it did not finish starting within 30 s", command("slow", "node"), "/s/l.log");
+  EXPECT_EQ(plain.kind, "timeout");
+  EXPECT_NE(joined(plain).find("/s/l.log"), std::string::npos);
+}
+
+TEST(Diagnose, ATokenInAHeaderNamesItsVariableAndTheAddLine) {
+  auto def = http("linear", "https://mcp.linear.app/mcp", {{"Authorization", "Bearer ${LINEAR_TOKEN}"}});
+  Diagnosis d = diagnose(down::kLogin, "HTTP 401 from https://mcp.linear.app/mcp", def, "/s/l.log");
+  EXPECT_EQ(d.kind, "login");
+  std::string s = joined(d);
+  EXPECT_NE(s.find("environment variable LINEAR_TOKEN"), std::string::npos) << s;
+  EXPECT_NE(s.find("`oppx mcp add linear --url https://mcp.linear.app/mcp -H 'Authorization: Bearer <new token>' "
+                   "--force`"),
+            std::string::npos)
+      << s;
+}
+
+TEST(Diagnose, ALiteralTokenIsNeverRepeated) {
+  auto def = http("gh", "https://api.example.com/mcp", {{"X-Api-Key", "sk-secret-value-1234"}});
+  Diagnosis d = diagnose(down::kLogin, "401", def, "/s/l.log");
+  std::string s = joined(d) + d.reason;
+  EXPECT_EQ(s.find("sk-secret"), std::string::npos) << s;
+  EXPECT_NE(s.find("-H 'X-Api-Key: <new token>'"), std::string::npos) << s;
+}
+
+TEST(Diagnose, AStoppedProgramWhoseLastWordsAreUnauthorizedNeedsALogin) {
+  auto def = command("api", "node", {"server.js"});
+  def.env = {{"API_TOKEN", "${MY_API_TOKEN}"}};
+  Diagnosis d = diagnose(down::kStopped, "its program stopped (exit status 1): Error: 401 Unauthorized", def, "/l");
+  EXPECT_EQ(d.kind, "login");
+  EXPECT_NE(joined(d).find("environment variable MY_API_TOKEN"), std::string::npos) << joined(d);
+  Diagnosis other =
+      diagnose(down::kStopped, "its program stopped (exit status 1): the login field is required", def, "/l");
+  EXPECT_EQ(other.kind, "stopped");
+}
+
+TEST(Diagnose, AMissingProgramSaysWhatToInstall) {
+  EXPECT_NE(diagnose(down::kNotInstalled, "npx is not installed", command("fs", "npx"), "/l")
+                .steps[0]
+                .find("Install Node.js 18 or newer"),
+            std::string::npos);
+  EXPECT_NE(
+      diagnose(down::kNotInstalled, "uvx is not installed", command("git", "uvx"), "/l").steps[0].find("Install uv"),
+      std::string::npos);
+  auto d = diagnose(down::kNotInstalled, "x", command("tool", "/opt/bin/frobnicate"), "/l");
+  EXPECT_EQ(d.steps[0], "Install frobnicate, or correct the command of tool in your mcp.json.");
+  EXPECT_EQ(d.steps[1], "Then run `oppx mcp reconnect tool`.");
+}
+
+TEST(Diagnose, StoppedUnreachableAndConfigGiveTheirSteps) {
+  auto stopped = diagnose(down::kStopped, "its program stopped (exit status 3)", command("a", "node"), "/s/a.log");
+  EXPECT_EQ(stopped.kind, "stopped");
+  EXPECT_EQ(stopped.steps[0], "Look at its log for why: /s/a.log");
+  EXPECT_EQ(stopped.steps[1], "Run `oppx mcp reconnect a` to start it again.");
+  auto far = diagnose(down::kUnreachable, "connection refused", http("h", "https://h.example/mcp", {}), "/l");
+  EXPECT_NE(far.steps[0].find("https://h.example/mcp"), std::string::npos);
+  auto config = diagnose(down::kConfig, "it needs ${X}", command("c", "node"), "/l");
+  EXPECT_NE(config.steps[1].find("oppx mcp reconnect c"), std::string::npos);
+  EXPECT_EQ(config.reason, "it needs ${X}");
+}
+
+}  // namespace
+}  // namespace oppx::daemon

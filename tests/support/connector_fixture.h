@@ -1,0 +1,94 @@
+// The fixture of the connector tests: a TempHome with the user's mcp.json written by the test,
+// stdio entries for it, `oppx mcp tools <name> --json` as the way to wait for a connector, a
+// client on the socket for calls with options the CLI has not, and files the fake server writes.
+#pragma once
+
+#include "tests/support/harness.h"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+extern char** environ;
+
+namespace oppx::test {
+
+class ConnectorFixture : public ::testing::Test {
+ protected:
+  TempHome home;
+
+  void write_config(const std::string& servers) {
+    std::string dir = home.root() + "/config/oppx";
+    ::mkdir((home.root() + "/config").c_str(), 0700);
+    ::mkdir(dir.c_str(), 0700);
+    std::string path = dir + "/mcp.json";
+    std::string tmp = path + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << R"({"mcpServers":{)" << servers << "}}";
+    }
+    ::chmod(tmp.c_str(), 0600);
+    ::rename(tmp.c_str(), path.c_str());
+  }
+  static std::string stdio(const std::string& name, const std::string& command, const std::vector<std::string>& args) {
+    boost::json::array a;
+    for (auto& s : args) a.emplace_back(s);
+    return "\"" + name + "\":" + boost::json::serialize(boost::json::object{{"command", command}, {"args", a}});
+  }
+  // A folder of its own for one fake server's files (its pids, what it counted).
+  std::string fake_dir(const std::string& name) {
+    std::string d = home.root() + "/" + name;
+    ::mkdir(d.c_str(), 0700);
+    return d;
+  }
+  // The connector as `mcp tools --json` gives it, once it is no longer starting.
+  boost::json::object entry(const std::string& name) {
+    Result r = oppx({"mcp", "tools", name, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? boost::json::parse(r.out).as_object() : boost::json::object{};
+  }
+  // Starts connector "one" (fake_mcp_server ok) and returns its pid. The second argument is only
+  // a marker, so that pgrep finds this test's child and not one of a test running beside it.
+  pid_t start_marked_fake() {
+    write_config(stdio("one", FAKE_MCP_SERVER, {"ok", home.root()}));
+    EXPECT_EQ(entry("one").at("state"), boost::json::value("running"));
+    Result ps = run({"pgrep", "-f", std::string(FAKE_MCP_SERVER) + " ok " + home.root()});
+    return ps.exit_code == 0 ? static_cast<pid_t>(std::stol(ps.out)) : -1;
+  }
+  // A client on the daemon's socket that said hello with this process's environment.
+  SyncClient client() {
+    auto c = SyncClient::connect(home.socket());
+    if (!c) {
+      EXPECT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+      c = SyncClient::connect(home.socket());
+    }
+    EXPECT_TRUE(c);
+    boost::json::object env;
+    for (char** e = environ; *e; ++e) {
+      std::string kv(*e);
+      env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+    }
+    EXPECT_TRUE(c->call("hello", boost::json::object{{"protocol", 1}, {"env", env}}, 5s));
+    return std::move(*c);
+  }
+  static std::vector<std::string> lines(const std::string& path) {
+    std::ifstream f(path);
+    std::vector<std::string> out;
+    for (std::string l; std::getline(f, l);) out.push_back(l);
+    return out;
+  }
+  static pid_t last_pid(const std::string& dir) {
+    auto l = lines(dir + "/pids");
+    return l.empty() ? -1 : static_cast<pid_t>(std::stol(l.back()));
+  }
+  void TearDown() override {
+    oppx({"daemon", "stop"});
+    ::unsetenv("OPPX_MCP_START_TIMEOUT_MS");
+  }
+};
+
+}  // namespace oppx::test
