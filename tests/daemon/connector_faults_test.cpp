@@ -87,6 +87,8 @@ TEST_F(ConnectorFaults, KillNineOfTheDaemonLeavesNoOrphans) {
 TEST_F(ConnectorFaults, AnOversizeOrEndlessLineStopsItAndMemoryStaysBounded) {
   write_config(stdio("huge", FAKE_MCP_SERVER, {"huge_line"}) + "," +
                stdio("endless", FAKE_MCP_SERVER, {"endless_line"}));
+  ASSERT_EQ(oppx({"mcp", "list", "--json"}).exit_code, 0);
+  std::int64_t before = status_of(home.socket()).at("rss_kib").as_int64();
   for (std::string name : {"huge", "endless"}) {
     Result call = oppx({"mcp", "call", name, "echo"}, 60s);
     EXPECT_EQ(call.exit_code, 1) << name;
@@ -95,9 +97,15 @@ TEST_F(ConnectorFaults, AnOversizeOrEndlessLineStopsItAndMemoryStaysBounded) {
     EXPECT_EQ(e.at("state"), json::value("failed"));
     EXPECT_NE(str(e, "reason").find("message too large"), std::string::npos) << str(e, "reason");
   }
-  // The 16 MiB cap bounds what one line can hold; an endless one would grow without it.
-  std::int64_t rss = status_of(home.socket()).at("rss_kib").as_int64();
-  EXPECT_LT(rss, 64 * 1024) << "daemon RSS after a 17 MiB line and an endless one, KiB";
+  // The 16 MiB cap bounds what one line can hold (and the buffer is given back); an endless line
+  // would grow without it. Measured: about 4 MiB before and after. ASan keeps freed memory.
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr std::int64_t kBound = 160 * 1024;
+#else
+  constexpr std::int64_t kBound = 40 * 1024;
+#endif
+  std::int64_t after = status_of(home.socket()).at("rss_kib").as_int64();
+  EXPECT_LT(after - before, kBound) << "daemon RSS grew from " << before << " to " << after << " KiB";
 }
 
 TEST_F(ConnectorFaults, AStderrFloodIsDrainedIntoTheBoundedLogAndCallsGoOn) {
