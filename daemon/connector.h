@@ -1,7 +1,8 @@
 // One MCP connector over stdio: its child process, the JSON-RPC peer on its pipes, the MCP
 // handshake (initialize, tools/list with pages), calls with timeouts, its stderr drained into
-// mcp-<name>.log, and its state with the reason when it is not running. Runs on the daemon's
-// io_context; nothing blocks. (Streamable HTTP connectors are not built yet: they report so.)
+// mcp-<name>.log, and its state with the reason and steps (daemon/diagnose.h) when it is not
+// running; a program that stops is started again with backoff, and for a call when that is safe.
+// Runs on the daemon's io_context; nothing blocks. (Streamable HTTP connectors are not built yet.)
 #pragma once
 
 #include "daemon/mcp_config.h"
