@@ -165,7 +165,7 @@ TEST_F(ConnectorFaults, AListChangedStormIsDebounced) {
       << "the list after the storm has echo2";
   auto n = lines(dir + "/lists").size();
   EXPECT_GE(n, 2u);
-  EXPECT_LE(n, 3u) << "500 list_changed gave " << n - 1 << " refetches";
+  EXPECT_LE(n, 5u) << "500 list_changed gave " << n - 1 << " refetches";
 }
 
 TEST_F(ConnectorFaults, MessyOutputIsSkippedAndTheSessionGoesOn) {
