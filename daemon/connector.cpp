@@ -510,7 +510,13 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
-  using Done = std::shared_ptr<std::function<void(CallResult)>>;
+  // One call's answer, given once, and its time limit (for the message when it passes).
+  struct Pending {
+    std::function<void(CallResult)> fn;
+    std::chrono::milliseconds limit;
+    void operator()(CallResult r) const { fn(std::move(r)); }
+  };
+  using Done = std::shared_ptr<Pending>;
   using Clock = std::chrono::steady_clock;
 
   proto::RpcError down_error(std::string message) const {
@@ -594,8 +600,11 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
         self->peer->notify("notifications/cancelled",
                            json::object{{"requestId", id}, {"reason", "the caller's time limit passed"}});
       }
-      (*done)(RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
-                             fmt::format("{} did not answer within its time limit; the call was cancelled", tool)));
+      (*done)(
+          RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
+                         fmt::format("{} did not answer within {}; the call was cancelled", tool,
+                                     done->limit.count() % 1000 ? fmt::format("{} ms", done->limit.count())
+                                                                : fmt::format("{} s", done->limit.count() / 1000))));
     });
   }
 
@@ -704,7 +713,7 @@ void Connector::stop() { impl_->stop(); }
 void Connector::call(const std::string& tool, json::value arguments, std::chrono::milliseconds timeout,
                      std::function<void(CallResult)> done) {
   impl_->call(tool, std::move(arguments), std::chrono::steady_clock::now() + timeout, false,
-              std::make_shared<std::function<void(CallResult)>>(std::move(done)));
+              std::make_shared<Impl::Pending>(Impl::Pending{std::move(done), timeout}));
 }
 void Connector::on_change(std::function<void()> fn) { impl_->on_change = std::move(fn); }
 const ConnectorDef& Connector::def() const { return impl_->def; }

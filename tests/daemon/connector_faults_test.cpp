@@ -174,6 +174,7 @@ TEST_F(ConnectorFaults, MessyOutputIsSkippedAndTheSessionGoesOn) {
   auto slow = c.call("tools/call", json::object{{"connector", "messy"}, {"tool", "slow"}, {"timeout_ms", 300}}, 10s);
   ASSERT_FALSE(slow);
   EXPECT_EQ(slow.error().kind, "timeout");
+  EXPECT_NE(slow.error().message.find("slow did not answer within 300 ms"), std::string::npos) << slow.error().message;
   for (int i = 0; i < 2; ++i) {  // the late answer to "slow" and a duplicate come before and after
     auto r = c.call("tools/call", json::object{{"connector", "messy"}, {"tool", "echo"}}, 10s);
     ASSERT_TRUE(r) << r.error().message;
