@@ -9,6 +9,7 @@
 #include "common/ndjson_transport.h"
 #include "common/text.h"
 #include "daemon/child_process.h"
+#include "daemon/http_transport.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -54,6 +55,10 @@ constexpr std::size_t kLogCap = 1u << 20;
 constexpr int kMaxToolPages = 50;
 constexpr const char* kProtocolVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 constexpr const char* kPassedVariables[] = {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG"};
+
+// The HTTP transport turns a lost login or an unreachable server into an error of that kind on
+// the call; those take the connector down. Anything else (a timeout, a bad answer) fails one call.
+bool takes_it_down(const RpcError& e) { return e.kind == down::kLogin || e.kind == down::kUnreachable; }
 
 }  // namespace
 
@@ -134,10 +139,6 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     tools = {};
     output_closed = false;
     set_state(ConnectorState::kStarting);
-    if (def.kind == ConnectorDef::Kind::kHttp) {
-      return fail(down::kUnsupported, "streamable HTTP connectors are not supported by this build of oppxd yet");
-    }
-    SpawnSpec spec;
     auto expanded = [&](const std::string& v) -> std::optional<std::string> {
       auto r = expand(v, client_env);
       if (r) return *r;
@@ -146,6 +147,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
                                       r.error().variable, def.name));
       return std::nullopt;
     };
+    if (def.kind == ConnectorDef::Kind::kHttp) return start_http(client_env, timeout, expanded);
+    SpawnSpec spec;
     auto cmd = expanded(def.command);
     if (!cmd) return;
     spec.program = *cmd;
@@ -175,8 +178,39 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     open_log();
     watch_stderr();
     watch_exit();
-    connect_peer();
+    connect_peer(make_ndjson_transport(io, child.out, child.in, stdio_limits()));
     handshake(timeout);
+  }
+
+  // Streamable HTTP: no child; the transport POSTs each message to the URL.
+  template <class Expand>
+  void start_http(const EnvMap& client_env, std::chrono::milliseconds timeout, Expand& expanded) {
+    HttpOptions o;
+    auto url = expanded(def.url);
+    if (!url) return;
+    o.url = *url;
+    for (auto& [k, v] : def.headers) {
+      auto x = expanded(v);
+      if (!x) return;
+      o.headers.emplace_back(k, *x);
+    }
+    // Shorter limits for tests and slow networks, from the environment of the asking client.
+    if (auto it = client_env.find("OPPX_HTTP_TIMEOUTS"); it != client_env.end()) {
+      if (auto r = apply_timeout_spec(o.timeouts, it->second); !r)
+        return fail(down::kConfig, "OPPX_HTTP_TIMEOUTS is unusable: " + r.error());
+    }
+    auto t = make_http_transport(io, std::move(o));
+    if (!t)
+      return fail(down::kConfig,
+                  fmt::format("{}; correct \"url\" or \"headers\" of {} in mcp.json", t.error(), def.name));
+    connect_peer(std::move(*t));
+    handshake(timeout);
+  }
+
+  static NdjsonLimits stdio_limits() {
+    NdjsonLimits limits;
+    limits.stall_timeout = std::chrono::hours(24);  // a server may write a long line slowly
+    return limits;
   }
 
   void open_log() {
@@ -266,9 +300,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     fail(down::kStopped, fmt::format("its program stopped ({}){}; its log is {}", how, tail, log_path));
   }
 
-  void connect_peer() {
-    NdjsonLimits limits;
-    limits.stall_timeout = std::chrono::hours(24);  // a server may write a long line slowly
+  void connect_peer(std::unique_ptr<Transport> transport) {
     JsonRpcPeer::Options o;
     o.name = "mcp:" + def.name;
     o.reply_to_malformed = false;  // junk from a server is logged and skipped, never answered
@@ -301,7 +333,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
         });
       }
     };
-    peer = JsonRpcPeer::create(make_ndjson_transport(io, child.out, child.in, limits), std::move(o));
+    peer = JsonRpcPeer::create(std::move(transport), std::move(o));
     peer->start();
   }
 
@@ -320,6 +352,10 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     peer->call("initialize", params, [w = weak_from_this(), gen](JsonRpcPeer::CallResult r) {
       auto self = w.lock();
       if (!self || gen != self->generation || self->state != ConnectorState::kStarting) return;
+      if (!r && (takes_it_down(r.error()) || r.error().kind == down::kTimeout))
+        return self->fail(r.error().kind, r.error().message);
+      if (!r && self->def.kind == ConnectorDef::Kind::kHttp)
+        return self->fail(down::kStopped, "initialize failed: " + r.error().message);
       if (!r) return self->fail(down::kStopped, "it refused initialize: " + r.error().message);
       std::string version;
       if (auto* v = r->is_object() ? r->as_object().if_contains("protocolVersion") : nullptr; v && v->is_string()) {
@@ -351,6 +387,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       if (!self || gen != self->generation) return;
       if (!r || !r->is_object() || !r->as_object().contains("tools") || !r->as_object().at("tools").is_array()) {
         self->fetching = false;
+        if (!r && takes_it_down(r.error())) return self->fail(r.error().kind, r.error().message);
         return self->fail(down::kStopped,
                           "its tools/list answer was unusable" + (r ? std::string() : ": " + r.error().message));
       }
@@ -389,10 +426,21 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     auto finished = std::make_shared<bool>(false);
     auto shared_done = std::make_shared<std::function<void(CallResult)>>(std::move(done));
     json::value id = peer->call("tools/call", json::object{{"name", tool}, {"arguments", arguments}},
-                                [timer, finished, shared_done, name = def.name](JsonRpcPeer::CallResult r) {
+                                [timer, finished, shared_done, name = def.name, w = weak_from_this(),
+                                 gen = generation](JsonRpcPeer::CallResult r) {
                                   if (*finished) return;
                                   *finished = true;
                                   timer->cancel();
+                                  if (!r && takes_it_down(r.error())) {
+                                    auto self = w.lock();
+                                    if (self && gen == self->generation) self->fail(r.error().kind, r.error().message);
+                                    auto e = RpcError::make(ErrorCode::kInternal, "connector_down",
+                                                            name + " is failed: " + r.error().message);
+                                    e.data = r.error().data;
+                                    e.data["connector"] = name;
+                                    e.data["reason_kind"] = r.error().kind;
+                                    return (*shared_done)(std::move(e));
+                                  }
                                   if (!r && r.error().kind == proto::kind::kDisconnected) {
                                     auto e = RpcError::make(ErrorCode::kInternal, "connector_down",
                                                             name +
@@ -419,10 +467,15 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
         });
   }
 
-  // Stop = close stdin, then SIGTERM to the group after a grace, then SIGKILL.
+  // Stop = close stdin, then SIGTERM to the group after a grace, then SIGKILL. An HTTP
+  // connector's transport is closed instead: it DELETEs the session, bounded.
   void kill_child() {
     if (peer) {
-      peer->abort();
+      if (def.kind == ConnectorDef::Kind::kHttp) {
+        peer->close();
+      } else {
+        peer->abort();
+      }
       peer.reset();
     }
     boost::system::error_code ec;

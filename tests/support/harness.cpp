@@ -50,6 +50,20 @@ TempHome::~TempHome() {
   (void)!std::system(cmd.c_str());
 }
 
+void write_mcp_config(const TempHome& home, const std::string& servers) {
+  std::string dir = home.root() + "/config/oppx";
+  ::mkdir((home.root() + "/config").c_str(), 0700);
+  ::mkdir(dir.c_str(), 0700);
+  std::string path = dir + "/mcp.json";
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << R"({"mcpServers":{)" << servers << "}}";
+  }
+  ::chmod(tmp.c_str(), 0600);
+  ::rename(tmp.c_str(), path.c_str());
+}
+
 std::string TempHome::read_log() const {
   std::ifstream f(log());
   std::stringstream ss;

@@ -34,6 +34,9 @@ class TempHome {
   std::string root_;
 };
 
+// Writes the user's mcp.json (0600, atomically) with `servers` as the body of "mcpServers".
+void write_mcp_config(const TempHome& home, const std::string& servers);
+
 struct Result {
   int exit_code = -1;  // 128+signal when killed; -1 when it did not end in time
   std::string out;
