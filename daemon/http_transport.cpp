@@ -150,6 +150,7 @@ struct State : std::enable_shared_from_this<State> {
   std::set<std::string> cancelled;
   std::size_t running = 0;
   std::deque<std::string> waiting;
+  std::uint64_t listen_gen = 0;  // the server stream of the current session; older ones end
 
   void deliver(std::string line) {
     if (!stopped && handlers.on_line) handlers.on_line(std::move(line));
@@ -543,6 +544,8 @@ bool take_messages(State& st, std::string_view text, Watch& w, bool deliver) {
 awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, Outgoing m, bool deliver,
                                   bool may_reinit);
 
+void start_listening(const std::shared_ptr<State>& st);
+
 // The session expired (HTTP 404, or server-everything's 400 naming the session): start a new one
 // with the remembered initialize, once, however many calls noticed it at the same time.
 awaitable<bool> reinitialize(std::shared_ptr<State> st, std::string stale) {
@@ -560,6 +563,7 @@ awaitable<bool> reinitialize(std::shared_ptr<State> st, std::string stale) {
   if (r && !st->initialized_line.empty()) {
     auto n = co_await exchange(st, st->initialized_line, classify(st->initialized_line), false, false);
     if (!n) log::warn("http transport: notifications/initialized after a new session failed: {}", n.error().message);
+    if (n) start_listening(st);
   }
   if (!r) log::warn("http transport: initializing again failed: {}", r.error().message);
   st->reiniting = false;
@@ -728,11 +732,78 @@ std::string error_line(const json::value& id, const Failure& f) {
   return proto::serialize_error(id, e);
 }
 
+// MCP "Listening for Messages from the Server": a GET opens a stream for what the server sends
+// outside any POST (list_changed, log messages, its own requests). 405 means it offers none.
+// It lives as long as the session; drops are resumed from the last event id, a few times in a
+// row at most; a quiet stream (the idle limit) is simply opened again.
+bool live(const State& st, std::uint64_t gen) { return !st.stopped && !st.closing && gen == st.listen_gen; }
+
+awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
+  std::string last_id;
+  std::optional<std::uint64_t> retry;
+  int failures = 0;
+  while (live(*st, gen) && failures < st->opt.max_resumes) {
+    Ask ask;
+    ask.verb = http::verb::get;
+    ask.last_event_id = last_id;
+    auto deadline = Clock::now() + std::chrono::hours(24 * 365);
+    auto got = co_await open(st, ask, deadline);
+    if (!live(*st, gen)) {
+      if (got) got->conn->close(), st->active.erase(got->conn);
+      co_return;
+    }
+    bool progress = false;
+    if (got) {
+      Answer a = *got;
+      if (a.status != 200 || a.media_type != "text/event-stream") {
+        release(*st, a);
+        log::debug("http transport: {} offers no stream of its own (HTTP {})", a.at.origin, a.status);
+        co_return;
+      }
+      sse::Parser parser(st->opt.max_body);
+      std::vector<sse::Event> events;
+      for (;;) {
+        auto ch = co_await next_chunk(st, a, deadline);
+        if (!live(*st, gen)) break;
+        if (!ch) {
+          progress = progress || ch.error().kind == "timeout";  // quiet, not broken
+          break;
+        }
+        if (!parser.feed(ch->data, events)) break;
+        for (auto& e : events) {
+          if (e.type != "message" || e.data.find_first_not_of(" \t\r\n") == std::string::npos) continue;
+          Watch w;
+          if (!take_messages(*st, e.data, w, true))
+            log::warn("http transport: {} sent an event that is not JSON; skipped", a.at.origin);
+          progress = true;
+        }
+        events.clear();
+        last_id = parser.last_event_id();
+        retry = parser.retry_ms() ? parser.retry_ms() : retry;
+        if (ch->done) break;
+      }
+      a.conn->close();
+      st->active.erase(a.conn);
+    }
+    failures = progress ? 0 : failures + 1;
+    asio::steady_timer timer(st->io, sse::clamp_retry(retry, std::chrono::milliseconds(1000)));
+    co_await timer.async_wait(kTuple);
+  }
+  if (live(*st, gen))
+    log::info("http transport: the server stream of {} dropped {} times in a row; not reopened", st->target.origin,
+              failures);
+}
+
+void start_listening(const std::shared_ptr<State>& st) {
+  asio::co_spawn(st->io, listen(st, ++st->listen_gen), logged("the server stream of " + st->target.origin));
+}
+
 awaitable<void> post(std::shared_ptr<State> st, std::string line) {
   Outgoing m = classify(line);
   if (m.method == "initialize") st->init_line = line;
   if (m.method == "notifications/initialized") st->initialized_line = line;
   auto r = co_await exchange(st, line, m, true, true);
+  if (r && m.method == "notifications/initialized" && !st->stopped && !st->closing) start_listening(st);
   st->by_request.erase(m.key);
   bool cancelled = !m.key.empty() && st->cancelled.erase(m.key);
   if (!r && !st->stopped) {

@@ -139,6 +139,17 @@ TEST_F(HttpConnectors, JsonAndEventStreamAnswersAndTheHeadersSent) {
   EXPECT_TRUE(rec.proc->wait_for_stdout("DELETE session sess-1")) << rec.proc->out();
 }
 
+TEST_F(HttpConnectors, TheServersOwnStreamBringsListChanged) {
+  Fake f = fake({"notify"});
+  write_mcp_config(home, http_entry("notify", f.url()));
+  EXPECT_EQ(entry("notify").at("tools").as_array().size(), 2u);
+  ASSERT_TRUE(f.proc->wait_for_stdout("server stream opened")) << f.proc->out();
+  Result call = oppx({"mcp", "call", "notify", "echo", R"({"message":"x"})"});
+  EXPECT_EQ(call.out, "echo: x\n") << call.err;
+  EXPECT_TRUE(eventually([&] { return entry("notify").at("tools").as_array().size() == 3u; }))
+      << "list_changed on the GET stream makes the connector fetch its tools again";
+}
+
 TEST_F(HttpConnectors, ALoginRefusedIsDiagnosedAndTheTokenIsNeverShown) {
   const std::string token = "tok-s3cr3t-value-0123456789";
   Fake f = fake({"auth", token});

@@ -15,7 +15,9 @@ let nextSession = 1;
 let initializeCount = 0;
 let sessionRequests = 0;
 let nextEventId = 1;
-const replay = new Map(); // event id -> [lines still to send after it] (drop-stream mode)
+const replay = new Map();
+const extraTools = []; // grows in mode "notify", announced on the server's own stream
+const listeners = []; // open GET streams (mode "notify") // event id -> [lines still to send after it] (drop-stream mode)
 
 function result(id, r) {
   return JSON.stringify({ jsonrpc: "2.0", id, result: r });
@@ -35,6 +37,7 @@ function mcpResult(msg) {
     case "tools/list":
       return {
         tools: [
+          ...extraTools,
           { name: "echo", description: "Echoes its message", inputSchema: { type: "object" } },
           { name: "slow", description: "Answers after a while", inputSchema: { type: "object" } },
         ],
@@ -138,6 +141,14 @@ function answer(req, res, msg) {
         const body = result(msg.id, mcpResult(msg));
         return rawResponse(req, ["HTTP/1.1 200 OK", "Content-Type: application/json", `Content-Length: ${Buffer.byteLength(body)}`,
           "Connection: close", Buffer.from("Mcp-Session-Id: " + kinds[args[0] || "space"], "utf8").toString("latin1")], body);
+      }
+      break;
+    case "notify":
+      if (isCall) {
+        // The tool list changes; the news goes out on the server's own stream (GET).
+        extraTools.push({ name: "added", description: "Added after a call", inputSchema: { type: "object" } });
+        const note = JSON.stringify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
+        for (const l of listeners) l.write(sseEvent(note, String(nextEventId++)));
       }
       break;
     case "html":
@@ -247,6 +258,12 @@ function handle(req, res) {
       res.end(replay.get(last));
       replay.delete(last);
       return;
+    }
+    if (mode === "notify" && sessions.has(req.headers["mcp-session-id"])) {
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      res.write(": the server's own stream\n\n");
+      listeners.push(res);
+      return say("server stream opened");
     }
     res.writeHead(405);
     return res.end();
