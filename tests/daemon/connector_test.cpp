@@ -114,18 +114,8 @@ TEST_F(Connectors, ACrashMidCallIsReportedWithTheLastStderrLine) {
 
 TEST_F(Connectors, ASlowCallTimesOutAndTheConnectorStays) {
   write_config(stdio("slow", FAKE_MCP_SERVER, {"hang_call"}));
-  auto c = SyncClient::connect(home.socket());
-  if (!c) {
-    ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
-    c = SyncClient::connect(home.socket());
-  }
+  auto c = hello_client(home);
   ASSERT_TRUE(c);
-  json::object env;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
-  }
-  ASSERT_TRUE(c->call("hello", json::object{{"protocol", 1}, {"env", env}}, 5s));
   auto r = c->call("tools/call", json::object{{"connector", "slow"}, {"tool", "echo"}, {"timeout_ms", 300}}, 10s);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, "timeout");

@@ -312,6 +312,21 @@ TEST_F(HttpConnectors, HeaderIdleAndTotalTimeoutsFire) {
   ::unsetenv("OPPX_HTTP_TIMEOUTS");
 }
 
+TEST_F(HttpConnectors, ACallerTimeoutCancelsTheExchangeAndTheConnectorStays) {
+  Fake f = fake({"ping"});
+  write_mcp_config(home, http_entry("slow", f.url()));
+  auto c = hello_client(home);
+  ASSERT_TRUE(c);
+  auto r = c->call("tools/call", json::object{{"connector", "slow"}, {"tool", "echo"}, {"timeout_ms", 500}}, 10s);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, "timeout");
+  EXPECT_TRUE(f.proc->wait_for_stdout("the client closed the stream of tools/call"))
+      << "no connection stays held for a call nobody waits for\n"
+      << f.proc->out();
+  EXPECT_TRUE(f.proc->wait_for_stdout("notifications/cancelled")) << f.proc->out();
+  EXPECT_EQ(entry("slow").at("state"), json::value("running"));
+}
+
 TEST_F(HttpConnectors, NothingListeningIsUnreachable) {
   write_mcp_config(home, http_entry("gone", "http://127.0.0.1:" + std::to_string(free_port()) + "/mcp"));
   auto e = entry("gone");

@@ -125,6 +125,7 @@ function answer(req, res, msg) {
       return sendJson(res, 404, JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } }));
     }
   }
+  if (msg.method === "notifications/cancelled") say("notifications/cancelled");
   if (msg.id === undefined || msg.method === undefined) {
     res.writeHead(202);
     return res.end();
@@ -211,6 +212,7 @@ function answer(req, res, msg) {
       if (isCall) {
         res.writeHead(200, { "Content-Type": "text/event-stream" });
         const t = setInterval(() => (res.destroyed ? clearInterval(t) : res.write(": ping\n\n")), 100);
+        res.on("close", () => say("the client closed the stream of tools/call"));
         return;
       }
       break;

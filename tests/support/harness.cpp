@@ -64,6 +64,23 @@ void write_mcp_config(const TempHome& home, const std::string& servers) {
   ::rename(tmp.c_str(), path.c_str());
 }
 
+boost::system::result<SyncClient, ConnectError> hello_client(const TempHome& home) {
+  auto c = SyncClient::connect(home.socket());
+  if (!c) {
+    EXPECT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+    c = SyncClient::connect(home.socket());
+  }
+  EXPECT_TRUE(c);
+  if (!c) return c;
+  boost::json::object env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+  }
+  EXPECT_TRUE(c->call("hello", boost::json::object{{"protocol", 1}, {"env", env}}, 5s));
+  return c;
+}
+
 std::string TempHome::read_log() const {
   std::ifstream f(log());
   std::stringstream ss;

@@ -72,6 +72,10 @@ class Process {
 Result run(std::vector<std::string> argv, std::chrono::milliseconds timeout = 20s);
 Result oppx(std::vector<std::string> args, std::chrono::milliseconds timeout = 20s);  // build/oppx
 
+// A client of the test's daemon (started when none answers) that said hello with this
+// process's environment, as the CLI does; fails the test when it cannot.
+boost::system::result<SyncClient, ConnectError> hello_client(const TempHome& home);
+
 // Connects to the socket, says hello, and calls; fails the test on a connection error.
 boost::json::value status_of(const std::string& socket);
 std::optional<std::int64_t> daemon_pid(const std::string& socket);  // nullopt when none answers
