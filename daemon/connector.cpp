@@ -10,6 +10,7 @@
 #include "common/text.h"
 #include "daemon/child_process.h"
 #include "daemon/diagnose.h"
+#include "daemon/http_transport.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -69,6 +70,10 @@ constexpr auto kKillGrace = std::chrono::seconds(2);
 constexpr auto kExitWait = std::chrono::seconds(5);
 constexpr const char* kProtocolVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 constexpr const char* kPassedVariables[] = {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG"};
+
+// The HTTP transport turns a lost login or an unreachable server into an error of that kind on
+// the call; those take the connector down. Anything else (a timeout, a bad answer) fails one call.
+bool takes_it_down(const RpcError& e) { return e.kind == down::kLogin || e.kind == down::kUnreachable; }
 
 }  // namespace
 
@@ -215,10 +220,6 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     started_at = std::chrono::steady_clock::now();
     log::info("connector {}: starting (start timeout {} s)", def.name, timeout.count() / 1000);
     set_state(ConnectorState::kStarting);
-    if (def.kind == ConnectorDef::Kind::kHttp) {
-      return fail(down::kUnsupported, "streamable HTTP connectors are not supported by this build of oppxd yet");
-    }
-    SpawnSpec spec;
     auto expanded = [&](const std::string& v) -> std::optional<std::string> {
       auto r = expand(v, client_env);
       if (r) return *r;
@@ -227,6 +228,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
                                       r.error().variable, def.name));
       return std::nullopt;
     };
+    if (def.kind == ConnectorDef::Kind::kHttp) return start_http(client_env, timeout, expanded);
+    SpawnSpec spec;
     auto cmd = expanded(def.command);
     if (!cmd) return;
     spec.program = *cmd;
@@ -256,8 +259,39 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     open_log();
     watch_stderr();
     watch_exit();
-    connect_peer();
+    connect_peer(make_ndjson_transport(io, child.out, child.in, stdio_limits()));
     handshake(timeout);
+  }
+
+  // Streamable HTTP: no child; the transport POSTs each message to the URL.
+  template <class Expand>
+  void start_http(const EnvMap& client_env, std::chrono::milliseconds timeout, Expand& expanded) {
+    HttpOptions o;
+    auto url = expanded(def.url);
+    if (!url) return;
+    o.url = *url;
+    for (auto& [k, v] : def.headers) {
+      auto x = expanded(v);
+      if (!x) return;
+      o.headers.emplace_back(k, *x);
+    }
+    // Shorter limits for tests and slow networks, from the environment of the asking client.
+    if (auto it = client_env.find("OPPX_HTTP_TIMEOUTS"); it != client_env.end()) {
+      if (auto r = apply_timeout_spec(o.timeouts, it->second); !r)
+        return fail(down::kConfig, "OPPX_HTTP_TIMEOUTS is unusable: " + r.error());
+    }
+    auto t = make_http_transport(io, std::move(o));
+    if (!t)
+      return fail(down::kConfig,
+                  fmt::format("{}; correct \"url\" or \"headers\" of {} in mcp.json", t.error(), def.name));
+    connect_peer(std::move(*t));
+    handshake(timeout);
+  }
+
+  static NdjsonLimits stdio_limits() {
+    NdjsonLimits limits;
+    limits.stall_timeout = std::chrono::hours(24);  // a server may write a long line slowly
+    return limits;
   }
 
   void open_log() {
@@ -366,9 +400,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     fail(down::kStopped, fmt::format("{}. oppx starts it again in {} s", why, delay.count()), true);
   }
 
-  void connect_peer() {
-    NdjsonLimits limits;
-    limits.stall_timeout = std::chrono::hours(24);  // a server may write a long line slowly
+  void connect_peer(std::unique_ptr<Transport> transport) {
     JsonRpcPeer::Options o;
     o.name = "mcp:" + def.name;
     o.reply_to_malformed = false;  // junk from a server is logged and skipped, never answered
@@ -389,6 +421,12 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       if (!self || gen != self->generation) return;
       if (e.kind == "too_large")
         return self->fail(down::kStopped, "it sent a message too large (over 16 MiB); it was stopped");
+      if (self->def.kind == ConnectorDef::Kind::kHttp) {
+        bool ours = e.kind == "closed";
+        if (!ours && (self->state == ConnectorState::kRunning || self->state == ConnectorState::kStarting))
+          self->fail(down::kStopped, "its HTTP session ended: " + e.message);
+        return;
+      }
       // Its output ended: normally it exited, and the exit (with its status) is reported in a
       // moment. One that lives on without output is useless: stopped after a grace.
       if (self->state == ConnectorState::kRunning || self->state == ConnectorState::kStarting) {
@@ -401,7 +439,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
         });
       }
     };
-    peer = JsonRpcPeer::create(make_ndjson_transport(io, child.out, child.in, limits), std::move(o));
+    peer = JsonRpcPeer::create(std::move(transport), std::move(o));
     peer->start();
   }
 
@@ -420,8 +458,12 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     peer->call("initialize", params, [w = weak_from_this(), gen](JsonRpcPeer::CallResult r) {
       auto self = w.lock();
       if (!self || gen != self->generation || self->state != ConnectorState::kStarting) return;
-      // Its output ended: the exit, with its status and last words, is the reason (on_exit).
-      if (!r && r.error().kind == proto::kind::kDisconnected) return;
+      // A program's output ended: the exit, with its status and last words, is the reason (on_exit).
+      bool http = self->def.kind == ConnectorDef::Kind::kHttp;
+      if (!r && r.error().kind == proto::kind::kDisconnected && !http) return;
+      if (!r && (takes_it_down(r.error()) || r.error().kind == down::kTimeout))
+        return self->fail(r.error().kind, r.error().message);
+      if (!r && http) return self->fail(down::kStopped, "initialize failed: " + r.error().message);
       if (!r) return self->fail(down::kStopped, "it refused initialize: " + r.error().message);
       std::string version;
       if (auto* v = r->is_object() ? r->as_object().if_contains("protocolVersion") : nullptr; v && v->is_string()) {
@@ -468,12 +510,13 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     peer->call("tools/list", params, [w = weak_from_this(), gen, acc](JsonRpcPeer::CallResult r) {
       auto self = w.lock();
       if (!self || gen != self->generation) return;
-      if (!r && r.error().kind == proto::kind::kDisconnected) {
+      if (!r && r.error().kind == proto::kind::kDisconnected && self->def.kind != ConnectorDef::Kind::kHttp) {
         self->fetching = false;  // as for initialize: on_exit reports it
         return;
       }
       if (!r || !r->is_object() || !r->as_object().contains("tools") || !r->as_object().at("tools").is_array()) {
         self->fetching = false;
+        if (!r && takes_it_down(r.error())) return self->fail(r.error().kind, r.error().message);
         return self->fail(down::kStopped,
                           "its tools/list answer was unusable" + (r ? std::string() : ": " + r.error().message));
       }
@@ -651,9 +694,14 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   // Stop: stdin closed (the peer's abort), SIGTERM to the group after kTermGrace, SIGKILL after
   // kKillGrace more; reaped when it goes, so no zombie stays behind, then the group is released.
+  // An HTTP connector's transport is closed instead: it DELETEs the session, bounded.
   void kill_child() {
     if (peer) {
-      peer->abort();
+      if (def.kind == ConnectorDef::Kind::kHttp) {
+        peer->close();
+      } else {
+        peer->abort();
+      }
       peer.reset();
     }
     boost::system::error_code ec;

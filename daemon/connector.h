@@ -1,8 +1,9 @@
-// One MCP connector over stdio: its child process, the JSON-RPC peer on its pipes, the MCP
-// handshake (initialize, tools/list with pages), calls with timeouts, its stderr drained into
-// mcp-<name>.log, and its state with the reason and steps (daemon/diagnose.h) when it is not
-// running; a program that stops is started again with backoff, and for a call when that is safe.
-// Runs on the daemon's io_context; nothing blocks. (Streamable HTTP connectors are not built yet.)
+// One MCP connector: over stdio its child process and the JSON-RPC peer on its pipes (stderr
+// drained into mcp-<name>.log), over streamable HTTP the peer on an HTTP transport; the MCP
+// handshake (initialize, tools/list with pages), calls with timeouts, and its state with the
+// reason and steps (daemon/diagnose.h) when it is not running; a program that stops is started
+// again with backoff, and for a call when that is safe. Runs on the daemon's io_context; nothing
+// blocks.
 #pragma once
 
 #include "daemon/mcp_config.h"

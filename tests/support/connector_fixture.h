@@ -13,27 +13,13 @@
 #include <sys/stat.h>
 #include <vector>
 
-extern char** environ;
-
 namespace oppx::test {
 
 class ConnectorFixture : public ::testing::Test {
  protected:
   TempHome home;
 
-  void write_config(const std::string& servers) {
-    std::string dir = home.root() + "/config/oppx";
-    ::mkdir((home.root() + "/config").c_str(), 0700);
-    ::mkdir(dir.c_str(), 0700);
-    std::string path = dir + "/mcp.json";
-    std::string tmp = path + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << R"({"mcpServers":{)" << servers << "}}";
-    }
-    ::chmod(tmp.c_str(), 0600);
-    ::rename(tmp.c_str(), path.c_str());
-  }
+  void write_config(const std::string& servers) { write_mcp_config(home, servers); }
   static std::string stdio(const std::string& name, const std::string& command, const std::vector<std::string>& args) {
     boost::json::array a;
     for (auto& s : args) a.emplace_back(s);
@@ -61,18 +47,8 @@ class ConnectorFixture : public ::testing::Test {
   }
   // A client on the daemon's socket that said hello with this process's environment.
   SyncClient client() {
-    auto c = SyncClient::connect(home.socket());
-    if (!c) {
-      EXPECT_EQ(oppx({"daemon", "start"}).exit_code, 0);
-      c = SyncClient::connect(home.socket());
-    }
-    EXPECT_TRUE(c);
-    boost::json::object env;
-    for (char** e = environ; *e; ++e) {
-      std::string kv(*e);
-      env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
-    }
-    EXPECT_TRUE(c->call("hello", boost::json::object{{"protocol", 1}, {"env", env}}, 5s));
+    auto c = hello_client(home);
+    if (!c) throw std::runtime_error("no daemon to talk to");
     return std::move(*c);
   }
   static std::vector<std::string> lines(const std::string& path) {

@@ -50,6 +50,37 @@ TempHome::~TempHome() {
   (void)!std::system(cmd.c_str());
 }
 
+void write_mcp_config(const TempHome& home, const std::string& servers) {
+  std::string dir = home.root() + "/config/oppx";
+  ::mkdir((home.root() + "/config").c_str(), 0700);
+  ::mkdir(dir.c_str(), 0700);
+  std::string path = dir + "/mcp.json";
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << R"({"mcpServers":{)" << servers << "}}";
+  }
+  ::chmod(tmp.c_str(), 0600);
+  ::rename(tmp.c_str(), path.c_str());
+}
+
+boost::system::result<SyncClient, ConnectError> hello_client(const TempHome& home) {
+  auto c = SyncClient::connect(home.socket());
+  if (!c) {
+    EXPECT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+    c = SyncClient::connect(home.socket());
+  }
+  EXPECT_TRUE(c);
+  if (!c) return c;
+  boost::json::object env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+  }
+  EXPECT_TRUE(c->call("hello", boost::json::object{{"protocol", 1}, {"env", env}}, 5s));
+  return c;
+}
+
 std::string TempHome::read_log() const {
   std::ifstream f(log());
   std::stringstream ss;

@@ -34,6 +34,9 @@ class TempHome {
   std::string root_;
 };
 
+// Writes the user's mcp.json (0600, atomically) with `servers` as the body of "mcpServers".
+void write_mcp_config(const TempHome& home, const std::string& servers);
+
 struct Result {
   int exit_code = -1;  // 128+signal when killed; -1 when it did not end in time
   std::string out;
@@ -68,6 +71,10 @@ class Process {
 
 Result run(std::vector<std::string> argv, std::chrono::milliseconds timeout = 20s);
 Result oppx(std::vector<std::string> args, std::chrono::milliseconds timeout = 20s);  // build/oppx
+
+// A client of the test's daemon (started when none answers) that said hello with this
+// process's environment, as the CLI does; fails the test when it cannot.
+boost::system::result<SyncClient, ConnectError> hello_client(const TempHome& home);
 
 // Connects to the socket, says hello, and calls; fails the test on a connection error.
 boost::json::value status_of(const std::string& socket);

@@ -1,0 +1,528 @@
+// The streamable HTTP transport. One coroutine per message sent (a POST and its answer, read to
+// the end), all on the daemon's io_context; a State shared by them holds the session, the idle
+// connections and the remembered initialize. Every wait has a deadline; every body is capped.
+// Spec: MCP 2025-11-25 "Transports" (also 2025-06-18 and 2025-03-26, whose HTTP rules agree).
+#include "daemon/http_transport.h"
+
+#include "common/log.h"
+#include "common/text.h"
+#include "daemon/http_client.h"
+#include "daemon/sse.h"
+#include "proto/jsonrpc.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/json.hpp>
+
+#include <fmt/format.h>
+#include <openssl/ssl.h>
+
+#include <algorithm>
+
+// GCC 12 reports -Wmismatched-new-delete on some Asio coroutine frames here, which are allocated
+// and freed by the same awaitable_frame_base operators: a known false positive of its coroutine
+// lowering, silenced for this file only.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+namespace oppx::daemon {
+
+using namespace http_detail;
+namespace json = boost::json;
+
+namespace {
+
+constexpr const char* kAcceptedVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+constexpr std::size_t kMaxErrorBody = 64u << 10;  // an error page is read this far for its message
+constexpr std::size_t kMaxInFlight = 32;          // exchanges at once; more wait their turn
+
+bool valid_session_id(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char ch) { return ch >= 0x21 && ch <= 0x7E; });
+}
+
+// What to say about an error answer: the server's own message when it sent a JSON-RPC error.
+std::string server_words(std::string_view body) {
+  error_code ec;
+  json::value v = json::parse(body, ec);
+  if (!ec && v.is_object()) {
+    if (auto* e = v.as_object().if_contains("error"); e && e->is_object()) {
+      if (auto* m = e->as_object().if_contains("message"); m && m->is_string())
+        return ": \"" + escape_controls(std::string_view(m->as_string()).substr(0, 200)) + "\"";
+    }
+  }
+  return "";
+}
+
+struct Outgoing {
+  bool request = false;
+  json::value id;
+  std::string method;
+  std::string key;  // proto::id_key(id) for requests
+};
+
+Outgoing classify(std::string_view line) {
+  Outgoing m;
+  error_code ec;
+  json::value v = json::parse(line, ec);
+  if (ec || !v.is_object()) return m;
+  auto& o = v.as_object();
+  if (auto* meth = o.if_contains("method"); meth && meth->is_string()) m.method = std::string(meth->as_string());
+  if (auto* id = o.if_contains("id");
+      id && !m.method.empty() && (id->is_string() || id->is_int64() || id->is_uint64())) {
+    m.request = true;
+    m.id = *id;
+    m.key = proto::id_key(*id);
+  }
+  return m;
+}
+
+// Sees each message of an answer: notes the response to `key` and the version it negotiated.
+struct Watch {
+  std::string key;
+  bool initialize = false;
+  bool answered = false;
+  std::string version;
+  void see(const json::value& v) {
+    auto* o = v.if_object();
+    if (!o || key.empty()) return;
+    auto* id = o->if_contains("id");
+    if (!id || o->contains("method") || proto::id_key(*id) != key) return;
+    answered = true;
+    if (!initialize) return;
+    if (auto* r = o->if_contains("result"); r && r->is_object()) {
+      if (auto* pv = r->as_object().if_contains("protocolVersion"); pv && pv->is_string()) {
+        version = std::string(pv->as_string());
+      }
+    }
+  }
+};
+
+// Hands on each message of a JSON body or an event's data; false when it is not JSON.
+bool take_messages(State& st, std::string_view text, Watch& w, bool deliver) {
+  error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec) return false;
+  auto one = [&](const json::value& m) {
+    w.see(m);
+    // Known before the peer sees the answer: the messages it sends next carry the version.
+    if (w.initialize && st.protocol_version != w.version &&
+        std::find(std::begin(kAcceptedVersions), std::end(kAcceptedVersions), w.version) != std::end(kAcceptedVersions))
+      st.protocol_version = w.version;
+    if (deliver) st.deliver(json::serialize(m));
+  };
+  if (v.is_array()) {
+    for (auto& m : v.as_array()) one(m);
+  } else {
+    one(v);
+  }
+  return true;
+}
+
+awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, Outgoing m, bool deliver,
+                                  bool may_reinit);
+
+void start_listening(const std::shared_ptr<State>& st);
+
+// The session expired (HTTP 404, or server-everything's 400 naming the session): start a new one
+// with the remembered initialize, once, however many calls noticed it at the same time.
+awaitable<bool> reinitialize(std::shared_ptr<State> st, std::string stale) {
+  if (st->session_id != stale) co_return !st->session_id.empty();  // someone else did it already
+  if (st->reiniting) {
+    (void)co_await st->reinit_done.async_wait(kTuple);  // woken by cancel() when it ends
+    co_return !st->stopped && !st->session_id.empty();
+  }
+  if (st->init_line.empty()) co_return false;
+  st->reiniting = true;
+  st->reinit_done.expires_at(Clock::time_point::max());
+  st->session_id.clear();
+  log::info("http transport: {} forgot the session; initializing again", st->target.origin);
+  auto r = co_await exchange(st, st->init_line, classify(st->init_line), false, false);
+  if (r && !st->initialized_line.empty()) {
+    auto n = co_await exchange(st, st->initialized_line, classify(st->initialized_line), false, false);
+    if (!n) log::warn("http transport: notifications/initialized after a new session failed: {}", n.error().message);
+    if (n) start_listening(st);
+  }
+  if (!r) log::warn("http transport: initializing again failed: {}", r.error().message);
+  st->reiniting = false;
+  st->reinit_done.cancel();
+  co_return r && !st->session_id.empty();
+}
+
+// Reads an event stream, handing on its messages, resuming it with Last-Event-ID when it drops
+// before the response to a request (MCP: "Resumability and Redelivery").
+awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch* w, bool deliver,
+                                     Clock::time_point deadline) {
+  std::string last_id;
+  std::optional<std::uint64_t> retry;
+  int resumes = 0;
+  for (;;) {
+    sse::Parser parser(st->opt.max_body);
+    std::vector<sse::Event> events;
+    Outcome<void> ended;
+    for (;;) {
+      auto ch = co_await next_chunk(st, a, deadline);
+      if (st->stopped) co_return fail("cancelled", "the connector was stopped");
+      if (!ch) {
+        ended = ch.error();
+        break;
+      }
+      if (!parser.feed(ch->data, events)) {
+        a.conn->close();
+        st->active.erase(a.conn);
+        co_return fail("protocol", fmt::format("{} sent an event over {} MiB; the stream was closed", a.at.origin,
+                                               st->opt.max_body >> 20));
+      }
+      if (!events.empty()) resumes = 0;  // progress: the resume budget is for drops in a row
+      for (auto& e : events) {
+        // Events of another type, and the empty "priming" event that only carries an id, are not messages.
+        if (e.type != "message" || e.data.find_first_not_of(" \t\r\n") == std::string::npos) continue;
+        if (!take_messages(*st, e.data, *w, deliver))
+          log::warn("http transport: {} sent an event that is not JSON; skipped", a.at.origin);
+      }
+      events.clear();
+      last_id = parser.last_event_id();
+      retry = parser.retry_ms() ? parser.retry_ms() : retry;
+      if (ch->done) break;
+      // Answered: the server should end the stream now; one that keeps it open is not waited for.
+      if (w->answered) deadline = std::min(deadline, Clock::now() + std::chrono::seconds(2));
+    }
+    bool failed = ended.has_error();
+    if (failed) {
+      a.conn->close();
+      st->active.erase(a.conn);
+    } else {
+      release(*st, a);
+    }
+    if (w->answered) co_return Outcome<void>{};  // a stream held open after the response is not waited for
+    if (w->key.empty()) co_return ended;         // a notification's stream: nothing to wait for
+    bool gave_up = st->closing || st->cancelled.count(w->key) || (failed && ended.error().kind == "timeout");
+    if (gave_up && failed) co_return ended.error();
+    if (gave_up || last_id.empty() || resumes >= st->opt.max_resumes) {
+      co_return fail("protocol", fmt::format("{} ended the event stream before the response{}{}", a.at.origin,
+                                             failed ? " (" + ended.error().message + ")" : "",
+                                             last_id.empty() ? "; its events had no ids, so it cannot be resumed"
+                                                             : fmt::format("; resumed {} times", resumes)));
+    }
+    ++resumes;
+    auto wait = sse::clamp_retry(retry, std::chrono::milliseconds(1000));
+    log::info("http transport: {} dropped a stream; resuming after {} ms from event {}", a.at.origin, wait.count(),
+              escape_controls(last_id.substr(0, 100)));
+    asio::steady_timer timer(st->io, wait);
+    co_await timer.async_wait(kTuple);
+    if (st->stopped) co_return fail("cancelled", "the connector was stopped");
+    Ask ask;
+    ask.verb = http::verb::get;
+    ask.last_event_id = last_id;
+    ask.request_key = w->key;
+    auto got = co_await open(st, ask, deadline);
+    if (!got) co_return got.error();
+    a = *got;
+    if (a.status != 200 || a.media_type != "text/event-stream") {
+      release(*st, a);
+      co_return fail("protocol", fmt::format("{} would not resume the dropped stream (HTTP {})", a.at.origin, a.status),
+                     a.status);
+    }
+  }
+}
+
+// One message out and its whole answer in. `deliver` false: the answer is consumed here (the
+// re-initialize that the peer never sees).
+awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, Outgoing m, bool deliver,
+                                  bool may_reinit) {
+  auto deadline = Clock::now() + st->opt.timeouts.total;
+  Ask ask;
+  ask.body = line;
+  ask.initialize = m.method == "initialize";
+  ask.request_key = m.key;
+  std::string session = st->session_id;
+  auto got = co_await open(st, ask, deadline);
+  if (st->stopped) co_return fail("cancelled", "the connector was stopped");
+  if (!got) co_return got.error();
+  Answer a = *got;
+  const std::string& origin = a.at.origin;
+  if (a.status >= 200 && a.status < 300 && ask.initialize && a.session_id) {
+    // MCP: the session id is visible ASCII (0x21-0x7E). Anything else could split a header.
+    if (!valid_session_id(*a.session_id)) {
+      a.conn->close();
+      st->active.erase(a.conn);
+      co_return fail("protocol", origin +
+                                     " sent an Mcp-Session-Id with characters outside visible ASCII (control "
+                                     "characters, spaces or non-ASCII); oppx refuses that session");
+    }
+    st->session_id = *a.session_id;
+    st->session_origin = a.at.origin;
+  }
+  if (a.status == 202 || a.status == 204 || ((a.status == 200) && a.conn->parser->is_done() && !m.request)) {
+    release(*st, a);
+    if (m.request)
+      co_return fail("protocol", fmt::format("{} answered HTTP {} to a {} request, with no response in it", origin,
+                                             a.status, m.method));
+    co_return Outcome<void>{};
+  }
+  if (a.status < 200 || a.status >= 300) {
+    auto body = co_await read_body(st, a, deadline, kMaxErrorBody);
+    if (body) {
+      release(*st, a);
+    } else {
+      a.conn->close();
+      st->active.erase(a.conn);
+    }
+    std::string words = body ? server_words(*body) : "";
+    bool lost_session =
+        !session.empty() && (a.status == 404 || (a.status == 400 && body && body->find("ession") != std::string::npos));
+    if (lost_session && may_reinit) {
+      if (co_await reinitialize(st, session)) co_return co_await exchange(st, line, m, deliver, false);
+      co_return fail("protocol",
+                     fmt::format("{} forgot the session (HTTP {}) and starting a new one failed", origin, a.status),
+                     a.status);
+    }
+    if (a.status == 401 || a.status == 403)
+      co_return fail("login",
+                     fmt::format("{} refused the credentials (HTTP {}{}){}; the token in the connector's "
+                                 "headers is missing, wrong or expired",
+                                 origin, a.status, a.status == 401 ? " Unauthorized" : " Forbidden", words),
+                     a.status);
+    std::string hint = a.status == 404 ? "; check the path of the URL" : "";
+    co_return fail("protocol", fmt::format("{} answered HTTP {}{} to {}{}", origin, a.status, words, m.method, hint),
+                   a.status);
+  }
+  Watch w{m.key, ask.initialize};
+  if (a.media_type == "text/event-stream") {
+    auto r = co_await read_stream(st, a, &w, deliver, deadline);
+    if (!r) co_return r.error();
+  } else if (a.media_type == "application/json") {
+    auto body = co_await read_body(st, a, deadline, st->opt.max_body);
+    if (!body) co_return body.error();
+    release(*st, a);
+    if (!body->empty() && !take_messages(*st, *body, w, deliver))
+      co_return fail("protocol", origin + " answered with a body that is not valid JSON");
+  } else {
+    a.conn->close();
+    st->active.erase(a.conn);
+    std::string what = a.media_type.empty() ? "no Content-Type" : "Content-Type " + escape_controls(a.media_type);
+    bool html = a.media_type == "text/html";
+    co_return fail("protocol", fmt::format("{} answered with {}{}, not JSON or an event stream; is the URL the "
+                                           "server's MCP endpoint?",
+                                           origin, html ? "an HTML page" : what, html ? " (" + what + ")" : ""));
+  }
+  if (m.request && !w.answered)
+    co_return fail("protocol", fmt::format("{} ended its answer to {} without a response in it", origin, m.method));
+  co_return Outcome<void>{};
+}
+
+std::string error_line(const json::value& id, const Failure& f) {
+  auto e = proto::RpcError::make(proto::ErrorCode::kInternal, f.kind, f.message);
+  if (f.http_status) e.data["http_status"] = f.http_status;
+  return proto::serialize_error(id, e);
+}
+
+// MCP "Listening for Messages from the Server": a GET opens a stream for what the server sends
+// outside any POST (list_changed, log messages, its own requests). 405 means it offers none.
+// It lives as long as the session; drops are resumed from the last event id, a few times in a
+// row at most; a quiet stream (the idle limit) is simply opened again.
+bool live(const State& st, std::uint64_t gen) { return !st.stopped && !st.closing && gen == st.listen_gen; }
+
+awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
+  std::string last_id;
+  std::optional<std::uint64_t> retry;
+  int failures = 0;
+  while (live(*st, gen) && failures < st->opt.max_resumes) {
+    Ask ask;
+    ask.verb = http::verb::get;
+    ask.last_event_id = last_id;
+    auto deadline = Clock::now() + std::chrono::hours(24 * 365);
+    auto got = co_await open(st, ask, deadline);
+    if (!live(*st, gen)) {
+      if (got) got->conn->close(), st->active.erase(got->conn);
+      co_return;
+    }
+    bool progress = false;
+    if (got) {
+      Answer a = *got;
+      if (a.status != 200 || a.media_type != "text/event-stream") {
+        release(*st, a);
+        log::debug("http transport: {} offers no stream of its own (HTTP {})", a.at.origin, a.status);
+        co_return;
+      }
+      sse::Parser parser(st->opt.max_body);
+      std::vector<sse::Event> events;
+      for (;;) {
+        auto ch = co_await next_chunk(st, a, deadline);
+        if (!live(*st, gen)) break;
+        if (!ch) {
+          progress = progress || ch.error().kind == "timeout";  // quiet, not broken
+          break;
+        }
+        if (!parser.feed(ch->data, events)) break;
+        for (auto& e : events) {
+          if (e.type != "message" || e.data.find_first_not_of(" \t\r\n") == std::string::npos) continue;
+          Watch w;
+          if (!take_messages(*st, e.data, w, true))
+            log::warn("http transport: {} sent an event that is not JSON; skipped", a.at.origin);
+          progress = true;
+        }
+        events.clear();
+        last_id = parser.last_event_id();
+        retry = parser.retry_ms() ? parser.retry_ms() : retry;
+        if (ch->done) break;
+      }
+      a.conn->close();
+      st->active.erase(a.conn);
+    }
+    failures = progress ? 0 : failures + 1;
+    asio::steady_timer timer(st->io, sse::clamp_retry(retry, std::chrono::milliseconds(1000)));
+    co_await timer.async_wait(kTuple);
+  }
+  if (live(*st, gen))
+    log::info("http transport: the server stream of {} dropped {} times in a row; not reopened", st->target.origin,
+              failures);
+}
+
+void start_listening(const std::shared_ptr<State>& st) {
+  asio::co_spawn(st->io, listen(st, ++st->listen_gen), logged("the server stream of " + st->target.origin));
+}
+
+awaitable<void> post(std::shared_ptr<State> st, std::string line) {
+  Outgoing m = classify(line);
+  if (m.method == "initialize") st->init_line = line;
+  if (m.method == "notifications/initialized") st->initialized_line = line;
+  auto r = co_await exchange(st, line, m, true, true);
+  if (r && m.method == "notifications/initialized" && !st->stopped && !st->closing) start_listening(st);
+  st->by_request.erase(m.key);
+  bool cancelled = !m.key.empty() && st->cancelled.erase(m.key);
+  if (!r && !st->stopped) {
+    if (m.request) {
+      log::warn("http transport: {} failed: {}", m.method, r.error().message);
+      st->deliver(
+          error_line(m.id, cancelled ? fail("cancelled", m.method + " was cancelled by its caller") : r.error()));
+    } else {
+      log::warn("http transport: sending {} failed: {}", m.method.empty() ? "a response" : m.method, r.error().message);
+    }
+  }
+}
+
+awaitable<void> run_queue(std::shared_ptr<State> st, std::string line) {
+  for (;;) {
+    co_await post(st, std::move(line));
+    if (st->waiting.empty() || st->stopped || st->closing) break;
+    line = std::move(st->waiting.front());
+    st->waiting.pop_front();
+  }
+  --st->running;
+}
+
+// A caller gave up on a request: its exchange is ended, so no connection stays held for it.
+void cancel_request(State& st, std::string_view line) {
+  error_code ec;
+  json::value v = json::parse(line, ec);
+  const json::value* id = nullptr;
+  if (!ec && v.is_object()) {
+    if (auto* p = v.as_object().if_contains("params"); p && p->is_object())
+      id = p->as_object().if_contains("requestId");
+  }
+  if (!id) return;
+  std::string key = proto::id_key(*id);
+  if (auto it = st.by_request.find(key); it != st.by_request.end()) {
+    st.cancelled.insert(key);
+    it->second->close();
+  }
+}
+
+awaitable<void> end_session(std::shared_ptr<State> st) {
+  if (!st->session_id.empty()) {
+    Ask ask;
+    ask.verb = http::verb::delete_;
+    auto got = co_await open(st, ask, Clock::now() + st->opt.close_timeout);
+    if (got) {
+      // MCP: 405 means the server does not let clients end sessions; fine either way.
+      log::debug("http transport: DELETE of the session at {}: HTTP {}", got->at.origin, got->status);
+      got->conn->close();
+      st->active.erase(got->conn);
+    }
+  }
+  st->finish("closed", "closed");
+}
+
+class HttpTransport : public Transport {
+ public:
+  explicit HttpTransport(std::shared_ptr<State> st) : st_(std::move(st)) {}
+  ~HttpTransport() override {
+    // A close() in progress finishes its DELETE on its own (it holds the State); else end now.
+    if (!st_->closing) st_->finish("closed", "closed");
+  }
+  void start(Handlers handlers) override { st_->handlers = std::move(handlers); }
+  bool send(std::string message) override {
+    if (st_->stopped || st_->closing) return false;
+    if (message.find("\"notifications/cancelled\"") != std::string::npos) cancel_request(*st_, message);
+    if (st_->running >= kMaxInFlight) {
+      st_->waiting.push_back(std::move(message));
+      return true;
+    }
+    ++st_->running;
+    asio::co_spawn(st_->io, run_queue(st_, std::move(message)), logged("a POST to " + st_->target.origin));
+    return true;
+  }
+  void close() override {
+    if (st_->stopped || st_->closing) return;
+    st_->closing = true;
+    for (auto& c : st_->active) c->close();  // calls still in flight end now; their callers are told
+    asio::co_spawn(st_->io, end_session(st_), logged("ending the session at " + st_->target.origin));
+  }
+  void abort() override { st_->finish("closed", "closed"); }
+
+ private:
+  std::shared_ptr<State> st_;
+};
+
+bool token_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+}  // namespace
+
+std::string url_origin(std::string_view url) {
+  auto t = parse_target(url);
+  return t ? t->origin : "the configured URL";
+}
+
+boost::system::result<void, std::string> apply_timeout_spec(HttpTimeouts& t, std::string_view spec) {
+  while (!spec.empty()) {
+    auto comma = spec.find(',');
+    std::string_view part = spec.substr(0, comma);
+    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
+    auto eq = part.find('=');
+    std::string_view name = part.substr(0, eq);
+    std::chrono::milliseconds* slot = name == "connect"   ? &t.connect
+                                      : name == "headers" ? &t.headers
+                                      : name == "idle"    ? &t.idle
+                                      : name == "total"   ? &t.total
+                                                          : nullptr;
+    std::string_view num = eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
+    if (!slot || num.empty() || num.size() > 9 ||
+        !std::all_of(num.begin(), num.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return "\"" + escape_controls(part) + "\" is not connect=MS, headers=MS, idle=MS or total=MS";
+    *slot = std::chrono::milliseconds(std::stol(std::string(num)));
+  }
+  return {};
+}
+
+boost::system::result<std::unique_ptr<Transport>, std::string> make_http_transport(asio::io_context& io,
+                                                                                   HttpOptions options) {
+  auto target = parse_target(options.url);
+  if (!target) return "the url is unusable: " + target.error();
+  for (auto& [k, v] : options.headers) {
+    if (k.empty() || !std::all_of(k.begin(), k.end(), token_char))
+      return "the header name \"" + escape_controls(k) + "\" is not a valid HTTP header name";
+    // The value is never shown: it is usually a secret.
+    if (v.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
+      return "the value of header \"" + k + "\" holds a line break or NUL; remove it";
+  }
+  auto st = std::make_shared<State>(io, std::move(options), std::move(*target));
+  error_code ec;
+  st->ssl_ctx.set_default_verify_paths(ec);  // honours SSL_CERT_FILE / SSL_CERT_DIR
+  if (ec) log::warn("http transport: the system's CA certificates could not be loaded: {}", ec.message());
+  st->ssl_ctx.set_verify_mode(ssl::verify_peer);
+  SSL_CTX_set_min_proto_version(st->ssl_ctx.native_handle(), TLS1_2_VERSION);
+  return std::unique_ptr<Transport>(new HttpTransport(std::move(st)));
+}
+
+}  // namespace oppx::daemon

@@ -1,0 +1,55 @@
+// The MCP "streamable HTTP" transport (MCP 2025-11-25, Transports) as an oppx::Transport: each
+// message sent is one POST; answers come back as JSON or as an event stream and are handed on
+// as lines. A failed POST of a request becomes a JSON-RPC error reply for that id, with
+// error.data.kind "login" | "unreachable" | "timeout" | "protocol" and data.http_status when
+// there was one. Beast and OpenSSL stay in http_transport.cpp; this header is light.
+#pragma once
+
+#include "common/transport.h"
+
+#include <boost/system/result.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace oppx::daemon {
+
+struct HttpTimeouts {
+  std::chrono::milliseconds connect{10'000};   // resolve + TCP connect + TLS handshake
+  std::chrono::milliseconds headers{15'000};   // from the first byte of an answer to its last header
+  std::chrono::milliseconds idle{300'000};     // no byte at all on a body or stream this long
+  std::chrono::milliseconds total{1'800'000};  // one exchange, from connect to its last byte
+};
+
+struct HttpOptions {
+  std::string url;                                           // http:// or https://
+  std::vector<std::pair<std::string, std::string>> headers;  // values already ${VAR}-expanded
+  HttpTimeouts timeouts;
+  std::size_t max_body = 16u << 20;  // a JSON answer, and one event of a stream
+  int max_redirects = 5;
+  int max_resumes = 3;  // reconnections of a dropped stream without progress, per request
+  std::size_t max_idle_connections = 4;
+  std::chrono::milliseconds close_timeout{2'000};  // the DELETE that ends the session
+};
+
+// Overrides from a spec like "connect=500,headers=1000,idle=2000,total=5000" (milliseconds; any
+// subset). The tests use it (OPPX_HTTP_TIMEOUTS); an unusable spec is an error naming the part.
+boost::system::result<void, std::string> apply_timeout_spec(HttpTimeouts& t, std::string_view spec);
+
+// Fails when the URL is unusable (not http/https, no host); the message says how to fix it.
+boost::system::result<std::unique_ptr<Transport>, std::string> make_http_transport(boost::asio::io_context& io,
+                                                                                   HttpOptions options);
+
+// "https://example.com:8443": what errors and logs name, never the path, query or credentials.
+std::string url_origin(std::string_view url);
+
+}  // namespace oppx::daemon

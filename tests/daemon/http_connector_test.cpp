@@ -1,0 +1,371 @@
+// Streamable HTTP connectors through `oppx mcp …`, as a user runs them: the real server-everything
+// in its streamableHttp mode, and tests/support/fake_http_mcp.js for the faults (401, a forgotten
+// session, redirects, a dropped stream, torture SSE, bad session ids, wrong answers, timeouts,
+// TLS that must fail closed). No secret header value may appear in any output or log.
+#include "tests/support/harness.h"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+namespace oppx::test {
+namespace {
+
+namespace json = boost::json;
+
+const std::string kEverything =
+    std::string(OPPX_NPM_DIR) + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+
+// A port nobody listens on right now: bound to port 0, read, released. The server started on it
+// next may race with another process for it, which the OS makes very unlikely right after.
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct Fake {
+  std::unique_ptr<Process> proc;
+  int port = 0, port2 = 0;
+  std::string url(const std::string& scheme = "http", const std::string& host = "127.0.0.1") const {
+    return scheme + "://" + host + ":" + std::to_string(port) + "/mcp";
+  }
+};
+
+struct HttpConnectors : ::testing::Test {
+  TempHome home;
+  std::vector<std::unique_ptr<Process>> keep;
+
+  Fake fake(std::vector<std::string> args) {
+    args.insert(args.begin(), {"node", FAKE_HTTP_MCP});
+    Fake f;
+    f.proc = std::make_unique<Process>(args);
+    EXPECT_TRUE(f.proc->wait_for_stdout(" ready\n")) << f.proc->err();
+    std::sscanf(f.proc->out().c_str(), "ports %d %d", &f.port, &f.port2);
+    EXPECT_GT(f.port, 0) << f.proc->out();
+    return f;
+  }
+  static std::string http_entry(const std::string& name, const std::string& url, json::object headers = {}) {
+    json::object o{{"type", "http"}, {"url", url}};
+    if (!headers.empty()) o["headers"] = std::move(headers);
+    return "\"" + name + "\":" + json::serialize(o);
+  }
+  json::object entry(const std::string& name) {
+    Result r = oppx({"mcp", "tools", name, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? json::parse(r.out).as_object() : json::object{};
+  }
+  static std::string reason(const json::object& e) {
+    return e.contains("reason") ? std::string(e.at("reason").as_string()) : std::string();
+  }
+  void TearDown() override { oppx({"daemon", "stop"}); }
+};
+
+TEST_F(HttpConnectors, ServerEverythingOverStreamableHttp) {
+  ASSERT_EQ(::access(kEverything.c_str(), R_OK), 0) << kEverything << " is missing: run packaging/bootstrap.sh";
+  int port = free_port();
+  auto server = std::make_unique<Process>(
+      std::vector<std::string>{"env", "PORT=" + std::to_string(port), "node", kEverything, "streamableHttp"});
+  ASSERT_TRUE(server->wait_for_stderr("listening on port")) << server->err();
+  std::string url = "http://127.0.0.1:" + std::to_string(port) + "/mcp";
+  write_mcp_config(home, http_entry("everything", url));
+
+  Result tools = oppx({"mcp", "tools", "everything"});
+  ASSERT_EQ(tools.exit_code, 0) << tools.err;
+  EXPECT_NE(tools.out.find("everything.echo: Echoes back the input string\n"), std::string::npos) << tools.out;
+  EXPECT_NE(tools.out.find("everything.get-sum: "), std::string::npos) << tools.out;
+  Result echo = oppx({"mcp", "call", "everything", "echo", R"({"message":"hello over http"})"});
+  ASSERT_EQ(echo.exit_code, 0) << echo.err;
+  EXPECT_EQ(echo.out, "Echo: hello over http\n");
+  Result sum = oppx({"mcp", "call", "everything", "get-sum", R"({"a":2,"b":40})", "--json"});
+  ASSERT_EQ(sum.exit_code, 0) << sum.err;
+  EXPECT_EQ(json::parse(sum.out).at("text"), json::value("The sum of 2 and 40 is 42."));
+
+  // The server restarts and forgets every session: it answers the old id with HTTP 400 (not the
+  // 404 the spec asks for). oppx starts a new session once and the call goes through.
+  server.reset();
+  server = std::make_unique<Process>(
+      std::vector<std::string>{"env", "PORT=" + std::to_string(port), "node", kEverything, "streamableHttp"});
+  ASSERT_TRUE(server->wait_for_stderr("listening on port")) << server->err();
+  Result again = oppx({"mcp", "call", "everything", "echo", R"({"message":"after a restart"})"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, "Echo: after a restart\n");
+  EXPECT_TRUE(server->wait_for_stdout("Session initialized with ID")) << server->out();
+
+  // Reconnecting ends the session with DELETE before the new one starts.
+  ASSERT_EQ(oppx({"mcp", "reconnect", "everything"}).exit_code, 0);
+  EXPECT_TRUE(server->wait_for_stdout("Received session termination request")) << server->out();
+  EXPECT_EQ(entry("everything").at("state"), json::value("running"));
+}
+
+TEST_F(HttpConnectors, JsonAndEventStreamAnswersAndTheHeadersSent) {
+  Fake rec = fake({"record"});
+  Fake sse = fake({"sse"});
+  write_mcp_config(home, http_entry("rec", rec.url()) + "," + http_entry("sse", sse.url()));
+  for (const char* name : {"rec", "sse"}) {
+    Result call = oppx({"mcp", "call", name, "echo", R"({"message":"hi"})"});
+    EXPECT_EQ(call.exit_code, 0) << name << ": " << call.err;
+    EXPECT_EQ(call.out, "echo: hi\n") << name;
+  }
+  // Every request says what it accepts; after initialize it carries the negotiated version and
+  // the session id (initialize itself carries neither).
+  EXPECT_TRUE(rec.proc->wait_for_stdout("initialize accept=application/json, text/event-stream version=- session=-"))
+      << rec.proc->out();
+  EXPECT_TRUE(
+      rec.proc->wait_for_stdout("notifications/initialized accept=application/json, text/event-stream "
+                                "version=2025-11-25 session=sess-1"))
+      << rec.proc->out();
+  EXPECT_TRUE(rec.proc->wait_for_stdout(
+      "tools/call accept=application/json, text/event-stream version=2025-11-25 session=sess-1"))
+      << rec.proc->out();
+
+  // Removing the connector ends its session with DELETE.
+  write_mcp_config(home, http_entry("sse", sse.url()));
+  oppx({"mcp", "list"});
+  EXPECT_TRUE(rec.proc->wait_for_stdout("DELETE session sess-1")) << rec.proc->out();
+}
+
+TEST_F(HttpConnectors, TheServersOwnStreamBringsListChanged) {
+  Fake f = fake({"notify"});
+  write_mcp_config(home, http_entry("notify", f.url()));
+  EXPECT_EQ(entry("notify").at("tools").as_array().size(), 2u);
+  ASSERT_TRUE(f.proc->wait_for_stdout("server stream opened")) << f.proc->out();
+  Result call = oppx({"mcp", "call", "notify", "echo", R"({"message":"x"})"});
+  EXPECT_EQ(call.out, "echo: x\n") << call.err;
+  EXPECT_TRUE(eventually([&] { return entry("notify").at("tools").as_array().size() == 3u; }))
+      << "list_changed on the GET stream makes the connector fetch its tools again";
+}
+
+TEST_F(HttpConnectors, ALoginRefusedIsDiagnosedAndTheTokenIsNeverShown) {
+  const std::string token = "tok-s3cr3t-value-0123456789";
+  Fake f = fake({"auth", token});
+  ::setenv("OPPX_TEST_HTTP_TOKEN", "wrong-token-also-secret-98765", 1);
+  json::object headers{{"Authorization", "Bearer ${OPPX_TEST_HTTP_TOKEN}"}, {"X-Literal", "literal-secret-4242"}};
+  write_mcp_config(home, http_entry("guarded", f.url(), headers));
+  auto e = entry("guarded");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_EQ(e.at("reason_kind"), json::value("login"));
+  EXPECT_NE(reason(e).find("HTTP 401"), std::string::npos) << reason(e);
+  EXPECT_NE(reason(e).find("http://127.0.0.1:" + std::to_string(f.port)), std::string::npos) << reason(e);
+  Result call = oppx({"mcp", "call", "guarded", "echo"});
+  EXPECT_EQ(call.exit_code, 1);
+  Result list = oppx({"mcp", "list"});
+  Result list_json = oppx({"mcp", "list", "--json"});
+  Result get = oppx({"mcp", "get", "guarded", "--json"});
+
+  ::setenv("OPPX_TEST_HTTP_TOKEN", token.c_str(), 1);
+  ASSERT_EQ(oppx({"mcp", "reconnect", "guarded"}).exit_code, 0);
+  EXPECT_EQ(entry("guarded").at("state"), json::value("running"));
+  Result ok = oppx({"mcp", "call", "guarded", "echo", R"({"message":"in"})"});
+  EXPECT_EQ(ok.out, "echo: in\n") << ok.err;
+  for (const std::string& out : {call.out, call.err, list.out, list.err, list_json.out, get.out, ok.out, ok.err,
+                                 json::serialize(e), home.read_log(), f.proc->out()}) {
+    for (const char* secret : {"tok-s3cr3t-value", "wrong-token-also-secret", "literal-secret-4242"})
+      EXPECT_EQ(out.find(secret), std::string::npos) << secret << " leaked into:\n" << out;
+  }
+}
+
+TEST_F(HttpConnectors, AForgottenSessionIsStartedAgainOnceAndTheCallRetriedOnce) {
+  Fake forgets = fake({"session404", "2"});
+  Fake always = fake({"session404-always"});
+  write_mcp_config(home, http_entry("forgets", forgets.url()) + "," + http_entry("always", always.url()));
+  Result call = oppx({"mcp", "call", "forgets", "echo", R"({"message":"again"})"});
+  EXPECT_EQ(call.exit_code, 0) << call.err;
+  EXPECT_EQ(call.out, "echo: again\n");
+  EXPECT_TRUE(forgets.proc->wait_for_stdout("initialize #2\n")) << forgets.proc->out();
+
+  Result never = oppx({"mcp", "call", "always", "echo"});
+  EXPECT_EQ(never.exit_code, 1);
+  EXPECT_NE(never.err.find("HTTP 404"), std::string::npos) << never.err;
+  EXPECT_TRUE(always.proc->wait_for_stdout("initialize #2\n"));
+  EXPECT_EQ(always.proc->out().find("initialize #3"), std::string::npos) << "never loops\n" << always.proc->out();
+  EXPECT_EQ(entry("always").at("state"), json::value("running")) << "one failed call does not take it down";
+}
+
+TEST_F(HttpConnectors, RedirectsKeepTheTokenOnItsOriginAndLoopsAreCapped) {
+  Fake same = fake({"redirect-same"});
+  Fake cross = fake({"redirect-cross"});
+  Fake loop = fake({"redirect-loop"});
+  ::setenv("OPPX_TEST_HTTP_TOKEN", "redirect-secret-1234", 1);
+  json::object headers{{"Authorization", "Bearer ${OPPX_TEST_HTTP_TOKEN}"}, {"X-Secret", "also-secret"}};
+  write_mcp_config(home, http_entry("same", same.url(), headers) + "," + http_entry("cross", cross.url(), headers) +
+                             "," + http_entry("loop", "http://127.0.0.1:" + std::to_string(loop.port) + "/a"));
+  Result s = oppx({"mcp", "call", "same", "echo", R"({"message":"s"})"});
+  EXPECT_EQ(s.out, "echo: s\n") << s.err;
+  EXPECT_TRUE(same.proc->wait_for_stdout("POST /real/mcp authorization=yes x-secret=yes"))
+      << "the same origin keeps the headers\n"
+      << same.proc->out();
+  Result c = oppx({"mcp", "call", "cross", "echo", R"({"message":"c"})"});
+  EXPECT_EQ(c.out, "echo: c\n") << c.err;
+  EXPECT_TRUE(cross.proc->wait_for_stdout("second origin: POST authorization=no x-secret=no")) << cross.proc->out();
+  const std::string& seen = cross.proc->out();
+  std::istringstream lines(seen);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("second origin", 0) == 0) {
+      EXPECT_EQ(line.find("=yes"), std::string::npos) << line;
+    }
+  }
+  auto l = entry("loop");
+  EXPECT_EQ(l.at("state"), json::value("failed"));
+  EXPECT_NE(reason(l).find("redirected more than 5 times"), std::string::npos) << reason(l);
+}
+
+TEST_F(HttpConnectors, ADroppedStreamIsResumedWithLastEventIdOrTheCallFails) {
+  Fake drop = fake({"drop-stream", "50"});
+  Fake noid = fake({"drop-stream-noid"});
+  write_mcp_config(home, http_entry("drop", drop.url()) + "," + http_entry("noid", noid.url()));
+  Result call = oppx({"mcp", "call", "drop", "echo", R"({"message":"resumed"})"});
+  EXPECT_EQ(call.exit_code, 0) << call.err;
+  EXPECT_EQ(call.out, "echo: resumed\n");
+  EXPECT_TRUE(drop.proc->wait_for_stdout("resumed after event")) << drop.proc->out();
+  Result lost = oppx({"mcp", "call", "noid", "echo"});
+  EXPECT_EQ(lost.exit_code, 1);
+  EXPECT_NE(lost.err.find("cannot be resumed"), std::string::npos) << lost.err;
+  EXPECT_EQ(entry("noid").at("state"), json::value("running"));
+}
+
+TEST_F(HttpConnectors, TortureEventStreamsAreParsed) {
+  Fake t = fake({"torture"});
+  write_mcp_config(home, http_entry("torture", t.url()));
+  Result call = oppx({"mcp", "call", "torture", "echo", R"({"message":"tortured"})"});
+  EXPECT_EQ(call.exit_code, 0) << call.err;
+  EXPECT_EQ(call.out, "echo: tortured\n");
+}
+
+TEST_F(HttpConnectors, AnUnusableSessionIdIsRefusedAndNeverEchoed) {
+  std::string config;
+  std::vector<Fake> fakes;
+  for (const char* kind : {"space", "nonascii", "ctl", "cr"}) {
+    fakes.push_back(fake({"bad-session", kind}));
+    config += (config.empty() ? "" : ",") + http_entry(std::string("bad-") + kind, fakes.back().url());
+  }
+  write_mcp_config(home, config);
+  for (const char* kind : {"space", "nonascii", "ctl", "cr"}) {
+    auto e = entry(std::string("bad-") + kind);
+    EXPECT_EQ(e.at("state"), json::value("failed")) << kind;
+    std::string why = reason(e);
+    EXPECT_TRUE(why.find("Mcp-Session-Id") != std::string::npos || why.find("malformed") != std::string::npos)
+        << kind << ": " << why;
+    EXPECT_EQ(why.find("abc"), std::string::npos) << why;
+  }
+  for (auto& f : fakes) EXPECT_EQ(f.proc->out().find("unknown session"), std::string::npos) << f.proc->out();
+  EXPECT_EQ(home.read_log().find("X-Injected"), std::string::npos);
+}
+
+TEST_F(HttpConnectors, WrongAnswersToARequestAreClearPerCallErrors) {
+  struct Case {
+    const char* mode;
+    const char* says;
+  };
+  std::vector<Case> cases{{"html", "HTTP 502"},
+                          {"html200", "an HTML page"},
+                          {"wrongtype", "Content-Type text/plain"},
+                          {"badjson", "not valid JSON"},
+                          {"accepted", "HTTP 202"}};
+  std::vector<Fake> fakes;
+  std::string config;
+  for (auto& c : cases) {
+    fakes.push_back(fake({c.mode}));
+    config += (config.empty() ? "" : ",") + http_entry(c.mode, fakes.back().url());
+  }
+  write_mcp_config(home, config);
+  for (auto& c : cases) {
+    Result call = oppx({"mcp", "call", c.mode, "echo"});
+    EXPECT_EQ(call.exit_code, 1) << c.mode;
+    EXPECT_NE(call.err.find(c.says), std::string::npos) << c.mode << ": " << call.err;
+    EXPECT_EQ(entry(c.mode).at("state"), json::value("running")) << c.mode;
+  }
+}
+
+TEST_F(HttpConnectors, HeaderIdleAndTotalTimeoutsFire) {
+  Fake trickle = fake({"trickle"});
+  Fake idle = fake({"idle"});
+  Fake ping = fake({"ping"});
+  ::setenv("OPPX_HTTP_TIMEOUTS", "headers=500,idle=700,total=2000", 1);
+  write_mcp_config(home, http_entry("trickle", trickle.url()) + "," + http_entry("idle", idle.url()) + "," +
+                             http_entry("ping", ping.url()));
+  struct Case {
+    const char* name;
+    const char* says;
+  };
+  for (auto c : {Case{"trickle", "took over 0.5 s to send the headers"}, Case{"idle", "sent nothing for 0.7 s"},
+                 Case{"ping", "did not finish answering within 2 s"}}) {
+    Result call = oppx({"mcp", "call", c.name, "echo"});
+    EXPECT_EQ(call.exit_code, 1) << c.name;
+    EXPECT_NE(call.err.find(c.says), std::string::npos) << c.name << ": " << call.err;
+    EXPECT_EQ(entry(c.name).at("state"), json::value("running")) << "a slow call does not take " << c.name << " down";
+  }
+  ::unsetenv("OPPX_HTTP_TIMEOUTS");
+}
+
+TEST_F(HttpConnectors, ACallerTimeoutCancelsTheExchangeAndTheConnectorStays) {
+  Fake f = fake({"ping"});
+  write_mcp_config(home, http_entry("slow", f.url()));
+  auto c = hello_client(home);
+  ASSERT_TRUE(c);
+  auto r = c->call("tools/call", json::object{{"connector", "slow"}, {"tool", "echo"}, {"timeout_ms", 500}}, 10s);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, "timeout");
+  EXPECT_TRUE(f.proc->wait_for_stdout("the client closed the stream of tools/call"))
+      << "no connection stays held for a call nobody waits for\n"
+      << f.proc->out();
+  EXPECT_TRUE(f.proc->wait_for_stdout("notifications/cancelled")) << f.proc->out();
+  EXPECT_EQ(entry("slow").at("state"), json::value("running"));
+}
+
+TEST_F(HttpConnectors, NothingListeningIsUnreachable) {
+  write_mcp_config(home, http_entry("gone", "http://127.0.0.1:" + std::to_string(free_port()) + "/mcp"));
+  auto e = entry("gone");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_EQ(e.at("reason_kind"), json::value("unreachable"));
+  EXPECT_NE(reason(e).find("refused"), std::string::npos) << reason(e);
+}
+
+TEST_F(HttpConnectors, TlsVerificationFailsClosedAndPassesWithTheTrustedCa) {
+  std::string cert = home.root() + "/cert.pem", key = home.root() + "/key.pem";
+  Result gen = run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days",
+                    "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  Fake tls = fake({"tls", cert, key});
+  Fake to_http = fake({"redirect-to-http", cert, key});
+  std::string config = http_entry("tls", tls.url("https", "localhost")) + "," +
+                       http_entry("by-ip", tls.url("https", "127.0.0.1")) + "," +
+                       http_entry("downgrade", to_http.url("https", "localhost"));
+  write_mcp_config(home, config);
+  auto untrusted = entry("tls");
+  EXPECT_EQ(untrusted.at("state"), json::value("failed"));
+  EXPECT_EQ(untrusted.at("reason_kind"), json::value("unreachable"));
+  EXPECT_NE(reason(untrusted).find("certificate"), std::string::npos) << reason(untrusted);
+
+  // Trusting the test's CA (OpenSSL reads SSL_CERT_FILE) in a new daemon: the name must still match.
+  ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
+  ::setenv("SSL_CERT_FILE", cert.c_str(), 1);
+  auto trusted = entry("tls");
+  EXPECT_EQ(trusted.at("state"), json::value("running")) << reason(trusted);
+  Result call = oppx({"mcp", "call", "tls", "echo", R"({"message":"over tls"})"});
+  EXPECT_EQ(call.out, "echo: over tls\n") << call.err;
+  auto by_ip = entry("by-ip");
+  EXPECT_EQ(by_ip.at("state"), json::value("failed")) << "the certificate names localhost, not 127.0.0.1";
+  auto downgrade = entry("downgrade");
+  EXPECT_EQ(downgrade.at("state"), json::value("failed"));
+  EXPECT_NE(reason(downgrade).find("from https to http"), std::string::npos) << reason(downgrade);
+  EXPECT_EQ(to_http.proc->out().find("second origin"), std::string::npos) << "nothing reached the http origin";
+  ::unsetenv("SSL_CERT_FILE");
+}
+
+}  // namespace
+}  // namespace oppx::test

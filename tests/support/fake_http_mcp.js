@@ -1,0 +1,314 @@
+// A fake MCP server over streamable HTTP that makes faults on purpose, for the HTTP connector
+// tests (real servers are used for everything else). Node built-ins only. Listens on port 0 of
+// 127.0.0.1 and prints "ports N M ready" on stdout (M: the second origin, for redirects).
+//   usage: node fake_http_mcp.js MODE [ARG...]     (modes: see the switch in answer() below)
+"use strict";
+const http = require("http");
+const https = require("https");
+const fs = require("fs");
+
+const [mode, ...args] = process.argv.slice(2);
+const say = (s) => process.stdout.write(s + "\n");
+
+let sessions = new Set();
+let nextSession = 1;
+let initializeCount = 0;
+let sessionRequests = 0;
+let nextEventId = 1;
+const replay = new Map();
+const extraTools = []; // grows in mode "notify", announced on the server's own stream
+const listeners = []; // open GET streams (mode "notify") // event id -> [lines still to send after it] (drop-stream mode)
+
+function result(id, r) {
+  return JSON.stringify({ jsonrpc: "2.0", id, result: r });
+}
+
+function mcpResult(msg) {
+  switch (msg.method) {
+    case "initialize": {
+      const asked = msg.params && msg.params.protocolVersion;
+      const known = ["2025-11-25", "2025-06-18", "2025-03-26"];
+      return {
+        protocolVersion: known.includes(asked) ? asked : "2025-11-25",
+        capabilities: { tools: {} },
+        serverInfo: { name: "fake-http", version: "1" },
+      };
+    }
+    case "tools/list":
+      return {
+        tools: [
+          ...extraTools,
+          { name: "echo", description: "Echoes its message", inputSchema: { type: "object" } },
+          { name: "slow", description: "Answers after a while", inputSchema: { type: "object" } },
+        ],
+      };
+    case "tools/call": {
+      const a = (msg.params && msg.params.arguments) || {};
+      return { content: [{ type: "text", text: "echo: " + (a.message || "") }] };
+    }
+    case "ping":
+      return {};
+    default:
+      return null;
+  }
+}
+
+function sendJson(res, status, body, headers = {}) {
+  res.writeHead(status, { "Content-Type": "application/json", ...headers });
+  res.end(body);
+}
+
+function sseEvent(data, id) {
+  return (id ? `id: ${id}\n` : "") + `event: message\ndata: ${data}\n\n`;
+}
+
+// The ordinary answer: JSON, or an event stream with ids when `sse`.
+function answerOk(req, res, msg, sse) {
+  const headers = {};
+  if (msg.method === "initialize") {
+    const sid = `sess-${nextSession++}`;
+    sessions.add(sid);
+    headers["Mcp-Session-Id"] = sid;
+  }
+  const r = mcpResult(msg);
+  const body =
+    r === null
+      ? JSON.stringify({ jsonrpc: "2.0", id: msg.id, error: { code: -32601, message: "no such method" } })
+      : result(msg.id, r);
+  if (!sse) return sendJson(res, 200, body, headers);
+  res.writeHead(200, { "Content-Type": "text/event-stream", ...headers });
+  res.write(": a comment first\n\n");
+  res.end(sseEvent(body, String(nextEventId++)));
+}
+
+function rawResponse(req, lines, body) {
+  req.socket.write(lines.join("\r\n") + "\r\n\r\n" + body);
+  req.socket.end();
+}
+
+function torture(res, body) {
+  // A BOM, CRLF and CR endings, comments, a junk retry, data over several lines, split writes.
+  const text =
+    "\uFEFF: torture\r\nretry: junk\r\nretry: -5\rretry: 1e12\n: ping\r\n\r\nid: t1\r\nevent: message\r\n" +
+    "data: " +
+    body.replace(/,"/g, ',\r\ndata: "') +
+    "\r\n\r\n";
+  res.writeHead(200, { "Content-Type": "text/event-stream" });
+  const bytes = Buffer.from(text, "utf8");
+  let i = 0;
+  const step = () => {
+    if (i >= bytes.length) return res.end();
+    const n = 1 + (i % 7);
+    res.write(bytes.subarray(i, i + n));
+    i += n;
+    setTimeout(step, 1);
+  };
+  step();
+}
+
+// Requests other than initialize and notifications go through the fault of the mode.
+function answer(req, res, msg) {
+  if (msg.method === "initialize") initializeCount++, say(`initialize #${initializeCount}`);
+  const isCall = msg.method === "tools/call";
+  const sid = req.headers["mcp-session-id"];
+  if (sid !== undefined && msg.method !== "initialize") {
+    if (!sessions.has(sid)) {
+      say(`unknown session ${sid}`);
+      return sendJson(res, 404, JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } }));
+    }
+    sessionRequests++;
+    const forgetAfter = mode === "session404" ? Number(args[0] || 3) : mode === "session404-always" ? 0 : -1;
+    if (forgetAfter >= 0 && sessionRequests > forgetAfter && isCall) {
+      say("forgetting every session");
+      sessions = new Set();
+      sessionRequests = 0;
+      return sendJson(res, 404, JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } }));
+    }
+  }
+  if (msg.method === "notifications/cancelled") say("notifications/cancelled");
+  if (msg.id === undefined || msg.method === undefined) {
+    res.writeHead(202);
+    return res.end();
+  }
+  switch (mode) {
+    case "sse":
+      return answerOk(req, res, msg, true);
+    case "torture":
+      if (isCall) return torture(res, result(msg.id, mcpResult(msg)));
+      return answerOk(req, res, msg, true);
+    case "bad-session":
+      if (msg.method === "initialize") {
+        const kinds = { space: "abc def", nonascii: "s\u00e9ssion", ctl: "abc\u0001def", cr: "abc\rX-Injected: 1" };
+        const body = result(msg.id, mcpResult(msg));
+        return rawResponse(req, ["HTTP/1.1 200 OK", "Content-Type: application/json", `Content-Length: ${Buffer.byteLength(body)}`,
+          "Connection: close", Buffer.from("Mcp-Session-Id: " + kinds[args[0] || "space"], "utf8").toString("latin1")], body);
+      }
+      break;
+    case "notify":
+      if (isCall) {
+        // The tool list changes; the news goes out on the server's own stream (GET).
+        extraTools.push({ name: "added", description: "Added after a call", inputSchema: { type: "object" } });
+        const note = JSON.stringify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
+        for (const l of listeners) l.write(sseEvent(note, String(nextEventId++)));
+      }
+      break;
+    case "html":
+      if (isCall) {
+        res.writeHead(502, { "Content-Type": "text/html; charset=utf-8" });
+        return res.end("<html><body><h1>502 Bad Gateway</h1></body></html>");
+      }
+      break;
+    case "html200":
+      if (isCall) {
+        res.writeHead(200, { "Content-Type": "text/html" });
+        return res.end("<!doctype html><html><body>Sign in</body></html>");
+      }
+      break;
+    case "wrongtype":
+      if (isCall) {
+        res.writeHead(200, { "Content-Type": "text/plain" });
+        return res.end("hello");
+      }
+      break;
+    case "badjson":
+      if (isCall) return sendJson(res, 200, "{\"jsonrpc\": \"2.0\", \"id\": ");
+      break;
+    case "accepted":
+      if (isCall) {
+        res.writeHead(202);
+        return res.end();
+      }
+      break;
+    case "drop-stream":
+      if (isCall) {
+        const first = String(nextEventId++);
+        replay.set(first, sseEvent(result(msg.id, mcpResult(msg)), String(nextEventId++)));
+        res.writeHead(200, { "Content-Type": "text/event-stream" });
+        res.write(`retry: ${args[0] || "50"}\n`);
+        res.write(sseEvent(JSON.stringify({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "working" } }), first));
+        say(`dropping the stream after event ${first}`);
+        return setTimeout(() => req.socket.destroy(), 20);
+      }
+      return answerOk(req, res, msg, true);
+    case "drop-stream-noid":
+      if (isCall) {
+        res.writeHead(200, { "Content-Type": "text/event-stream" });
+        res.write(sseEvent(JSON.stringify({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "working" } })));
+        return setTimeout(() => req.socket.destroy(), 20);
+      }
+      break;
+    case "trickle":
+      if (isCall) {
+        const head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Slow: " + "a".repeat(200);
+        let i = 0;
+        const t = setInterval(() => {
+          if (req.socket.destroyed || i >= head.length) return clearInterval(t);
+          req.socket.write(head[i++]);
+        }, 100);
+        return;
+      }
+      break;
+    case "ping":
+      if (isCall) {
+        res.writeHead(200, { "Content-Type": "text/event-stream" });
+        const t = setInterval(() => (res.destroyed ? clearInterval(t) : res.write(": ping\n\n")), 100);
+        res.on("close", () => say("the client closed the stream of tools/call"));
+        return;
+      }
+      break;
+    case "idle":
+      if (isCall) {
+        res.writeHead(200, { "Content-Type": "text/event-stream" });
+        res.write(": one comment, then silence\n\n");
+        return;
+      }
+      break;
+  }
+  answerOk(req, res, msg, false);
+}
+
+function readBody(req, done) {
+  const parts = [];
+  req.on("data", (c) => parts.push(c));
+  req.on("end", () => done(Buffer.concat(parts).toString("utf8")));
+}
+
+function handle(req, res) {
+  const url = req.url;
+  if (mode === "auth" && req.headers["authorization"] !== "Bearer " + args[0]) {
+    say("refused a request without the right token");
+    return sendJson(res, 401, JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Unauthorized" } }));
+  }
+  if (mode.startsWith("redirect")) {
+    say(`${req.method} ${url} authorization=${req.headers["authorization"] ? "yes" : "no"} x-secret=${req.headers["x-secret"] ? "yes" : "no"}`);
+    if (mode === "redirect-same" && url === "/mcp") return redirect(res, "/real/mcp");
+    if (mode === "redirect-cross" && url === "/mcp") return redirect(res, `http://127.0.0.1:${second.address().port}/mcp`);
+    if (mode === "redirect-loop") return redirect(res, url === "/a" ? "/b" : "/a");
+    if (mode === "redirect-to-http") return redirect(res, `http://127.0.0.1:${second.address().port}/mcp`);
+  }
+  if (req.method === "DELETE") {
+    say(`DELETE session ${req.headers["mcp-session-id"]}`);
+    sessions.delete(req.headers["mcp-session-id"]);
+    res.writeHead(200);
+    return res.end();
+  }
+  if (req.method === "GET") {
+    const last = req.headers["last-event-id"];
+    if (mode === "drop-stream" && last && replay.has(last)) {
+      say(`resumed after event ${last}`);
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      res.end(replay.get(last));
+      replay.delete(last);
+      return;
+    }
+    if (mode === "notify" && sessions.has(req.headers["mcp-session-id"])) {
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      res.write(": the server's own stream\n\n");
+      listeners.push(res);
+      return say("server stream opened");
+    }
+    res.writeHead(405);
+    return res.end();
+  }
+  readBody(req, (text) => {
+    let msg;
+    try {
+      msg = JSON.parse(text);
+    } catch (e) {
+      return sendJson(res, 400, JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } }));
+    }
+    if (mode === "record") say(`${msg.method || "response"} accept=${req.headers["accept"]} version=${req.headers["mcp-protocol-version"] || "-"} session=${req.headers["mcp-session-id"] || "-"}`);
+    answer(req, res, msg);
+  });
+}
+
+function redirect(res, location) {
+  res.writeHead(307, { Location: location });
+  res.end();
+}
+
+let server;
+if (mode === "tls" || mode === "redirect-to-http") {
+  const [cert, key] = mode === "tls" ? args : args;
+  server = https.createServer({ cert: fs.readFileSync(cert), key: fs.readFileSync(key) }, handle);
+} else {
+  server = http.createServer(handle);
+}
+// The second origin (another port) of the cross-origin redirects: it records what reached it.
+const second = http.createServer((req, res) => {
+  say(`second origin: ${req.method} authorization=${req.headers["authorization"] ? "yes" : "no"} x-secret=${req.headers["x-secret"] ? "yes" : "no"}`);
+  handle2(req, res);
+});
+function handle2(req, res) {
+  if (req.method !== "POST") {
+    res.writeHead(405);
+    return res.end();
+  }
+  readBody(req, (text) => answerOk(req, res, JSON.parse(text), false));
+}
+second.listen(0, "127.0.0.1", () => {
+  server.listen(0, "127.0.0.1", () => {
+    say(`ports ${server.address().port} ${second.address().port} ready`);
+  });
+});
+process.on("SIGTERM", () => process.exit(0));
