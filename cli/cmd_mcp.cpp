@@ -33,14 +33,17 @@ std::string first_sentence(std::string_view d, std::size_t max) {
   return printable(s);
 }
 
-// Runs one method; prints --json or hands the result to `show`.
+using NoteHandler = std::function<void(const std::string& method, const json::value& params)>;
+
+// Runs one method; prints --json or hands the result to `show`. Notifications go to `on_note`.
 int run(Context& ctx, const Command& self, std::string_view method, json::object params, bool as_json,
-        const std::function<int(const json::value&)>& show) {
+        const std::function<int(const json::value&)>& show, NoteHandler on_note = {}) {
   auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
   if (!conn) {
     fmt::print(stderr, "oppx: {}\n", conn.error().message);
     return conn.error().exit_code;
   }
+  conn->client.on_notification(std::move(on_note));
   auto r = conn->client.call(method, params, kMcpTimeout);
   if (!r) {
     fmt::print(stderr, "oppx: {}\n", r.error().message);
@@ -89,7 +92,10 @@ int tools(Context& ctx) {
   if (ctx.args.size() != 1) return usage_error(self, "name one connector");
   return run(ctx, self, "mcp/tools", {{"name", ctx.args[0]}}, as_json, [name = ctx.args[0]](const json::value& v) {
     const json::object& o = v.as_object();
-    if (str(o, "state") != "running") {
+    bool cached = o.contains("cached") && o.at("cached") == json::value(true);
+    if (cached) {
+      fmt::print(stderr, "oppx: {} is still starting; these are its tools from its last run\n", name);
+    } else if (str(o, "state") != "running") {
       fmt::print(stderr, "oppx: {} is {}: {}\n", name, str(o, "state"), printable(str(o, "reason")));
       return kExitFailed;
     }
@@ -114,11 +120,28 @@ int call(Context& ctx) {
       return usage_error(self, "the arguments must be a JSON object, e.g. '{\"message\":\"hi\"}'");
     params["arguments"] = a;
   }
-  int rc = run(ctx, self, "tools/call", params, as_json, [](const json::value& v) {
-    const json::object& o = v.as_object();
-    fmt::print("{}\n", printable(str(o, "text")));
-    return o.at("isError") == json::value(true) ? kExitFailed : kExitOk;
-  });
+  // Progress the server reports goes to stderr as it comes; the result alone goes to stdout.
+  params["progress_token"] = 1;
+  auto progress = [tool = ctx.args[1]](const std::string& method, const json::value& p) {
+    if (method != "tools/progress" || !p.is_object()) return;
+    const json::object& o = p.as_object();
+    auto number = [&o](std::string_view k) {
+      const json::value* v = o.if_contains(k);
+      return v && v->is_number() ? fmt::format("{}", v->to_number<double>()) : std::string();
+    };
+    std::string total = number("total");
+    std::string message = str(o, "message");
+    fmt::print(stderr, "oppx: {}: {}{}{}\n", printable(tool), number("progress"), total.empty() ? "" : "/" + total,
+               message.empty() ? "" : " " + printable(message));
+  };
+  int rc = run(
+      ctx, self, "tools/call", params, as_json,
+      [](const json::value& v) {
+        const json::object& o = v.as_object();
+        fmt::print("{}\n", printable(str(o, "text")));
+        return o.at("isError") == json::value(true) ? kExitFailed : kExitOk;
+      },
+      progress);
   return rc;
 }
 
@@ -142,10 +165,12 @@ std::vector<Command> mcp_commands() {
        "Connectors are read from $OPPX_MCP_CONFIG, else mcp.json next to config.json\n"
        "($XDG_CONFIG_HOME/oppx/mcp.json). Edits are picked up at the next command.",
        list},
-      {"mcp", "tools", "<name> [--json]", "Show a connector's tools, one line each, as the model sees them.", "",
-       tools},
+      {"mcp", "tools", "<name> [--json]", "Show a connector's tools, one line each, as the model sees them.",
+       "While it is starting, its tools from its last run (same definition) are shown at once.", tools},
       {"mcp", "call", "<name> <tool> [json-arguments] [--json]", "Call one tool and print its result.",
-       "Exit status 1 when the tool reports an error (isError).", call},
+       "Progress the server reports is printed to stderr while the call runs (`oppx: <tool>: 2/5 …`).\n"
+       "Exit status 1 when the tool reports an error (isError).",
+       call},
       {"mcp", "reconnect", "[name] [--json]", "Start one connector again, or all of them.", "", reconnect},
   };
 }

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <unordered_map>
 #include <sys/stat.h>
 #include <csignal>
 #include <fcntl.h>
@@ -90,7 +91,24 @@ std::string result_text(const json::value& result, std::size_t limit, bool* trun
 
 struct Connector::Impl : std::enable_shared_from_this<Impl> {
   Impl(asio::io_context& io, ConnectorDef def, std::string log_path)
-      : io(io), def(std::move(def)), log_path(std::move(log_path)), err_stream(io), exit_watch(io), start_timer(io) {}
+      : io(io),
+        def(std::move(def)),
+        log_path(std::move(log_path)),
+        err_stream(io),
+        exit_watch(io),
+        start_timer(io),
+        list_changed_timer(io) {}
+
+  // One tools/call in flight, shared by its answer, its time limit and its caller's cancel.
+  struct PendingCall {
+    explicit PendingCall(asio::io_context& io) : timer(io) {}
+    std::weak_ptr<JsonRpcPeer> peer;  // the child it went to, not whichever runs later
+    json::value id;
+    std::string progress_token;  // empty when no progress was asked
+    asio::steady_timer timer;
+    std::function<void(CallResult)> done;
+    bool finished = false;
+  };
 
   asio::io_context& io;
   ConnectorDef def;
@@ -106,6 +124,10 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   asio::posix::stream_descriptor err_stream;
   asio::posix::stream_descriptor exit_watch;
   asio::steady_timer start_timer;
+  asio::steady_timer list_changed_timer;
+  bool list_changed_armed = false;
+  std::unordered_map<std::string, std::function<void(const json::object&)>> progress;  // by token
+  std::uint64_t next_progress = 0;
   std::array<char, 8192> err_buf{};
   std::string err_partial, last_err_line;
   int log_fd = -1;
@@ -280,8 +302,11 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     };
     o.on_notification = [w = weak_from_this()](proto::Notification n) {
       auto self = w.lock();
-      if (self && n.method == "notifications/tools/list_changed" && self->state == ConnectorState::kRunning) {
-        self->fetch_tools(self->generation);
+      if (!self) return;
+      if (n.method == "notifications/tools/list_changed" && self->state == ConnectorState::kRunning) {
+        self->tools_changed_soon();
+      } else if (n.method == "notifications/progress" && n.params.is_object()) {
+        self->pass_progress(n.params.as_object());
       }
     };
     o.on_closed = [w = weak_from_this(), gen = generation](const TransportError& e) {
@@ -335,6 +360,31 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
+  // Servers send list_changed in bursts (server-everything sends several at start): the first
+  // notice arms a short timer, the ones within it ride along, and one fetch follows.
+  void tools_changed_soon() {
+    if (list_changed_armed) return;
+    list_changed_armed = true;
+    list_changed_timer.expires_after(kListChangedDebounce);
+    list_changed_timer.async_wait([w = weak_from_this(), gen = generation](boost::system::error_code ec) {
+      auto self = w.lock();
+      if (!self || ec) return;  // cancelled by a stop, which also disarmed it
+      self->list_changed_armed = false;
+      if (gen == self->generation && self->state == ConnectorState::kRunning) self->fetch_tools(gen);
+    });
+  }
+
+  void pass_progress(const json::object& params) {
+    const json::value* token = params.if_contains("progressToken");
+    if (!token || !token->is_string()) return;  // we only ever send string tokens
+    auto it = progress.find(std::string(token->as_string()));
+    if (it == progress.end()) return;  // a call that ended, or a token that is not ours
+    json::object p = params;
+    p.erase("progressToken");
+    auto fn = it->second;
+    fn(p);
+  }
+
   void fetch_tools(std::uint64_t gen) {
     if (fetching) {
       refetch_again = true;  // a burst of list_changed gives one more fetch, not one per notice
@@ -375,48 +425,70 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
-  void call(const std::string& tool, json::value arguments, std::chrono::milliseconds timeout,
-            std::function<void(CallResult)> done) {
+  CancelCall call(const std::string& tool, json::value arguments, CallOptions options,
+                  std::function<void(CallResult)> done) {
     if (state != ConnectorState::kRunning || !peer) {
       auto e = RpcError::make(
           ErrorCode::kInternal, "connector_down",
           fmt::format("{} is {}: {}", def.name, state_name(state), reason.empty() ? "not running" : reason));
       e.data["connector"] = def.name;
       e.data["reason_kind"] = kind;
-      return done(std::move(e));
+      done(std::move(e));
+      return [] {};
     }
-    auto timer = std::make_shared<asio::steady_timer>(io, timeout);
-    auto finished = std::make_shared<bool>(false);
-    auto shared_done = std::make_shared<std::function<void(CallResult)>>(std::move(done));
-    json::value id = peer->call("tools/call", json::object{{"name", tool}, {"arguments", arguments}},
-                                [timer, finished, shared_done, name = def.name](JsonRpcPeer::CallResult r) {
-                                  if (*finished) return;
-                                  *finished = true;
-                                  timer->cancel();
-                                  if (!r && r.error().kind == proto::kind::kDisconnected) {
-                                    auto e = RpcError::make(ErrorCode::kInternal, "connector_down",
-                                                            name +
-                                                                "'s program stopped during the call; the call may or "
-                                                                "may not have run. Run `oppx mcp list` for the reason");
-                                    e.data["connector"] = name;
-                                    e.data["reason_kind"] = std::string(down::kStopped);
-                                    return (*shared_done)(std::move(e));
-                                  }
-                                  (*shared_done)(std::move(r));
-                                });
-    timer->async_wait(
-        [w = weak_from_this(), timer, finished, shared_done, id, timeout, tool](boost::system::error_code ec) {
-          if (ec || *finished) return;
-          *finished = true;
-          auto self = w.lock();
-          // One slow call does not take a connector down: the call is cancelled, the connector stays.
-          if (self && self->peer) {
-            self->peer->notify("notifications/cancelled",
-                               json::object{{"requestId", id}, {"reason", "the caller's time limit passed"}});
-          }
-          (*shared_done)(RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
-                                        fmt::format("{} did not answer within {} s", tool, timeout.count() / 1000)));
-        });
+    auto pc = std::make_shared<PendingCall>(io);
+    pc->peer = peer;
+    pc->done = std::move(done);
+    json::object params{{"name", tool}, {"arguments", std::move(arguments)}};
+    if (options.on_progress) {
+      pc->progress_token = fmt::format("oppx-{}", ++next_progress);
+      params["_meta"] = json::object{{"progressToken", pc->progress_token}};
+      progress.emplace(pc->progress_token, std::move(options.on_progress));
+    }
+    pc->id = peer->call("tools/call", params, [w = weak_from_this(), pc, name = def.name](JsonRpcPeer::CallResult r) {
+      if (pc->finished) return;
+      end_call(w, *pc);
+      if (!r && r.error().kind == proto::kind::kDisconnected) {
+        auto e = RpcError::make(ErrorCode::kInternal, "connector_down",
+                                name +
+                                    "'s program stopped during the call; the call may or "
+                                    "may not have run. Run `oppx mcp list` for the reason");
+        e.data["connector"] = name;
+        e.data["reason_kind"] = std::string(down::kStopped);
+        return pc->done(std::move(e));
+      }
+      pc->done(std::move(r));
+    });
+    pc->timer.expires_after(options.timeout);
+    pc->timer.async_wait([w = weak_from_this(), pc, timeout = options.timeout, tool](boost::system::error_code ec) {
+      if (ec || pc->finished) return;
+      // One slow call does not take a connector down: the call is cancelled, the connector stays.
+      abandon(w, *pc, "the caller's time limit passed");
+      pc->done(RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
+                              fmt::format("{} did not answer within {} s", tool, timeout.count() / 1000)));
+    });
+    // Weak: a finished call is freed at once, even while its caller's cancel hook lives on.
+    return [w = weak_from_this(), weak_call = std::weak_ptr<PendingCall>(pc)] {
+      auto pc = weak_call.lock();
+      if (!pc || pc->finished) return;
+      abandon(w, *pc, "the caller went away");
+      pc->done(RpcError::make(ErrorCode::kCancelled, proto::kind::kCancelled, "the caller went away"));
+    };
+  }
+
+  static void end_call(const std::weak_ptr<Impl>& w, PendingCall& pc) {
+    pc.finished = true;
+    pc.timer.cancel();
+    if (auto self = w.lock(); self && !pc.progress_token.empty()) self->progress.erase(pc.progress_token);
+  }
+
+  // The server is told (MCP notifications/cancelled) and its late answer, if any, is skipped.
+  static void abandon(const std::weak_ptr<Impl>& w, PendingCall& pc, std::string_view why) {
+    end_call(w, pc);
+    if (auto p = pc.peer.lock()) {
+      p->forget(pc.id);
+      p->notify("notifications/cancelled", json::object{{"requestId", pc.id}, {"reason", why}});
+    }
   }
 
   // Stop = close stdin, then SIGTERM to the group after a grace, then SIGKILL.
@@ -428,6 +500,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     boost::system::error_code ec;
     err_stream.close(ec);
     start_timer.cancel();
+    list_changed_timer.cancel();
+    list_changed_armed = false;
     if (exited || child.pid <= 0) return;
     pid_t pid = child.pid;
     signal_group(pid, SIGTERM);
@@ -470,7 +544,13 @@ void Connector::start(const EnvMap& env, std::chrono::milliseconds timeout) { im
 void Connector::stop() { impl_->stop(); }
 void Connector::call(const std::string& tool, json::value arguments, std::chrono::milliseconds timeout,
                      std::function<void(CallResult)> done) {
-  impl_->call(tool, std::move(arguments), timeout, std::move(done));
+  CallOptions options;
+  options.timeout = timeout;
+  impl_->call(tool, std::move(arguments), std::move(options), std::move(done));
+}
+Connector::CancelCall Connector::call(const std::string& tool, json::value arguments, CallOptions options,
+                                      std::function<void(CallResult)> done) {
+  return impl_->call(tool, std::move(arguments), std::move(options), std::move(done));
 }
 void Connector::on_change(std::function<void()> fn) { impl_->on_change = std::move(fn); }
 const ConnectorDef& Connector::def() const { return impl_->def; }
@@ -480,5 +560,6 @@ const std::string& Connector::down_kind() const { return impl_->kind; }
 const json::array& Connector::tools() const { return impl_->tools; }
 const std::string& Connector::log_path() const { return impl_->log_path; }
 std::int64_t Connector::pid() const { return impl_->exited ? 0 : impl_->child.pid; }
+std::size_t Connector::calls_waiting() const { return impl_->peer ? impl_->peer->calls_waiting() : 0; }
 
 }  // namespace oppx::daemon

@@ -202,6 +202,53 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds tim
   return true;
 }
 
+void write_mcp_config(const TempHome& home, const std::string& servers) {
+  std::string dir = home.root() + "/config/oppx";
+  ::mkdir((home.root() + "/config").c_str(), 0700);
+  ::mkdir(dir.c_str(), 0700);
+  std::string path = dir + "/mcp.json";
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << R"({"mcpServers":{)" << servers << "}}";
+  }
+  ::chmod(tmp.c_str(), 0600);
+  ::rename(tmp.c_str(), path.c_str());
+}
+
+std::string stdio_entry(const std::string& name, const std::string& command, const std::vector<std::string>& args) {
+  json::array a;
+  for (auto& s : args) a.emplace_back(s);
+  return "\"" + name + "\":" + json::serialize(json::object{{"command", command}, {"args", a}});
+}
+
+std::optional<SyncClient> hello_client(const std::string& socket) {
+  auto c = SyncClient::connect(socket);
+  if (!c) {
+    ADD_FAILURE() << c.error().message;
+    return std::nullopt;
+  }
+  json::object env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string_view::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  auto r = c->call("hello", json::object{{"protocol", proto::kProtocolVersion}, {"env", env}}, 5s);
+  if (!r) {
+    ADD_FAILURE() << r.error().message;
+    return std::nullopt;
+  }
+  return std::move(*c);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
 bool process_alive(pid_t pid) {
   // A zombie is not alive: read the state from /proc.
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");

@@ -77,6 +77,15 @@ std::optional<std::int64_t> daemon_pid(const std::string& socket);  // nullopt w
 // daemon reports, e.g. its client count). The check itself is the event; the deadline bounds it.
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s);
 
+// Connectors: $XDG_CONFIG_HOME/oppx/mcp.json written atomically (0600) with `servers` (the
+// members of "mcpServers"), and one stdio entry for it.
+void write_mcp_config(const TempHome& home, const std::string& servers);
+std::string stdio_entry(const std::string& name, const std::string& command, const std::vector<std::string>& args);
+// A client on the socket that said hello with this process's environment; fails the test when
+// none answers.
+std::optional<SyncClient> hello_client(const std::string& socket);
+std::string read_file(const std::string& path);  // empty when missing
+
 bool process_alive(pid_t pid);
 int open_fds(pid_t pid);
 
