@@ -20,7 +20,7 @@ Connectors::Connectors(boost::asio::io_context& io, std::string state_dir)
 Connectors::~Connectors() { stop_all(); }
 
 void Connectors::stop_all() {
-  for (auto& [name, c] : connectors_) removed(*c);
+  for (auto& [name, c] : connectors_) removed(*c, false);  // shutting down: clients see end of stream
   connectors_.clear();
 }
 
@@ -69,7 +69,7 @@ void Connectors::reload(const EnvMap& env) {
   }
   for (auto& [name, c] : connectors_) {
     auto it = next.find(name);
-    if (it == next.end() || it->second != c) removed(*c);
+    if (it == next.end() || it->second != c) removed(*c, it == next.end());
   }
   connectors_ = std::move(next);
   for (auto& [name, c] : connectors_) {
@@ -134,11 +134,12 @@ void Connectors::changed(const Connector& c) {
   subscriptions_.publish("mcp/changed", entry);
 }
 
-void Connectors::removed(Connector& c) {
-  c.on_change(nullptr);  // its last word is "removed", below
+// `gone`: no connector of that name is left (one replaced by an edit speaks on as the new one).
+void Connectors::removed(Connector& c, bool gone) {
+  c.on_change(nullptr);
   c.stop();
   seen_.erase(&c);
-  if (subscriptions_.size() > 0) {
+  if (gone && subscriptions_.size() > 0) {
     subscriptions_.publish("mcp/changed",
                            json::object{{"name", c.def().name}, {"source", "user"}, {"state", "removed"}});
   }

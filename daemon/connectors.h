@@ -53,7 +53,7 @@ class Connectors {
   void start_one(Connector& c, const EnvMap& env);
   std::string changed_variable(const Connector& c, const EnvMap& env) const;
   void changed(const Connector& c);
-  void removed(Connector& c);
+  void removed(Connector& c, bool gone);
 
   // What was last told about a connector, and the variables it started with (hashed values).
   struct Seen {
