@@ -63,8 +63,9 @@ void print_entry(const json::object& c) {
   if (const json::value* a = c.if_contains("args"); a && a->is_array()) {
     for (auto& arg : a->as_array()) what += " " + std::string(arg.as_string());
   }
-  fmt::print("{:<16} {:<9} {:>3} tools  {}\n", str(c, "name"), str(c, "state"), c.at("tools").as_int64(),
-             printable(what));
+  bool cached = c.contains("cached") && c.at("cached") == json::value(true);
+  fmt::print("{:<16} {:<9} {:>3} tools{}  {}\n", str(c, "name"), str(c, "state"), c.at("tools").as_int64(),
+             cached ? " (last run)" : "", printable(what));
   if (!str(c, "reason").empty()) fmt::print("    {}\n", printable(str(c, "reason")));
 }
 

@@ -303,7 +303,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     o.on_notification = [w = weak_from_this()](proto::Notification n) {
       auto self = w.lock();
       if (!self) return;
-      if (n.method == "notifications/tools/list_changed" && self->state == ConnectorState::kRunning) {
+      // One during the start may come after the first tools/list was answered: fetch again then.
+      if (n.method == "notifications/tools/list_changed" && self->state != ConnectorState::kStopped) {
         self->tools_changed_soon();
       } else if (n.method == "notifications/progress" && n.params.is_object()) {
         self->pass_progress(n.params.as_object());
@@ -370,7 +371,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       auto self = w.lock();
       if (!self || ec) return;  // cancelled by a stop, which also disarmed it
       self->list_changed_armed = false;
-      if (gen == self->generation && self->state == ConnectorState::kRunning) self->fetch_tools(gen);
+      if (gen == self->generation && (self->state == ConnectorState::kRunning || self->fetching))
+        self->fetch_tools(gen);
     });
   }
 
