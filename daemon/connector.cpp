@@ -303,8 +303,10 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     o.on_notification = [w = weak_from_this()](proto::Notification n) {
       auto self = w.lock();
       if (!self) return;
-      // One during the start may come after the first tools/list was answered: fetch again then.
-      if (n.method == "notifications/tools/list_changed" && self->state != ConnectorState::kStopped) {
+      // Before the first tools/list is sent a notice changes nothing (server-everything sends one
+      // before it even answers initialize); one while that list is on its way means fetch again.
+      if (n.method == "notifications/tools/list_changed" &&
+          (self->state == ConnectorState::kRunning || self->fetching)) {
         self->tools_changed_soon();
       } else if (n.method == "notifications/progress" && n.params.is_object()) {
         self->pass_progress(n.params.as_object());
@@ -361,8 +363,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
-  // Servers send list_changed in bursts (server-everything sends several at start): the first
-  // notice arms a short timer, the ones within it ride along, and one fetch follows.
+  // Servers may send list_changed in bursts (one per tool they add): the first notice arms a
+  // short timer, the ones within it ride along, and one fetch follows.
   void tools_changed_soon() {
     if (list_changed_armed) return;
     list_changed_armed = true;
