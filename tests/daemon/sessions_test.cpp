@@ -144,6 +144,13 @@ TEST_F(Sessions, SubscribersHearOfChangesAndABurstOfListChangedGivesOneFetch) {
   EXPECT_TRUE(notified(*sub, "mcp/changed", [](const json::object& e) {
     return e.at("name") == json::value("one") && e.at("state") == json::value("removed");
   }));
+  for (bool was : {true, false}) {
+    ASSERT_TRUE(sub->write_raw(R"({"jsonrpc":"2.0","id":2,"method":"mcp/unsubscribe"})"
+                               "\n"));
+    auto line = sub->read_line(10s);
+    ASSERT_TRUE(line);
+    EXPECT_EQ(json::parse(*line).at("result").at("was_subscribed"), json::value(was)) << *line;
+  }
   // Counted once the daemon is gone, so that no fetch can still be on its way.
   ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
   EXPECT_EQ(received_of("tools/list").size(), 2u) << "five list_changed in a burst give one fetch";
@@ -236,6 +243,48 @@ TEST_F(Sessions, TwoClientsShareOneChildAndTheirCallsAreMultiplexed) {
   }
   EXPECT_EQ(pids_of("one").size(), 1u) << "one child serves every client";
   EXPECT_EQ(received_of("initialize").size(), 1u);
+}
+
+TEST_F(Sessions, ManyClientsAtOnceEachGetTheirOwnAnswersAndNothingIsLeftAfterwards) {
+  write_mcp_config(home, fake("one"));
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  ASSERT_TRUE(becomes_running("one"));
+  auto daemon = daemon_pid(home.socket());
+  ASSERT_TRUE(daemon);
+  int idle_fds = open_fds(static_cast<pid_t>(*daemon));
+  constexpr int kClients = 100, kCalls = 10;
+  {
+    std::vector<SyncClient> clients;
+    for (int c = 0; c < kClients; ++c) {
+      auto client = hello_client(home.socket());
+      ASSERT_TRUE(client);
+      clients.push_back(std::move(*client));
+    }
+    // Every client sends all its calls before reading any answer; ids repeat across clients.
+    for (int c = 0; c < kClients; ++c) {
+      std::string batch;
+      for (int k = 0; k < kCalls; ++k) {
+        batch += R"({"jsonrpc":"2.0","id":)" + std::to_string(k) +
+                 R"(,"method":"tools/call","params":{"connector":"one","tool":"echo","arguments":{"message":"c)" +
+                 std::to_string(c) + "-k" + std::to_string(k) + "\"}}}\n";
+      }
+      ASSERT_TRUE(clients[c].write_raw(batch));
+    }
+    for (int c = 0; c < kClients; ++c) {
+      for (int k = 0; k < kCalls; ++k) {
+        auto line = clients[c].read_line(20s);
+        ASSERT_TRUE(line) << "client " << c;
+        json::value v = json::parse(*line);
+        std::string want = "fake echo c" + std::to_string(c) + "-k" + std::to_string(v.at("id").as_int64());
+        ASSERT_EQ(v.at("result").at("text"), json::value(want)) << *line;
+      }
+    }
+  }
+  EXPECT_TRUE(eventually([&] { return status_of(home.socket()).at("clients") == json::value(1); }));
+  EXPECT_TRUE(eventually([&] { return open_fds(static_cast<pid_t>(*daemon)) == idle_fds; }))
+      << open_fds(static_cast<pid_t>(*daemon)) << " fds open, " << idle_fds << " when idle";
+  EXPECT_EQ(listed("one").at("requests_waiting"), json::value(0));
+  EXPECT_EQ(pids_of("one").size(), 1u);
 }
 
 }  // namespace

@@ -4,8 +4,8 @@
 // a line on stderr), hang_call (never answers tools/call), junk (non-JSON lines, an unknown id and
 // a notification around every answer), sampling (asks the client for sampling/createMessage and
 // answers initialize only after the client's error comes back), no_init (never answers).
-// Tools in every mode but crash/hang: echo; hang (answers only after the client cancels it: a
-// late result); rendezvous (holds the first call until a second one comes, then answers the
+// Tools in every mode but crash/hang: echo ("fake echo", then the argument "message" if any); hang (answers only after
+// the client cancels it: a late result); rendezvous (holds the first call until a second one comes, then answers the
 // second first: only a client that multiplexes gets both); burst (sends five list_changed, adds
 // the tool "added", then answers).
 // Options after the mode: --log=<file> appends every line received (requests and notifications);
@@ -118,7 +118,8 @@ int main(int argc, char** argv) {
         answer_text(id, "burst sent");
         continue;
       }
-      send(R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":{"content":[{"type":"text","text":"fake echo"}]}})");
+      std::string message = unquote(field(line, "message"));
+      answer_text(id, message.empty() ? "fake echo" : "fake echo " + message);
     } else if (id == "\"s1\"" && !pending_init_id.empty()) {
       // The client's answer to our sampling request: it must be an error, and it came.
       bool refused = line.find("\"error\"") != std::string::npos;
