@@ -45,14 +45,18 @@ void print_steps(std::FILE* to, const json::object& o, std::string_view indent) 
   }
 }
 
-// Runs one method; prints --json or hands the result to `show`.
+using NoteHandler = std::function<void(const std::string& method, const json::value& params)>;
+
+// Runs one method; prints --json or hands the result to `show`. Notifications go to `on_note`.
 int run(Context& ctx, const Command& self, std::string_view method, json::object params, bool as_json,
-        const std::function<int(const json::value&)>& show, std::chrono::milliseconds timeout = kMcpTimeout) {
+        const std::function<int(const json::value&)>& show, NoteHandler on_note = {},
+        std::chrono::milliseconds timeout = kMcpTimeout) {
   auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
   if (!conn) {
     fmt::print(stderr, "oppx: {}\n", conn.error().message);
     return conn.error().exit_code;
   }
+  conn->client.on_notification(std::move(on_note));
   auto r = conn->client.call(method, params, timeout);
   if (!r) {
     fmt::print(stderr, "oppx: {}\n", printable(r.error().message));
@@ -74,8 +78,9 @@ void print_entry(const json::object& c) {
   if (const json::value* a = c.if_contains("args"); a && a->is_array()) {
     for (auto& arg : a->as_array()) what += " " + std::string(arg.as_string());
   }
-  fmt::print("{:<16} {:<9} {:>3} tools  {}\n", str(c, "name"), str(c, "state"), c.at("tools").as_int64(),
-             printable(what));
+  bool cached = c.contains("cached") && c.at("cached") == json::value(true);
+  fmt::print("{:<16} {:<9} {:>3} tools{}  {}\n", str(c, "name"), str(c, "state"), c.at("tools").as_int64(),
+             cached ? " (last run)" : "", printable(what));
   if (!str(c, "reason").empty()) fmt::print("    {}\n", printable(str(c, "reason")));
   print_steps(stdout, c, "    ");
 }
@@ -104,7 +109,10 @@ int tools(Context& ctx) {
   if (ctx.args.size() != 1) return usage_error(self, "name one connector");
   return run(ctx, self, "mcp/tools", {{"name", ctx.args[0]}}, as_json, [name = ctx.args[0]](const json::value& v) {
     const json::object& o = v.as_object();
-    if (str(o, "state") != "running") {
+    bool cached = o.contains("cached") && o.at("cached") == json::value(true);
+    if (cached) {
+      fmt::print(stderr, "oppx: {} is still starting; these are its tools from its last run\n", name);
+    } else if (str(o, "state") != "running") {
       fmt::print(stderr, "oppx: {} is {}: {}\n", name, str(o, "state"), printable(str(o, "reason")));
       print_steps(stderr, o, "  ");
       return kExitFailed;
@@ -130,11 +138,28 @@ int call(Context& ctx) {
       return usage_error(self, "the arguments must be a JSON object, e.g. '{\"message\":\"hi\"}'");
     params["arguments"] = a;
   }
-  int rc = run(ctx, self, "tools/call", params, as_json, [](const json::value& v) {
-    const json::object& o = v.as_object();
-    fmt::print("{}\n", printable(str(o, "text")));
-    return o.at("isError") == json::value(true) ? kExitFailed : kExitOk;
-  });
+  // Progress the server reports goes to stderr as it comes; the result alone goes to stdout.
+  params["progress_token"] = 1;
+  auto progress = [tool = ctx.args[1]](const std::string& method, const json::value& p) {
+    if (method != "tools/progress" || !p.is_object()) return;
+    const json::object& o = p.as_object();
+    auto number = [&o](std::string_view k) {
+      const json::value* v = o.if_contains(k);
+      return v && v->is_number() ? fmt::format("{}", v->to_number<double>()) : std::string();
+    };
+    std::string total = number("total");
+    std::string message = str(o, "message");
+    fmt::print(stderr, "oppx: {}: {}{}{}\n", printable(tool), number("progress"), total.empty() ? "" : "/" + total,
+               message.empty() ? "" : " " + printable(message));
+  };
+  int rc = run(
+      ctx, self, "tools/call", params, as_json,
+      [](const json::value& v) {
+        const json::object& o = v.as_object();
+        fmt::print("{}\n", printable(str(o, "text")));
+        return o.at("isError") == json::value(true) ? kExitFailed : kExitOk;
+      },
+      progress);
   return rc;
 }
 
@@ -150,7 +175,7 @@ int reconnect(Context& ctx) {
         for (auto& c : v.as_object().at("connectors").as_array()) print_entry(c.as_object());
         return kExitOk;
       },
-      kReconnectTimeout);
+      {}, kReconnectTimeout);
 }
 
 }  // namespace
@@ -161,10 +186,12 @@ std::vector<Command> mcp_commands() {
        "Connectors are read from $OPPX_MCP_CONFIG, else mcp.json next to config.json\n"
        "($XDG_CONFIG_HOME/oppx/mcp.json). Edits are picked up at the next command.",
        list},
-      {"mcp", "tools", "<name> [--json]", "Show a connector's tools, one line each, as the model sees them.", "",
-       tools},
+      {"mcp", "tools", "<name> [--json]", "Show a connector's tools, one line each, as the model sees them.",
+       "While it is starting, its tools from its last run (same definition) are shown at once.", tools},
       {"mcp", "call", "<name> <tool> [json-arguments] [--json]", "Call one tool and print its result.",
-       "Exit status 1 when the tool reports an error (isError).", call},
+       "Progress the server reports is printed to stderr while the call runs (`oppx: <tool>: 2/5 …`).\n"
+       "Exit status 1 when the tool reports an error (isError).",
+       call},
       {"mcp", "reconnect", "[name] [--json]", "Start one connector again, or all of them.",
        "A named connector gets 3 minutes to start, time enough to log in in the browser (mcp-remote);\n"
        "all of them get 30 s each.",

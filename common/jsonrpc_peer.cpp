@@ -98,6 +98,8 @@ json::value JsonRpcPeer::call(std::string_view method, const json::value& params
   return id;
 }
 
+void JsonRpcPeer::forget(const json::value& id) { outgoing_.erase(proto::id_key(id)); }
+
 void JsonRpcPeer::close() {
   if (!closed_) transport_->close();
 }

@@ -70,11 +70,15 @@ class JsonRpcPeer : public std::enable_shared_from_this<JsonRpcPeer> {
   // Sends a request; `done` runs once with the result, the error, or kind "disconnected".
   boost::json::value call(std::string_view method, const boost::json::value& params,
                           std::function<void(CallResult)> done);
+  // Drops a call still waiting for its answer without running its `done` (its caller went away);
+  // a late answer with that id is then skipped as unknown.
+  void forget(const boost::json::value& id);
   void close();  // graceful: queued replies are written first
   void abort();
 
   bool closed() const { return closed_; }
   std::size_t in_flight() const { return incoming_.size(); }
+  std::size_t calls_waiting() const { return outgoing_.size(); }  // our requests not yet answered
   const std::string& name() const { return options_.name; }
 
  private:

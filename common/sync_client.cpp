@@ -49,7 +49,10 @@ boost::system::result<SyncClient, ConnectError> SyncClient::connect(const std::s
 }
 
 SyncClient::SyncClient(SyncClient&& other) noexcept
-    : fd_(other.fd_), next_id_(other.next_id_), buffer_(std::move(other.buffer_)) {
+    : fd_(other.fd_),
+      next_id_(other.next_id_),
+      buffer_(std::move(other.buffer_)),
+      on_notification_(std::move(other.on_notification_)) {
   other.fd_ = -1;
 }
 
@@ -59,6 +62,7 @@ SyncClient& SyncClient::operator=(SyncClient&& other) noexcept {
     fd_ = other.fd_;
     next_id_ = other.next_id_;
     buffer_ = std::move(other.buffer_);
+    on_notification_ = std::move(other.on_notification_);
     other.fd_ = -1;
   }
   return *this;
@@ -124,6 +128,10 @@ boost::system::result<json::value, RpcError> SyncClient::call(std::string_view m
     }
     auto msg = proto::parse_message(*line);
     if (!msg) continue;  // not ours to judge; the daemon's own lines are well formed
+    if (auto* note = std::get_if<proto::Notification>(&*msg)) {
+      if (on_notification_) on_notification_(note->method, note->params);
+      continue;
+    }
     if (auto* resp = std::get_if<proto::Response>(&*msg); resp && resp->id == id) {
       if (resp->ok) return std::move(resp->result);
       return std::move(resp->error);

@@ -1,5 +1,6 @@
 // A blocking JSON-RPC client of the daemon's socket, for the CLI, tests and benchmarks: plain
-// POSIX calls, no event loop, every wait bounded by a deadline. Notifications are skipped.
+// POSIX calls, no event loop, every wait bounded by a deadline. Notifications that arrive while
+// a call waits go to the handler given with on_notification, else they are skipped.
 #pragma once
 
 #include "proto/jsonrpc.h"
@@ -8,6 +9,7 @@
 #include <boost/system/result.hpp>
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 namespace oppx {
@@ -34,6 +36,10 @@ class SyncClient {
                                                                   const boost::json::value& params,
                                                                   std::chrono::milliseconds timeout);
 
+  void on_notification(std::function<void(const std::string& method, const boost::json::value& params)> fn) {
+    on_notification_ = std::move(fn);
+  }
+
   // Raw access for tests: write bytes as they are, read one line (without its newline).
   bool write_raw(std::string_view bytes);
   enum class ReadFailure { kTimeout, kEof, kIo };
@@ -45,6 +51,7 @@ class SyncClient {
   int fd_ = -1;
   std::int64_t next_id_ = 1;
   std::string buffer_;
+  std::function<void(const std::string&, const boost::json::value&)> on_notification_;
 };
 
 }  // namespace oppx

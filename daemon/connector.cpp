@@ -24,6 +24,7 @@
 #include <array>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <sys/stat.h>
 #include <csignal>
 #include <fcntl.h>
@@ -56,7 +57,6 @@ namespace {
 
 constexpr std::size_t kLogCap = 1u << 20;
 constexpr int kMaxToolPages = 50;
-constexpr auto kListChangedDebounce = std::chrono::milliseconds(200);
 // Crash loop: a program that stops on its own is started again after 1, 2, 4… s (at most
 // kMaxBackoff); after kMaxQuickDeaths stops each within kStableRun of its start, it stays failed
 // until `oppx mcp reconnect`.
@@ -117,7 +117,26 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
         exit_watch(io),
         start_timer(io),
         restart_timer(io),
-        debounce_timer(io) {}
+        list_changed_timer(io) {}
+
+  using Clock = std::chrono::steady_clock;
+
+  // One tools/call, from its first try to its answer: the caller's time limit (one timer for all
+  // tries), the attempt in flight, progress, and the caller's cancel. Answered once.
+  struct PendingCall {
+    explicit PendingCall(asio::io_context& io) : timer(io) {}
+    std::string tool;
+    json::value arguments;
+    std::chrono::milliseconds limit{};
+    bool retried = false;             // started again once for it already
+    std::weak_ptr<JsonRpcPeer> peer;  // the child the attempt went to, not whichever runs later
+    json::value id;                   // of the attempt in flight; null when none is
+    std::string progress_token;       // empty when no progress was asked
+    asio::steady_timer timer;
+    std::function<void(CallResult)> done;
+    bool finished = false;
+  };
+  using Call = std::shared_ptr<PendingCall>;
 
   asio::io_context& io;
   ConnectorDef def;
@@ -134,6 +153,10 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   asio::posix::stream_descriptor err_stream;
   asio::posix::stream_descriptor exit_watch;
   asio::steady_timer start_timer;
+  asio::steady_timer restart_timer, list_changed_timer;
+  bool list_changed_armed = false;
+  std::unordered_map<std::string, std::function<void(const json::object&)>> progress;  // by token
+  std::uint64_t next_progress = 0;
   std::array<char, 8192> err_buf{};
   std::string err_partial, last_err_line;
   int log_fd = -1;
@@ -144,7 +167,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   EnvMap env;                    // of the client that started it last: a restart uses it again
   std::chrono::milliseconds start_timeout = kStartTimeout;
   std::chrono::steady_clock::time_point started_at;
-  asio::steady_timer restart_timer, debounce_timer;
+
   int quick_deaths = 0;      // stops on its own, each soon after its start, in a row
   bool failing = false;      // inside fail(): what kill_child ends must not fail it again
   bool restartable = false;  // failed because its program stopped on its own, and not given up on
@@ -214,7 +237,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     output_closed = false;
     restartable = false;
     restart_timer.cancel();
-    debounce_timer.cancel();
+    list_changed_timer.cancel();
+    list_changed_armed = false;
     if (&client_env != &env) env = client_env;
     start_timeout = timeout;
     started_at = std::chrono::steady_clock::now();
@@ -412,8 +436,14 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     };
     o.on_notification = [w = weak_from_this()](proto::Notification n) {
       auto self = w.lock();
-      if (self && n.method == "notifications/tools/list_changed" && self->state == ConnectorState::kRunning) {
-        self->list_changed();
+      if (!self) return;
+      // Before the first tools/list is sent a notice changes nothing (server-everything sends one
+      // before it even answers initialize); one while that list is on its way means fetch again.
+      if (n.method == "notifications/tools/list_changed" &&
+          (self->state == ConnectorState::kRunning || self->fetching)) {
+        self->tools_changed_soon();
+      } else if (n.method == "notifications/progress" && n.params.is_object()) {
+        self->pass_progress(n.params.as_object());
       }
     };
     o.on_closed = [w = weak_from_this(), gen = generation](const TransportError& e) {
@@ -479,14 +509,30 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
-  // A storm of list_changed gives one fetch: the first notice arms a short timer, the rest join it.
-  void list_changed() {
-    if (debounce_timer.expiry() > std::chrono::steady_clock::now()) return;
-    debounce_timer.expires_after(kListChangedDebounce);
-    debounce_timer.async_wait([w = weak_from_this(), gen = generation](boost::system::error_code ec) {
+  // Servers may send list_changed in bursts (one per tool they add): the first notice arms a
+  // short timer, the ones within it ride along, and one fetch follows.
+  void tools_changed_soon() {
+    if (list_changed_armed) return;
+    list_changed_armed = true;
+    list_changed_timer.expires_after(kListChangedDebounce);
+    list_changed_timer.async_wait([w = weak_from_this(), gen = generation](boost::system::error_code ec) {
       auto self = w.lock();
-      if (!ec && self && gen == self->generation && self->state == ConnectorState::kRunning) self->fetch_tools(gen);
+      if (!self || ec) return;  // cancelled by a stop, which also disarmed it
+      self->list_changed_armed = false;
+      if (gen == self->generation && (self->state == ConnectorState::kRunning || self->fetching))
+        self->fetch_tools(gen);
     });
+  }
+
+  void pass_progress(const json::object& params) {
+    const json::value* token = params.if_contains("progressToken");
+    if (!token || !token->is_string()) return;  // we only ever send string tokens
+    auto it = progress.find(std::string(token->as_string()));
+    if (it == progress.end()) return;  // a call that ended, or a token that is not ours
+    json::object p = params;
+    p.erase("progressToken");
+    auto fn = it->second;
+    fn(p);
   }
 
   void fetch_tools(std::uint64_t gen) {
@@ -553,15 +599,6 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
-  // One call's answer, given once, and its time limit (for the message when it passes).
-  struct Pending {
-    std::function<void(CallResult)> fn;
-    std::chrono::milliseconds limit;
-    void operator()(CallResult r) const { fn(std::move(r)); }
-  };
-  using Done = std::shared_ptr<Pending>;
-  using Clock = std::chrono::steady_clock;
-
   proto::RpcError down_error(std::string message) const {
     auto e = RpcError::make(ErrorCode::kInternal, "connector_down", std::move(message));
     e.data["connector"] = def.name;
@@ -592,91 +629,132 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
          std::move(then));
   }
 
-  void call(const std::string& tool, json::value arguments, Clock::time_point deadline, bool retried, Done done) {
-    auto w = weak_from_this();
-    auto again = [w, tool, arguments, deadline, done](bool retried_now) {
+  CancelCall call(const std::string& tool, json::value arguments, CallOptions options,
+                  std::function<void(CallResult)> done) {
+    auto pc = std::make_shared<PendingCall>(io);
+    pc->tool = tool;
+    pc->arguments = std::move(arguments);
+    pc->limit = options.timeout;
+    pc->done = std::move(done);
+    if (options.on_progress) {
+      pc->progress_token = fmt::format("oppx-{}", ++next_progress);
+      progress.emplace(pc->progress_token, std::move(options.on_progress));
+    }
+    pc->timer.expires_after(options.timeout);
+    pc->timer.async_wait([w = weak_from_this(), pc](boost::system::error_code ec) {
+      if (ec || pc->finished) return;
       auto self = w.lock();
-      if (!self) return (*done)(RpcError::make(ErrorCode::kInternal, "connector_down", "the connector was removed"));
-      self->call(tool, arguments, deadline, retried_now, done);
+      if (self && pc->id.is_null() && self->state == ConnectorState::kStarting) {
+        return finish(w, *pc,
+                      self->down_error(fmt::format("{} is still starting; try again in a moment", self->def.name)));
+      }
+      // One slow call does not take a connector down: the call is cancelled, the connector stays.
+      abandon(*pc, "the caller's time limit passed");
+      auto ms = pc->limit.count();
+      finish(w, *pc,
+             RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
+                            fmt::format("{} did not answer within {}; the call was cancelled", pc->tool,
+                                        ms % 1000 ? fmt::format("{} ms", ms) : fmt::format("{} s", ms / 1000))));
+    });
+    attempt(pc);
+    // Weak: a finished call is freed at once, even while its caller's cancel hook lives on.
+    return [w = weak_from_this(), weak_call = std::weak_ptr<PendingCall>(pc)] {
+      auto pc = weak_call.lock();
+      if (!pc || pc->finished) return;
+      abandon(*pc, "the caller went away");
+      finish(w, *pc, RpcError::make(ErrorCode::kCancelled, proto::kind::kCancelled, "the caller went away"));
+    };
+  }
+
+  // One try: waits while it starts, starts a program found stopped (the call has not reached it,
+  // so that is always safe), then sends.
+  void attempt(const Call& pc) {
+    if (pc->finished) return;
+    auto w = weak_from_this();
+    auto again = [w, pc] {
+      if (auto self = w.lock()) return self->attempt(pc);
+      finish(w, *pc, RpcError::make(ErrorCode::kInternal, "connector_down", "the connector was removed"));
     };
     if (state == ConnectorState::kStarting) {
-      if (Clock::now() >= deadline) {
-        return (*done)(down_error(fmt::format("{} is still starting; try again in a moment", def.name)));
-      }
-      return when([this] { return state != ConnectorState::kStarting; },
-                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
-                  [again, retried] { again(retried); });
+      // The call's own timer ends the wait when its limit comes first.
+      return when([this] { return state != ConnectorState::kStarting; }, pc->limit, again);
     }
-    // The call has not reached the program: starting it again and sending it is always safe.
-    if (state == ConnectorState::kFailed && restartable && !retried) {
-      return restart_for_call([again] { again(true); });
+    if (state == ConnectorState::kFailed && restartable && !pc->retried) {
+      pc->retried = true;
+      return restart_for_call(again);
     }
     if (state != ConnectorState::kRunning || !peer) {
-      return (*done)(down_error(
-          fmt::format("{} is {}: {}", def.name, state_name(state), reason.empty() ? "not running" : reason)));
+      return finish(w, *pc,
+                    down_error(fmt::format("{} is {}: {}", def.name, state_name(state),
+                                           reason.empty() ? "not running" : reason)));
     }
-    bool ro = read_only(tool);
-    auto timer = std::make_shared<asio::steady_timer>(io, deadline);
-    auto finished = std::make_shared<bool>(false);
-    json::value id = peer->call(
-        "tools/call", json::object{{"name", tool}, {"arguments", arguments}},
-        [w, timer, finished, done, again, tool, ro, retried](JsonRpcPeer::CallResult r) {
-          if (*finished) return;
-          *finished = true;
-          timer->cancel();
-          auto self = w.lock();
-          if (!self) return (*done)(std::move(r));
-          if (!r && r.error().kind == proto::kind::kDisconnected)
-            return self->lost_during_call(tool, ro, retried, done, again);
-          if (!r) self->check_login(r.error());
-          if (!r && self->state == ConnectorState::kFailed) {
-            return (*done)(self->down_error(fmt::format("{}.{} failed: {}", self->def.name, tool, self->reason)));
-          }
-          (*done)(std::move(r));
-        });
-    timer->async_wait([w, finished, done, id, tool](boost::system::error_code ec) {
-      if (ec || *finished) return;
-      *finished = true;
+    bool ro = read_only(pc->tool);
+    json::object params{{"name", pc->tool}, {"arguments", pc->arguments}};
+    if (!pc->progress_token.empty()) params["_meta"] = json::object{{"progressToken", pc->progress_token}};
+    pc->peer = peer;
+    pc->id = peer->call("tools/call", params, [w, pc, ro](JsonRpcPeer::CallResult r) {
+      if (pc->finished) return;
+      pc->id = nullptr;
       auto self = w.lock();
-      // One slow call does not take a connector down: the call is cancelled, the connector stays.
-      if (self && self->peer) {
-        self->peer->notify("notifications/cancelled",
-                           json::object{{"requestId", id}, {"reason", "the caller's time limit passed"}});
+      if (!self) return finish(w, *pc, std::move(r));
+      if (!r && r.error().kind == proto::kind::kDisconnected) return self->lost_during_call(pc, ro);
+      if (!r) self->check_login(r.error());
+      if (!r && self->state == ConnectorState::kFailed) {
+        return finish(w, *pc,
+                      self->down_error(fmt::format("{}.{} failed: {}", self->def.name, pc->tool, self->reason)));
       }
-      (*done)(
-          RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
-                         fmt::format("{} did not answer within {}; the call was cancelled", tool,
-                                     done->limit.count() % 1000 ? fmt::format("{} ms", done->limit.count())
-                                                                : fmt::format("{} s", done->limit.count() / 1000))));
+      finish(w, *pc, std::move(r));
     });
+  }
+
+  static void finish(const std::weak_ptr<Impl>& w, PendingCall& pc, CallResult r) {
+    if (pc.finished) return;
+    pc.finished = true;
+    pc.timer.cancel();
+    if (auto self = w.lock(); self && !pc.progress_token.empty()) self->progress.erase(pc.progress_token);
+    auto done = std::move(pc.done);
+    done(std::move(r));
+  }
+
+  // The server is told (MCP notifications/cancelled) and its late answer, if any, is skipped.
+  static void abandon(PendingCall& pc, std::string_view why) {
+    if (pc.id.is_null()) return;
+    if (auto p = pc.peer.lock()) {
+      p->forget(pc.id);
+      p->notify("notifications/cancelled", json::object{{"requestId", pc.id}, {"reason", why}});
+    }
+    pc.id = nullptr;
   }
 
   // The program went away with the call sent: it may have run. Waits for the exit (and its
   // reason), then repeats a read-only call once; anything else is reported, never repeated.
-  template <class Again>
-  void lost_during_call(const std::string& tool, bool ro, bool retried, Done done, Again again) {
+  void lost_during_call(const Call& pc, bool ro) {
     // Posted: this runs inside the peer's close, maybe inside fail() before the reason is set.
-    asio::post(io, [w = weak_from_this(), tool, ro, retried, done, again] {
-      if (auto self = w.lock()) self->after_loss(tool, ro, retried, done, again);
+    asio::post(io, [w = weak_from_this(), pc, ro] {
+      if (auto self = w.lock()) self->after_loss(pc, ro);
     });
   }
 
-  template <class Again>
-  void after_loss(const std::string& tool, bool ro, bool retried, Done done, Again again) {
+  void after_loss(const Call& pc, bool ro) {
     auto gen = generation;
     when([this, gen] { return gen != generation || state != ConnectorState::kRunning; }, kExitWait,
-         [w = weak_from_this(), tool, ro, retried, done, again] {
+         [w = weak_from_this(), pc, ro] {
+           if (pc->finished) return;
            auto self = w.lock();
            if (!self)
-             return (*done)(RpcError::make(ErrorCode::kInternal, "connector_down", "the connector was removed"));
-           if (ro && !retried && self->state != ConnectorState::kStopped) {
-             log::info("connector {}: {} is read-only; repeating it after a restart", self->def.name, tool);
-             return self->restart_for_call([again] { again(true); });
+             return finish(w, *pc, RpcError::make(ErrorCode::kInternal, "connector_down", "the connector was removed"));
+           if (ro && !pc->retried && self->state != ConnectorState::kStopped) {
+             log::info("connector {}: {} is read-only; repeating it after a restart", self->def.name, pc->tool);
+             pc->retried = true;
+             return self->restart_for_call([w, pc] {
+               if (auto me = w.lock()) me->attempt(pc);
+             });
            }
-           (*done)(self->down_error(fmt::format(
-               "{}'s program stopped during the call to {}; the call may or may not have run, so it was not "
-               "repeated. {}",
-               self->def.name, tool, self->reason.empty() ? "" : "Why: " + self->reason)));
+           finish(w, *pc,
+                  self->down_error(fmt::format(
+                      "{}'s program stopped during the call to {}; the call may or may not have run, so it was not "
+                      "repeated. {}",
+                      self->def.name, pc->tool, self->reason.empty() ? "" : "Why: " + self->reason)));
          });
   }
 
@@ -707,6 +785,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     boost::system::error_code ec;
     err_stream.close(ec);
     start_timer.cancel();
+    list_changed_timer.cancel();
+    list_changed_armed = false;
     if (exited || child.pid <= 0) return;
     pid_t pid = child.pid;
     auto term = std::make_shared<asio::steady_timer>(io, kTermGrace);
@@ -735,7 +815,6 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     ++generation;
     restartable = false;
     restart_timer.cancel();
-    debounce_timer.cancel();
     set_state(ConnectorState::kStopped);
     kill_child();
     if (log_fd >= 0) ::close(log_fd);
@@ -760,8 +839,13 @@ void Connector::start(const EnvMap& env, std::chrono::milliseconds timeout) {
 void Connector::stop() { impl_->stop(); }
 void Connector::call(const std::string& tool, json::value arguments, std::chrono::milliseconds timeout,
                      std::function<void(CallResult)> done) {
-  impl_->call(tool, std::move(arguments), std::chrono::steady_clock::now() + timeout, false,
-              std::make_shared<Impl::Pending>(Impl::Pending{std::move(done), timeout}));
+  CallOptions options;
+  options.timeout = timeout;
+  impl_->call(tool, std::move(arguments), std::move(options), std::move(done));
+}
+Connector::CancelCall Connector::call(const std::string& tool, json::value arguments, CallOptions options,
+                                      std::function<void(CallResult)> done) {
+  return impl_->call(tool, std::move(arguments), std::move(options), std::move(done));
 }
 void Connector::on_change(std::function<void()> fn) { impl_->on_change = std::move(fn); }
 const ConnectorDef& Connector::def() const { return impl_->def; }
@@ -772,5 +856,6 @@ const std::vector<std::string>& Connector::steps() const { return impl_->steps; 
 const json::array& Connector::tools() const { return impl_->tools; }
 const std::string& Connector::log_path() const { return impl_->log_path; }
 std::int64_t Connector::pid() const { return impl_->exited ? 0 : impl_->child.pid; }
+std::size_t Connector::calls_waiting() const { return impl_->peer ? impl_->peer->calls_waiting() : 0; }
 
 }  // namespace oppx::daemon

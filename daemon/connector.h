@@ -10,6 +10,7 @@
 #include "proto/jsonrpc.h"
 
 #include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <boost/system/result.hpp>
 
@@ -45,9 +46,21 @@ inline constexpr std::chrono::milliseconds kLoginTimeout{
 inline constexpr std::chrono::milliseconds kCallTimeout{120'000};
 inline constexpr std::size_t kResultLimit = 12'000;  // characters of text kept from a result
 
+inline constexpr std::chrono::milliseconds kListChangedDebounce{200};  // a burst of list_changed: one fetch
+
+struct CallOptions {
+  std::chrono::milliseconds timeout = kCallTimeout;
+  // When set, the server is asked for progress (`_meta.progressToken`) and each of its
+  // notifications/progress for this call arrives here (its params without the token).
+  std::function<void(const boost::json::object&)> on_progress;
+};
+
 class Connector {
  public:
   using CallResult = boost::system::result<boost::json::value, proto::RpcError>;
+  // Ends a call whose caller went away: the server gets notifications/cancelled, `done` gets a
+  // `cancelled` error, and a late result is dropped. Does nothing once the call has ended.
+  using CancelCall = std::function<void()>;
 
   static std::shared_ptr<Connector> create(boost::asio::io_context& io, ConnectorDef def, std::string log_path);
   ~Connector();
@@ -61,6 +74,8 @@ class Connector {
   // (annotations.readOnlyHint); else the error (kind connector_down) says it may or may not have run.
   void call(const std::string& tool, boost::json::value arguments, std::chrono::milliseconds timeout,
             std::function<void(CallResult)> done);
+  CancelCall call(const std::string& tool, boost::json::value arguments, CallOptions options,
+                  std::function<void(CallResult)> done);
   void on_change(std::function<void()> fn);
 
   const ConnectorDef& def() const;
@@ -71,6 +86,7 @@ class Connector {
   const boost::json::array& tools() const;
   const std::string& log_path() const;
   std::int64_t pid() const;
+  std::size_t calls_waiting() const;  // requests sent to the server and not answered yet
 
  private:
   struct Impl;

@@ -31,16 +31,28 @@ std::chrono::milliseconds start_timeout(const EnvMap& env) {
 }  // namespace
 
 Connectors::Connectors(boost::asio::io_context& io, std::string state_dir)
-    : io_(io), state_dir_(std::move(state_dir)) {}
+    : io_(io), state_dir_(std::move(state_dir)), cache_(state_dir_ + "/mcp-tools-cache.json") {}
 
 Connectors::~Connectors() { stop_all(); }
 
 void Connectors::stop_all() {
-  for (auto& [name, c] : connectors_) c->stop();
+  for (auto& [name, c] : connectors_) removed(*c, false);  // shutting down: clients see end of stream
   connectors_.clear();
 }
 
 void Connectors::refresh(const EnvMap& env) {
+  reload(env);
+  // A changed variable restarts only the connectors that read it (those just started have it).
+  for (auto& [name, c] : connectors_) {
+    if (std::string var = changed_variable(*c, env); !var.empty()) {
+      log::info("connector {}: restarting, ${{{}}} has another value in the environment of the client that asked", name,
+                var);
+      start_one(*c, env, start_timeout(env));
+    }
+  }
+}
+
+void Connectors::reload(const EnvMap& env) {
   std::string path = user_mcp_config_path(env);
   struct stat st {};
   std::string stamp = ::stat(path.c_str(), &st) == 0
@@ -68,16 +80,16 @@ void Connectors::refresh(const EnvMap& env) {
     }
     std::string name = def.name;
     auto c = Connector::create(io_, std::move(def), state_dir_ + "/mcp-" + name + ".log");
-    c->on_change([this] { settled_check(); });
+    adopt(c);
     next.emplace(name, c);
   }
   for (auto& [name, c] : connectors_) {
     auto it = next.find(name);
-    if (it == next.end() || it->second != c) c->stop();
+    if (it == next.end() || it->second != c) removed(*c, it == next.end());
   }
   connectors_ = std::move(next);
   for (auto& [name, c] : connectors_) {
-    if (c->state() == ConnectorState::kStopped) c->start(env, start_timeout(env));
+    if (c->state() == ConnectorState::kStopped) start_one(*c, env, start_timeout(env));
   }
   settled_check();
 }
@@ -86,8 +98,80 @@ void Connectors::refresh(const EnvMap& env) {
 // gets LOGIN_TIMEOUT (180 s); all of them get the usual start timeout.
 void Connectors::reconnect(const std::string& name, const EnvMap& env) {
   for (auto& [n, c] : connectors_) {
-    if (name.empty() || n == name) c->start(env, name.empty() ? start_timeout(env) : kLoginTimeout);
+    if (name.empty() || n == name) start_one(*c, env, name.empty() ? start_timeout(env) : kLoginTimeout);
   }
+}
+
+void Connectors::adopt(const std::shared_ptr<Connector>& c) {
+  const Connector* raw = c.get();
+  c->on_change([this, raw] {
+    changed(*raw);
+    settled_check();
+  });
+}
+
+void Connectors::start_one(Connector& c, const EnvMap& env, std::chrono::milliseconds timeout) {
+  auto& used = seen_[&c].env;
+  used.clear();
+  for (auto& var : referenced_variables(c.def())) {
+    auto it = env.find(var);
+    used[var] = it == env.end() ? "unset" : "set " + definition_hash(it->second);
+  }
+  c.start(env, timeout);
+}
+
+// The first variable the definition reads that `env` sets to another value than at start.
+std::string Connectors::changed_variable(const Connector& c, const EnvMap& env) const {
+  auto seen = seen_.find(&c);
+  if (seen == seen_.end()) return {};
+  for (auto& [var, was] : seen->second.env) {
+    auto it = env.find(var);
+    if (it != env.end() && was != "set " + definition_hash(it->second)) return var;
+  }
+  return {};
+}
+
+// Subscribers hear of a new state or reason, and of a new tool list (which is also cached).
+void Connectors::changed(const Connector& c) {
+  Seen& seen = seen_[&c];
+  bool tools_changed = false;
+  if (c.state() == ConnectorState::kRunning) {
+    std::string tools = definition_hash(json::serialize(c.tools()));
+    if (tools != seen.tools) {
+      tools_changed = true;
+      seen.tools = tools;
+      cache_.store(c.def().name, c.def().canonical, c.tools());
+    }
+  }
+  std::string state = fmt::format("{}\n{}", state_name(c.state()), c.reason());
+  if (!tools_changed && state == seen.state) return;
+  seen.state = std::move(state);
+  if (subscriptions_.size() == 0) return;
+  json::object entry = entry_json(c);
+  entry["tools_changed"] = tools_changed;
+  subscriptions_.publish("mcp/changed", entry);
+}
+
+// `gone`: no connector of that name is left (one replaced by an edit speaks on as the new one).
+void Connectors::removed(Connector& c, bool gone) {
+  c.on_change(nullptr);
+  c.stop();
+  seen_.erase(&c);
+  if (gone && subscriptions_.size() > 0) {
+    subscriptions_.publish("mcp/changed",
+                           json::object{{"name", c.def().name}, {"source", "user"}, {"state", "removed"}});
+  }
+}
+
+const json::array& Connectors::tools_of(const Connector& c, bool* cached) const {
+  *cached = false;
+  if (c.state() == ConnectorState::kStarting && c.tools().empty()) {
+    if (const json::array* list = cache_.find(c.def().canonical)) {
+      *cached = true;
+      return *list;
+    }
+  }
+  return c.tools();
 }
 
 void Connectors::when_settled(const std::string& name, std::function<void()> fn) {
@@ -125,8 +209,11 @@ json::object Connectors::entry_json(const Connector& c) const {
                  {"source", "user"},
                  {"type", d.kind == ConnectorDef::Kind::kHttp ? "http" : "stdio"},
                  {"state", state_name(c.state())},
-                 {"tools", c.tools().size()},
-                 {"log", c.log_path()}};
+                 {"log", c.log_path()},
+                 {"requests_waiting", c.calls_waiting()}};
+  bool cached = false;
+  o["tools"] = tools_of(c, &cached).size();
+  o["cached"] = cached;
   if (d.kind == ConnectorDef::Kind::kHttp) {
     o["url"] = d.url;
     json::object h;

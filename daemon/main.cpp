@@ -4,6 +4,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "daemon/connectors.h"
 #include "daemon/server.h"
 #include "proto/daemon_api.h"
 
@@ -17,6 +18,8 @@
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char** environ;
 
 namespace {
 
@@ -163,6 +166,15 @@ int main(int argc, char** argv) {
   } else {
     fmt::print(stderr, "oppxd: ready on {} (pid {})\n", socket_path, ::getpid());
   }
+  // The user's connectors start now, not at the first request, with this process's environment:
+  // it is fresh at this moment (the oppx command that started the daemon passed its own). Later
+  // requests bring their client's environment; see Connectors::refresh for when that restarts one.
+  daemon::EnvMap env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    if (auto eq = kv.find('='); eq != std::string_view::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  server.connectors().refresh(env);
   io.run();
   log::info("stopped");
   return 0;

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -198,6 +199,25 @@ boost::system::result<std::string, ExpandError> expand(std::string_view s, const
     }
   }
   return {boost::system::in_place_value, std::move(out)};
+}
+
+std::vector<std::string> referenced_variables(const ConnectorDef& def) {
+  std::vector<std::string> names;
+  auto scan = [&names](std::string_view s) {
+    for (auto open = s.find("${"); open != std::string_view::npos; open = s.find("${", open + 2)) {
+      auto close = s.find('}', open + 2);
+      if (close == std::string_view::npos) return;
+      std::string_view inner = s.substr(open + 2, close - open - 2);
+      std::string name(inner.substr(0, inner.find(":-")));
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+    }
+  };
+  scan(def.command);
+  for (auto& a : def.args) scan(a);
+  for (auto& [k, v] : def.env) scan(v);
+  scan(def.url);
+  for (auto& [k, v] : def.headers) scan(v);
+  return names;
 }
 
 std::string mask_value(std::string_view v) {

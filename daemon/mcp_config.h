@@ -49,6 +49,10 @@ struct ExpandError {
 };
 boost::system::result<std::string, ExpandError> expand(std::string_view s, const EnvMap& env);
 
+// The variables a definition reads (${NAME} and ${NAME:-default}, in command, args, env, url and
+// headers), each once, in order of first use.
+std::vector<std::string> referenced_variables(const ConnectorDef& def);
+
 // For display: a value with its secret part hidden ("Bearer lin_…***"), except ${VAR} references.
 std::string mask_value(std::string_view value);
 

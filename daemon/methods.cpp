@@ -71,6 +71,7 @@ struct CallParams {
   std::string connector, tool;
   json::value arguments;
   std::int64_t timeout_ms = 0;
+  json::value progress_token;  // null: the caller wants no progress
 };
 boost::system::result<CallParams, std::string> call_params(const json::value& params) {
   proto::FieldReader r(params, "params");
@@ -85,6 +86,12 @@ boost::system::result<CallParams, std::string> call_params(const json::value& pa
   p.arguments = a && a->is_object() ? *a : json::value(json::object{});
   if (p.timeout_ms <= 0 || p.timeout_ms > 3'600'000)
     return {boost::system::in_place_error, "params.timeout_ms: expected 1 to 3600000"};
+  if (const json::value* t = params.as_object().if_contains("progress_token"); t && !t->is_null()) {
+    if (!t->is_string() && !t->is_int64()) {
+      return {boost::system::in_place_error, "params.progress_token: expected a string or an integer"};
+    }
+    p.progress_token = *t;
+  }
   return p;
 }
 
@@ -109,23 +116,49 @@ void mcp_tools(Server& s, const NameParams& p, Reply reply, Client& client) {
   s.connectors().refresh(client.env);
   if (!s.connectors().find(p.name)) return reply.fail(unknown_connector(p.name));
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().when_settled(p.name, [&s, shared, name = p.name] {
+  auto answer = [&s, shared, name = p.name] {
     auto c = s.connectors().find(name);
     if (!c) return shared->fail(unknown_connector(name));
     json::object o = s.connectors().entry_json(*c);
-    o["tools"] = c->tools();
+    bool cached = false;
+    o["tools"] = s.connectors().tools_of(*c, &cached);
     shared->ok(std::move(o));
-  });
+  };
+  // A connector still starting answers at once with the list cached for its definition.
+  bool cached = false;
+  s.connectors().tools_of(*s.connectors().find(p.name), &cached);
+  if (cached) return answer();
+  s.connectors().when_settled(p.name, answer);
 }
 
 void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
   s.connectors().refresh(client.env);
   if (!s.connectors().find(p.connector)) return reply.fail(unknown_connector(p.connector));
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().when_settled(p.connector, [&s, shared, p] {
+  // A caller that goes away cancels its call: at the server too once it was sent. The hook
+  // holds the cancel weakly (see Connector::CancelCall), so a finished call frees at once.
+  auto cancel = std::make_shared<Connector::CancelCall>();
+  shared->on_cancel([cancel] {
+    if (*cancel) (*cancel)();
+  });
+  s.connectors().when_settled(p.connector, [&s, shared, p, cancel, peer = client.peer, id = shared->id()] {
+    if (shared->cancelled()) return;  // gone while the connector was starting
     auto c = s.connectors().find(p.connector);
     if (!c) return shared->fail(unknown_connector(p.connector));
-    c->call(p.tool, p.arguments, std::chrono::milliseconds(p.timeout_ms), [shared, p](Connector::CallResult r) {
+    CallOptions options;
+    options.timeout = std::chrono::milliseconds(p.timeout_ms);
+    if (!p.progress_token.is_null()) {
+      options.on_progress = [peer, id, token = p.progress_token](const json::object& progress) {
+        auto client = peer.lock();
+        if (!client) return;
+        json::object note{{"id", id}, {"progress_token", token}};
+        for (const char* k : {"progress", "total", "message"}) {
+          if (const json::value* v = progress.if_contains(k)) note[k] = *v;
+        }
+        client->notify("tools/progress", note);
+      };
+    }
+    *cancel = c->call(p.tool, p.arguments, std::move(options), [shared, p](Connector::CallResult r) {
       if (!r) return shared->fail(r.error());
       bool truncated = false;
       std::string text = result_text(*r, kResultLimit, &truncated);
@@ -141,6 +174,17 @@ void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
                               {"untrusted", true}});
     });
   });
+}
+
+// The current list, then mcp/changed notifications until the connection ends (or unsubscribe).
+void mcp_subscribe(Server& s, Reply reply, Client& client) {
+  s.connectors().refresh(client.env);
+  s.connectors().subscriptions().add(client.id, client.peer);
+  reply.ok(s.connectors().list_json());
+}
+
+void mcp_unsubscribe(Server& s, Reply reply, Client& client) {
+  reply.ok(json::object{{"subscribed", false}, {"was_subscribed", s.connectors().subscriptions().remove(client.id)}});
 }
 
 void mcp_reconnect(Server& s, const NameParams& p, Reply reply, Client& client) {
@@ -171,6 +215,9 @@ void register_methods(Router& r, Server& s) {
   r.add(
       "mcp/reconnect", [](const json::value& v) { return name_params(v, false); },
       [&s](const NameParams& p, Reply reply, Client& c) { mcp_reconnect(s, p, std::move(reply), c); });
+  r.add("mcp/subscribe", no_params, [&s](NoParams, Reply reply, Client& c) { mcp_subscribe(s, std::move(reply), c); });
+  r.add("mcp/unsubscribe", no_params,
+        [&s](NoParams, Reply reply, Client& c) { mcp_unsubscribe(s, std::move(reply), c); });
   r.add("tools/call", call_params,
         [&s](const CallParams& p, Reply reply, Client& c) { tools_call(s, p, std::move(reply), c); });
 }

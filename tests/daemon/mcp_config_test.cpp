@@ -77,6 +77,16 @@ TEST(McpConfig, ExpandsVariablesAndNamesTheMissingOne) {
   EXPECT_FALSE(expand("${UNCLOSED", env));
 }
 
+TEST(McpConfig, NamesTheVariablesADefinitionReads) {
+  auto cfg = parse_mcp_config(R"({"mcpServers":{
+    "s":{"command":"${BIN:-npx}","args":["--dir","${HOME}/x","${HOME}"],"env":{"T":"${TOKEN}","L":"plain"}},
+    "h":{"type":"http","url":"https://${HOST}/mcp","headers":{"Authorization":"Bearer ${TOKEN}"}}}})",
+                              "m");
+  ASSERT_TRUE(cfg) << cfg.error();
+  EXPECT_EQ(referenced_variables(cfg->connectors[0]), (std::vector<std::string>{"BIN", "HOME", "TOKEN"}));
+  EXPECT_EQ(referenced_variables(cfg->connectors[1]), (std::vector<std::string>{"HOST", "TOKEN"}));
+}
+
 TEST(McpConfig, MasksSecretsButNotReferences) {
   EXPECT_EQ(mask_value("Bearer lin_api_1234567890"), "Bearer lin_…***");
   EXPECT_EQ(mask_value("Bearer ${LINEAR_API_KEY}"), "Bearer ${LINEAR_API_KEY}");

@@ -1,5 +1,5 @@
 // fake_mcp_server: an MCP server over stdio that misbehaves on purpose, for the fault tests.
-//   fake_mcp_server <mode> [dir]
+//   fake_mcp_server <mode> [dir] [--log=<file>] [--hang-init-if=<file>]
 // With a dir it appends its pid to dir/pids, each SIGTERM to dir/events (then ends, except in
 // ignore_term), and what the mode counts to files there; the dir also marks the process as this
 // test's. Modes, besides ok (initialize, tools/list, tools/call echo):
@@ -23,8 +23,13 @@
 //                   "read" (readOnlyHint) does the same the first time only
 //   auth            tool "expired" fails with "401 Unauthorized: token expired", tool "field" with
 //                   "the login field is required" (-32602)
-// tools/list requests are recorded in dir/lists. Written with plain string handling on purpose:
-// it must not share code with what it tests.
+// tools/list requests are recorded in dir/lists. Tools in every mode but crash/hang: echo ("fake
+// echo", then the argument "message" if any); hang (answers only after the client cancels it: a
+// late result); rendezvous (holds the first call until a second one comes, then answers the second
+// first: only a client that multiplexes gets both); burst (sends five list_changed, adds the tool
+// "added", then answers). Options after the mode: --log=<file> appends every line received;
+// --hang-init-if=<file> never answers initialize while <file> exists (a slow start on demand).
+// Written with plain string handling on purpose: it must not share code with what it tests.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -33,6 +38,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -87,13 +93,16 @@ std::string error(const std::string& id, int code, const std::string& message) {
          message + R"("}})";
 }
 
-std::string tools_list(const std::string& mode, bool stormed, int page) {
+std::string unquote(const std::string& s) { return s.size() >= 2 && s[0] == '"' ? s.substr(1, s.size() - 2) : s; }
+
+std::string tools_list(const std::string& mode, bool stormed, bool added, int page) {
   std::string tools = R"({"name":"echo","description":"Echoes. Second sentence.","inputSchema":{"type":"object"}})";
   if (mode == "ansi")
     tools = R"({"name":"echo","description":"\u001b[31mRed\u001b[0m and zero\u200bwidth\u202e","inputSchema":{}})";
   if (mode == "tools")
     tools = R"({"name":"write","inputSchema":{}},{"name":"read","inputSchema":{},"annotations":{"readOnlyHint":true}})";
   if (stormed) tools += R"(,{"name":"echo2","inputSchema":{}})";
+  if (added) tools += R"(,{"name":"added","description":"Added by burst.","inputSchema":{"type":"object"}})";
   if (mode == "endless_pages") tools = R"({"name":"t)" + std::to_string(page) + R"(","inputSchema":{}})";
   std::string next;
   if (mode == "cursor_repeat") next = R"(,"nextCursor":"same")";
@@ -105,8 +114,17 @@ std::string tools_list(const std::string& mode, bool stormed, int page) {
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "ok";
-  dir = argc > 2 ? argv[2] : "";
-  if (!dir.empty() && dir.find('/') == std::string::npos) dir.clear();  // a plain marker, not a folder
+  std::string log_path, hang_init_if;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--log=", 0) == 0) {
+      log_path = a.substr(6);
+    } else if (a.rfind("--hang-init-if=", 0) == 0) {
+      hang_init_if = a.substr(15);
+    } else if (i == 2 && a.find('/') != std::string::npos) {
+      dir = a;  // else a plain marker, not a folder
+    }
+  }
   ignore_term = mode == "ignore_term";
   std::signal(SIGTERM, on_term);
   append("pids", std::to_string(::getpid()));
@@ -130,13 +148,26 @@ int main(int argc, char** argv) {
     while (true) ::pause();
   }
   std::string line;
-  bool asked_sampling = false, stormed = false;
-  std::string pending_init_id, late_id;
+  bool asked_sampling = false, stormed = false, added = false;
+  std::string pending_init_id, late_id, hanging_id, rendezvous_id, rendezvous_message;
   int page = 0;
   while (std::getline(std::cin, line)) {
+    if (!log_path.empty()) {
+      if (FILE* f = std::fopen(log_path.c_str(), "a")) {
+        std::fprintf(f, "%s\n", line.c_str());
+        std::fclose(f);
+      }
+    }
     std::string id = field(line, "id");
     std::string method = field(line, "method");
     if (mode == "no_init") continue;
+    struct stat st {};
+    if (method == "\"initialize\"" && !hang_init_if.empty() && ::stat(hang_init_if.c_str(), &st) == 0) continue;
+    if (method == "\"notifications/cancelled\"" && field(line, "requestId") == hanging_id && !hanging_id.empty()) {
+      send(result(hanging_id, "late result"));  // a server that answers anyway: the client must drop it
+      hanging_id.clear();
+      continue;
+    }
     if (mode == "junk") {
       send("this is not json");
       send(R"({"jsonrpc":"2.0","id":987654,"result":{}})");
@@ -161,7 +192,7 @@ int main(int argc, char** argv) {
           end);
     } else if (method == "\"tools/list\"") {
       append("lists", "list");
-      send(R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":)" + tools_list(mode, stormed, page++) + "}", end);
+      send(R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":)" + tools_list(mode, stormed, added, page++) + "}", end);
     } else if (method == "\"tools/call\"") {
       std::string tool = field(line, "name");
       if (mode == "crash_on_call") {
@@ -169,6 +200,28 @@ int main(int argc, char** argv) {
         return 3;
       }
       if (mode == "hang_call") continue;
+      if (tool == "\"hang\"") {
+        hanging_id = id;
+        continue;
+      }
+      if (tool == "\"rendezvous\"") {
+        std::string message = unquote(field(line, "message"));
+        if (rendezvous_id.empty()) {
+          rendezvous_id = id;
+          rendezvous_message = message;
+          continue;
+        }
+        send(result(id, "rendezvous " + message));
+        send(result(rendezvous_id, "rendezvous " + rendezvous_message));
+        rendezvous_id.clear();
+        continue;
+      }
+      if (tool == "\"burst\"") {
+        added = true;
+        for (int i = 0; i < 5; ++i) send(R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})");
+        send(result(id, "burst sent"));
+        continue;
+      }
       if (mode == "huge_line" || mode == "endless_line") {
         std::string chunk(1 << 20, 'a');
         std::cout << R"({"jsonrpc":"2.0","id":)" << id << R"(,"result":{"content":[{"type":"text","text":")";
@@ -209,7 +262,9 @@ int main(int argc, char** argv) {
         send(error(id, -32602, "the login field is required"));
         continue;
       }
-      send(result(id, mode == "tools" ? tool.substr(1, tool.size() - 2) + " ok" : "fake echo"), end);
+      std::string message = unquote(field(line, "message"));
+      std::string echo = message.empty() ? "fake echo" : "fake echo " + message;
+      send(result(id, mode == "tools" ? tool.substr(1, tool.size() - 2) + " ok" : echo), end);
       if (mode == "messy") send(result(id, "duplicate"), end);
     } else if (id == "\"s1\"" && !pending_init_id.empty()) {
       // The client's answer to our sampling request: it must be an error, and it came.

@@ -64,21 +64,11 @@ void write_mcp_config(const TempHome& home, const std::string& servers) {
   ::rename(tmp.c_str(), path.c_str());
 }
 
-boost::system::result<SyncClient, ConnectError> hello_client(const TempHome& home) {
-  auto c = SyncClient::connect(home.socket());
-  if (!c) {
+std::optional<SyncClient> hello_client(const TempHome& home) {
+  if (!SyncClient::connect(home.socket())) {
     EXPECT_EQ(oppx({"daemon", "start"}).exit_code, 0);
-    c = SyncClient::connect(home.socket());
   }
-  EXPECT_TRUE(c);
-  if (!c) return c;
-  boost::json::object env;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    env[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
-  }
-  EXPECT_TRUE(c->call("hello", boost::json::object{{"protocol", 1}, {"env", env}}, 5s));
-  return c;
+  return hello_client(home.socket());
 }
 
 std::string TempHome::read_log() const {
@@ -231,6 +221,39 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds tim
     std::this_thread::yield();
   }
   return true;
+}
+
+std::string stdio_entry(const std::string& name, const std::string& command, const std::vector<std::string>& args) {
+  json::array a;
+  for (auto& s : args) a.emplace_back(s);
+  return "\"" + name + "\":" + json::serialize(json::object{{"command", command}, {"args", a}});
+}
+
+std::optional<SyncClient> hello_client(const std::string& socket) {
+  auto c = SyncClient::connect(socket);
+  if (!c) {
+    ADD_FAILURE() << c.error().message;
+    return std::nullopt;
+  }
+  json::object env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string_view::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  auto r = c->call("hello", json::object{{"protocol", proto::kProtocolVersion}, {"env", env}}, 5s);
+  if (!r) {
+    ADD_FAILURE() << r.error().message;
+    return std::nullopt;
+  }
+  return std::move(*c);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 bool process_alive(pid_t pid) {

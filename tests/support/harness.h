@@ -34,9 +34,6 @@ class TempHome {
   std::string root_;
 };
 
-// Writes the user's mcp.json (0600, atomically) with `servers` as the body of "mcpServers".
-void write_mcp_config(const TempHome& home, const std::string& servers);
-
 struct Result {
   int exit_code = -1;  // 128+signal when killed; -1 when it did not end in time
   std::string out;
@@ -72,10 +69,6 @@ class Process {
 Result run(std::vector<std::string> argv, std::chrono::milliseconds timeout = 20s);
 Result oppx(std::vector<std::string> args, std::chrono::milliseconds timeout = 20s);  // build/oppx
 
-// A client of the test's daemon (started when none answers) that said hello with this
-// process's environment, as the CLI does; fails the test when it cannot.
-boost::system::result<SyncClient, ConnectError> hello_client(const TempHome& home);
-
 // Connects to the socket, says hello, and calls; fails the test on a connection error.
 boost::json::value status_of(const std::string& socket);
 std::optional<std::int64_t> daemon_pid(const std::string& socket);  // nullopt when none answers
@@ -83,6 +76,17 @@ std::optional<std::int64_t> daemon_pid(const std::string& socket);  // nullopt w
 // Waits until `pred` holds, checking after each event the caller cannot see (used on state the
 // daemon reports, e.g. its client count). The check itself is the event; the deadline bounds it.
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s);
+
+// Connectors: $XDG_CONFIG_HOME/oppx/mcp.json written atomically (0600) with `servers` (the
+// members of "mcpServers"), and one stdio entry for it.
+void write_mcp_config(const TempHome& home, const std::string& servers);
+std::string stdio_entry(const std::string& name, const std::string& command, const std::vector<std::string>& args);
+// A client on the socket that said hello with this process's environment; fails the test when
+// none answers.
+std::optional<SyncClient> hello_client(const std::string& socket);
+// The same for the test's daemon, started first when none answers, as the CLI does.
+std::optional<SyncClient> hello_client(const TempHome& home);
+std::string read_file(const std::string& path);  // empty when missing
 
 bool process_alive(pid_t pid);
 int open_fds(pid_t pid);

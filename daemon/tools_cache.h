@@ -1,0 +1,38 @@
+// The last tool list of each connector definition, kept across daemon restarts in
+// $XDG_STATE_HOME/oppx/mcp-tools-cache.json, so that `mcp list` and `mcp tools` answer at once
+// while a slow connector is still starting. Keyed by a hash of the definition as written
+// (ConnectorDef::canonical): an edited definition never shows the old list.
+#pragma once
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace oppx::daemon {
+
+// A stable 64-bit hash (FNV-1a) of a canonical definition, as 16 hex digits. A cache key, not a
+// security measure: a collision could only show a wrong list marked "cached" until the start ends.
+std::string definition_hash(std::string_view canonical);
+
+class ToolsCache {
+ public:
+  static constexpr std::size_t kMaxEntries = 64;  // the least recently saved ones go first
+
+  // Reads the file; a missing or unreadable one is an empty cache (the reason is logged).
+  explicit ToolsCache(std::string path);
+
+  // The list saved for this definition, or nullptr.
+  const boost::json::array* find(std::string_view canonical) const;
+  // Saves the list when it differs from the one kept; writes the file (atomic, 0600) then.
+  void store(std::string_view name, std::string_view canonical, const boost::json::array& tools);
+  const std::string& path() const { return path_; }
+
+ private:
+  void save();
+  std::string path_;
+  boost::json::object entries_;  // hash → {"name", "saved" (unix seconds), "tools"}
+};
+
+}  // namespace oppx::daemon

@@ -1,0 +1,291 @@
+// Start and sharing, through the daemon as clients use it: user connectors start with the
+// daemon, a changed variable restarts only its connector, subscribers hear of changes (a burst of
+// list_changed gives one fetch), the tool list is cached across restarts, progress reaches the
+// caller, a caller that goes away cancels its call, and two clients share one child.
+#include "tests/support/harness.h"
+
+#include "cli/daemon_client.h"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+namespace oppx::test {
+namespace {
+
+namespace json = boost::json;
+
+const std::string kEverything =
+    std::string(OPPX_NPM_DIR) + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+
+struct Sessions : ::testing::Test {
+  TempHome home;
+  std::string received = home.root() + "/received.log";  // what the fake server was sent
+
+  // The fake, marked with this test's folder so that pgrep finds only our own.
+  std::string fake(const std::string& name, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"ok", home.root() + "/" + name, "--log=" + received};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return stdio_entry(name, FAKE_MCP_SERVER, args);
+  }
+  std::vector<pid_t> pids_of(const std::string& name) {
+    Result ps = run({"pgrep", "-f", std::string(FAKE_MCP_SERVER) + " ok " + home.root() + "/" + name + " "});
+    std::vector<pid_t> out;
+    std::istringstream in(ps.out);
+    for (long pid; in >> pid;) out.push_back(static_cast<pid_t>(pid));
+    return out;
+  }
+  json::object listed(const std::string& name) {
+    Result r = oppx({"mcp", "list", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (r.exit_code != 0) return {};
+    json::value list = json::parse(r.out);
+    for (auto& c : list.at("connectors").as_array()) {
+      if (c.at("name") == json::value(name)) return c.as_object();
+    }
+    return {};
+  }
+  bool becomes_running(const std::string& name) {
+    return eventually([&] { return listed(name).at("state") == json::value("running"); });
+  }
+  // The lines the fake received whose method is `method`, parsed.
+  std::vector<json::object> received_of(const std::string& method) {
+    std::vector<json::object> out;
+    std::istringstream in(read_file(received));
+    for (std::string line; std::getline(in, line);) {
+      boost::system::error_code ec;
+      json::value v = json::parse(line, ec);
+      if (!ec && v.is_object() && v.as_object().contains("method") && v.at("method") == json::value(method))
+        out.push_back(v.as_object());
+    }
+    return out;
+  }
+  void TearDown() override { oppx({"daemon", "stop"}); }
+};
+
+// Reads lines from a raw client until a notification `method` satisfies `pred`.
+bool notified(SyncClient& c, const std::string& method, const std::function<bool(const json::object&)>& pred) {
+  for (;;) {
+    auto line = c.read_line(10s);
+    if (!line) return false;
+    json::value v = json::parse(*line);
+    if (v.as_object().contains("method") && v.at("method") == json::value(method) && pred(v.at("params").as_object()))
+      return true;
+  }
+}
+
+TEST_F(Sessions, UserConnectorsStartWithTheDaemonNotAtTheFirstRequest) {
+  write_mcp_config(home, fake("one") + "," + fake("two"));
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  // No mcp/… request was made: the daemon started both on its own and finished the handshakes.
+  EXPECT_TRUE(eventually([&] { return received_of("tools/list").size() == 2; })) << "received: " << read_file(received);
+  EXPECT_EQ(pids_of("one").size(), 1u);
+  EXPECT_EQ(pids_of("two").size(), 1u);
+  EXPECT_TRUE(becomes_running("one"));
+  EXPECT_EQ(received_of("initialize").size(), 2u) << "the first request must not start them again";
+}
+
+TEST_F(Sessions, AChangedVariableRestartsOnlyTheConnectorThatReadsIt) {
+  ::setenv("OPPX_TEST_TOKEN", "first", 1);
+  ::unsetenv("OPPX_TEST_LATE");
+  write_mcp_config(
+      home, fake("reads", {"${OPPX_TEST_TOKEN}"}) + "," + fake("plain") + "," + fake("late", {"${OPPX_TEST_LATE}"}));
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  ASSERT_TRUE(eventually([&] { return received_of("tools/list").size() == 2; }));
+  EXPECT_EQ(listed("late").at("reason_kind"), json::value("config"));
+  std::vector<pid_t> reads = pids_of("reads"), plain = pids_of("plain");
+  ASSERT_EQ(reads.size(), 1u);
+  ASSERT_EQ(plain.size(), 1u);
+
+  // The same values: nothing restarts. A client without the variable: nothing restarts either.
+  EXPECT_TRUE(becomes_running("reads"));
+  ::unsetenv("OPPX_TEST_TOKEN");
+  EXPECT_EQ(listed("reads").at("state"), json::value("running"));
+  EXPECT_EQ(pids_of("reads"), reads);
+
+  // Another value: that connector restarts with it, the other stays as it was.
+  ::setenv("OPPX_TEST_TOKEN", "second", 1);
+  ::setenv("OPPX_TEST_LATE", "now-set", 1);
+  listed("reads");
+  EXPECT_TRUE(cli::wait_for_exit(reads[0], 10s)) << "the connector reading the changed variable restarts";
+  EXPECT_TRUE(eventually([&] { return pids_of("reads").size() == 1; }));
+  EXPECT_EQ(pids_of("plain"), plain);
+  EXPECT_TRUE(becomes_running("late")) << "a connector that lacked its variable starts once a client has it";
+  ::unsetenv("OPPX_TEST_TOKEN");
+  ::unsetenv("OPPX_TEST_LATE");
+}
+
+TEST_F(Sessions, SubscribersHearOfChangesAndABurstOfListChangedGivesOneFetch) {
+  write_mcp_config(home, fake("one"));
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  ASSERT_TRUE(becomes_running("one"));
+  auto sub = hello_client(home.socket());
+  ASSERT_TRUE(sub);
+  ASSERT_TRUE(sub->write_raw(R"({"jsonrpc":"2.0","id":1,"method":"mcp/subscribe"})"
+                             "\n"));
+  auto first = sub->read_line(10s);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(json::parse(*first).at("result").at("connectors").at(0).at("name"), json::value("one"));
+
+  Result burst = oppx({"mcp", "call", "one", "burst"});
+  ASSERT_EQ(burst.exit_code, 0) << burst.err;
+  EXPECT_TRUE(notified(*sub, "mcp/changed", [](const json::object& e) {
+    return e.at("name") == json::value("one") && e.at("tools") == json::value(2) &&
+           e.at("tools_changed") == json::value(true);
+  })) << "a subscriber hears of the new tool list";
+  Result tools = oppx({"mcp", "tools", "one"});
+  EXPECT_NE(tools.out.find("one.added: "), std::string::npos) << tools.out;
+
+  write_mcp_config(home, "");
+  oppx({"mcp", "list"});
+  EXPECT_TRUE(notified(*sub, "mcp/changed", [](const json::object& e) {
+    return e.at("name") == json::value("one") && e.at("state") == json::value("removed");
+  }));
+  for (bool was : {true, false}) {
+    ASSERT_TRUE(sub->write_raw(R"({"jsonrpc":"2.0","id":2,"method":"mcp/unsubscribe"})"
+                               "\n"));
+    auto line = sub->read_line(10s);
+    ASSERT_TRUE(line);
+    EXPECT_EQ(json::parse(*line).at("result").at("was_subscribed"), json::value(was)) << *line;
+  }
+  // Counted once the daemon is gone, so that no fetch can still be on its way.
+  ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
+  EXPECT_EQ(received_of("tools/list").size(), 2u) << "five list_changed in a burst give one fetch";
+}
+
+TEST_F(Sessions, TheToolListIsCachedPerDefinitionAcrossRestarts) {
+  std::string slow_flag = home.root() + "/slow";
+  write_mcp_config(home, fake("slow", {"--hang-init-if=" + slow_flag}));
+  ASSERT_TRUE(becomes_running("slow"));
+  std::string cache = home.root() + "/state/oppx/mcp-tools-cache.json";
+  struct stat st {};
+  ASSERT_EQ(::stat(cache.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
+
+  // Now it is slow to start: the list and its tools come from the cache, at once.
+  { std::ofstream(slow_flag) << "hang\n"; }
+  json::object e = listed("slow");
+  EXPECT_EQ(e.at("state"), json::value("starting"));
+  EXPECT_EQ(e.at("cached"), json::value(true));
+  EXPECT_EQ(e.at("tools"), json::value(1));
+  Result tools = oppx({"mcp", "tools", "slow", "--json"});
+  ASSERT_EQ(tools.exit_code, 0) << tools.err;
+  json::object t = json::parse(tools.out).as_object();
+  EXPECT_EQ(t.at("cached"), json::value(true));
+  EXPECT_EQ(t.at("state"), json::value("starting"));
+  EXPECT_EQ(t.at("tools").at(0).at("name"), json::value("echo"));
+
+  // A changed definition never shows the old list.
+  write_mcp_config(home, fake("slow", {"--hang-init-if=" + slow_flag, "changed"}));
+  e = listed("slow");
+  EXPECT_EQ(e.at("cached"), json::value(false));
+  EXPECT_EQ(e.at("tools"), json::value(0));
+}
+
+TEST_F(Sessions, ProgressFromTheServerReachesTheCaller) {
+  ASSERT_EQ(::access(kEverything.c_str(), R_OK), 0) << kEverything << " is missing: run packaging/bootstrap.sh";
+  write_mcp_config(home, stdio_entry("everything", "node", {kEverything, "stdio"}));
+  Result r = oppx({"mcp", "call", "everything", "trigger-long-running-operation", R"({"duration":0.3,"steps":3})"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "Long running operation completed. Duration: 0.3 seconds, Steps: 3.\n");
+  for (const char* step : {"trigger-long-running-operation: 1/3\n", "trigger-long-running-operation: 2/3\n",
+                           "trigger-long-running-operation: 3/3\n"}) {
+    EXPECT_NE(r.err.find(step), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(Sessions, ACallerThatGoesAwayCancelsItsCallAndTheLateResultIsDropped) {
+  write_mcp_config(home, fake("one"));
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  {
+    auto caller = hello_client(home.socket());
+    ASSERT_TRUE(caller);
+    ASSERT_TRUE(
+        caller->write_raw(R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"connector":"one","tool":"hang"}})"
+                          "\n"));
+    ASSERT_TRUE(eventually([&] { return received_of("tools/call").size() == 1; }));
+  }  // the caller hangs up mid-call
+  json::value id = received_of("tools/call").at(0).at("id");
+  ASSERT_TRUE(eventually([&] { return received_of("notifications/cancelled").size() == 1; })) << read_file(received);
+  EXPECT_EQ(received_of("notifications/cancelled").at(0).at("params").at("requestId"), id);
+  // The fake answers the cancelled call anyway; the daemon drops it and keeps nothing waiting.
+  EXPECT_TRUE(eventually([&] { return listed("one").at("requests_waiting") == json::value(0); }));
+  Result echo = oppx({"mcp", "call", "one", "echo"});
+  EXPECT_EQ(echo.exit_code, 0) << echo.err;
+  EXPECT_EQ(echo.out, "fake echo\n");
+  EXPECT_EQ(home.read_log().find("internal"), std::string::npos) << home.read_log();
+}
+
+TEST_F(Sessions, TwoClientsShareOneChildAndTheirCallsAreMultiplexed) {
+  write_mcp_config(home, fake("one"));
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  auto a = hello_client(home.socket());
+  auto b = hello_client(home.socket());
+  ASSERT_TRUE(a && b);
+  // The same request id on both connections, and the fake answers only once both calls are in
+  // flight, the second first: each client must still get its own answer.
+  auto call = [](const char* who) {
+    return std::string(R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"connector":"one",)") +
+           R"("tool":"rendezvous","arguments":{"message":")" + who + R"("}}})" + "\n";
+  };
+  ASSERT_TRUE(a->write_raw(call("from a")));
+  ASSERT_TRUE(b->write_raw(call("from b")));
+  for (auto [client, who] : {std::pair{&*a, "from a"}, std::pair{&*b, "from b"}}) {
+    auto line = client->read_line(10s);
+    ASSERT_TRUE(line) << who;
+    json::value v = json::parse(*line);
+    EXPECT_EQ(v.at("id"), json::value(7));
+    EXPECT_EQ(v.at("result").at("text"), json::value(std::string("rendezvous ") + who)) << *line;
+  }
+  EXPECT_EQ(pids_of("one").size(), 1u) << "one child serves every client";
+  EXPECT_EQ(received_of("initialize").size(), 1u);
+}
+
+TEST_F(Sessions, ManyClientsAtOnceEachGetTheirOwnAnswersAndNothingIsLeftAfterwards) {
+  write_mcp_config(home, fake("one"));
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  ASSERT_TRUE(becomes_running("one"));
+  auto daemon = daemon_pid(home.socket());
+  ASSERT_TRUE(daemon);
+  int idle_fds = open_fds(static_cast<pid_t>(*daemon));
+  constexpr int kClients = 100, kCalls = 10;
+  {
+    std::vector<SyncClient> clients;
+    for (int c = 0; c < kClients; ++c) {
+      auto client = hello_client(home.socket());
+      ASSERT_TRUE(client);
+      clients.push_back(std::move(*client));
+    }
+    // Every client sends all its calls before reading any answer; ids repeat across clients.
+    for (int c = 0; c < kClients; ++c) {
+      std::string batch;
+      for (int k = 0; k < kCalls; ++k) {
+        batch += R"({"jsonrpc":"2.0","id":)" + std::to_string(k) +
+                 R"(,"method":"tools/call","params":{"connector":"one","tool":"echo","arguments":{"message":"c)" +
+                 std::to_string(c) + "-k" + std::to_string(k) + "\"}}}\n";
+      }
+      ASSERT_TRUE(clients[c].write_raw(batch));
+    }
+    for (int c = 0; c < kClients; ++c) {
+      for (int k = 0; k < kCalls; ++k) {
+        auto line = clients[c].read_line(20s);
+        ASSERT_TRUE(line) << "client " << c;
+        json::value v = json::parse(*line);
+        std::string want = "fake echo c" + std::to_string(c) + "-k" + std::to_string(v.at("id").as_int64());
+        ASSERT_EQ(v.at("result").at("text"), json::value(want)) << *line;
+      }
+    }
+  }
+  EXPECT_TRUE(eventually([&] { return status_of(home.socket()).at("clients") == json::value(1); }));
+  EXPECT_TRUE(eventually([&] { return open_fds(static_cast<pid_t>(*daemon)) == idle_fds; }))
+      << open_fds(static_cast<pid_t>(*daemon)) << " fds open, " << idle_fds << " when idle";
+  EXPECT_EQ(listed("one").at("requests_waiting"), json::value(0));
+  EXPECT_EQ(pids_of("one").size(), 1u);
+}
+
+}  // namespace
+}  // namespace oppx::test
