@@ -114,9 +114,14 @@ int call(Context& ctx) {
       return usage_error(self, "the arguments must be a JSON object, e.g. '{\"message\":\"hi\"}'");
     params["arguments"] = a;
   }
-  int rc = run(ctx, self, "tools/call", params, as_json, [](const json::value& v) {
+  // --json prints the reply as it is, and keeps the exit status of isError as well.
+  int rc = run(ctx, self, "tools/call", params, false, [as_json](const json::value& v) {
     const json::object& o = v.as_object();
-    fmt::print("{}\n", printable(str(o, "text")));
+    if (as_json) {
+      fmt::print("{}\n", json::serialize(v));
+    } else {
+      fmt::print("{}\n", printable(str(o, "text")));
+    }
     return o.at("isError") == json::value(true) ? kExitFailed : kExitOk;
   });
   return rc;

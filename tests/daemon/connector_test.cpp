@@ -22,23 +22,9 @@ const std::string kEverything =
 
 struct Connectors : ::testing::Test {
   TempHome home;
-  void write_config(const std::string& servers) {
-    std::string dir = home.root() + "/config/oppx";
-    ::mkdir((home.root() + "/config").c_str(), 0700);
-    ::mkdir(dir.c_str(), 0700);
-    std::string path = dir + "/mcp.json";
-    std::string tmp = path + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << R"({"mcpServers":{)" << servers << "}}";
-    }
-    ::chmod(tmp.c_str(), 0600);
-    ::rename(tmp.c_str(), path.c_str());
-  }
+  void write_config(const std::string& servers) { home.write_mcp_config(servers); }
   static std::string stdio(const std::string& name, const std::string& command, const std::vector<std::string>& args) {
-    json::array a;
-    for (auto& s : args) a.emplace_back(s);
-    return "\"" + name + "\":" + json::serialize(json::object{{"command", command}, {"args", a}});
+    return stdio_entry(name, command, args);
   }
   json::object entry(const std::string& name) {
     Result r = oppx({"mcp", "tools", name, "--json"});

@@ -57,6 +57,33 @@ std::string TempHome::read_log() const {
   return ss.str();
 }
 
+void TempHome::write_mcp_config(const std::string& servers) const {
+  std::string dir = root_ + "/config/oppx";
+  ::mkdir((root_ + "/config").c_str(), 0700);
+  ::mkdir(dir.c_str(), 0700);
+  std::string path = dir + "/mcp.json";
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << R"({"mcpServers":{)" << servers << "}}";
+  }
+  ::chmod(tmp.c_str(), 0600);
+  ::rename(tmp.c_str(), path.c_str());
+}
+
+std::string stdio_entry(const std::string& name, const std::string& command, const std::vector<std::string>& args,
+                        const std::vector<std::pair<std::string, std::string>>& env) {
+  json::array a;
+  for (auto& s : args) a.emplace_back(s);
+  json::object o{{"command", command}, {"args", a}};
+  if (!env.empty()) {
+    json::object e;
+    for (auto& [k, v] : env) e[k] = v;
+    o["env"] = std::move(e);
+  }
+  return json::serialize(json::string(name)) + ":" + json::serialize(o);
+}
+
 Process::Process(std::vector<std::string> argv) {
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) std::abort();
