@@ -53,6 +53,7 @@ struct Series {
   int errors = 0;
   std::string first_error;
   bool ran = false;
+  double daemon_cpu_us = -1;  // oppxd's CPU time per call (user + system), when it was measured
 };
 
 using MakeRequest = std::function<std::string(std::int64_t id)>;
@@ -108,11 +109,24 @@ Series drive(SyncClient& c, int calls, int inflight, const MakeRequest& request,
   return s;
 }
 
-// Warm-up, then the measured series.
-Series measure_calls(SyncClient& c, const Options& o, int inflight, const MakeRequest& request,
-                     const CheckReply& check) {
+// The CPU time a process has used, in ns (/proc/<pid>/schedstat; finer than the clock ticks of
+// /proc/<pid>/stat); -1 when it cannot be read.
+double cpu_ns(pid_t pid, pid_t tid = 0) {
+  std::ifstream f(tid ? fmt::format("/proc/{}/task/{}/schedstat", pid, tid) : fmt::format("/proc/{}/schedstat", pid));
+  double ns = -1;
+  return f >> ns ? ns : -1;
+}
+
+// Warm-up, then the measured series; with `pid` > 0, also the CPU time per call of that process
+// (oppxd) or of its thread `tid` (the relay).
+Series measure_calls(SyncClient& c, const Options& o, int inflight, const MakeRequest& request, const CheckReply& check,
+                     pid_t pid = 0, pid_t tid = 0) {
   drive(c, o.warmup, inflight, request, check);
-  return drive(c, o.calls, inflight, request, check);
+  double before = pid > 0 ? cpu_ns(pid, tid) : -1;
+  Series s = drive(c, o.calls, inflight, request, check);
+  double after = pid > 0 ? cpu_ns(pid, tid) : -1;
+  if (before >= 0 && after >= 0 && o.calls > 0) s.daemon_cpu_us = (after - before) / 1000.0 / o.calls;
+  return s;
 }
 
 const std::string kMessage = "hello";
@@ -200,6 +214,11 @@ long daemon_rss(SyncClient& c) {
   return r ? static_cast<long>(r->at("rss_kib").to_number<std::int64_t>()) : -1;
 }
 
+pid_t daemon_pid(SyncClient& c) {
+  auto r = c.call("daemon/status", json::object{}, 5s);
+  return r ? static_cast<pid_t>(r->at("pid").to_number<std::int64_t>()) : 0;
+}
+
 std::string daemon_request(const std::string& connector, std::int64_t id) {
   return fmt::format(
       R"({{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"connector":"{}","tool":"echo","arguments":{{"message":"{}"}}}}}})"
@@ -217,6 +236,7 @@ std::string mcp_request(std::int64_t id) {
 void print_series(std::string_view label, const Series& s) {
   if (!s.ran) return (void)fmt::print("  {:<44} not measured: {}\n", label, s.first_error);
   fmt::print("  {:<44} {:8.1f} {:9.1f} {:10.0f}", label, s.us.median, s.us.p99, s.calls_per_s);
+  if (s.daemon_cpu_us >= 0) fmt::print(" {:10.1f}", s.daemon_cpu_us);
   if (s.errors) fmt::print("   {} errors, first: {}", s.errors, s.first_error);
   fmt::print("\n");
 }
@@ -311,12 +331,13 @@ int main(int argc, char** argv) {
   why.clear();
   if (!settle(c, servers.size(), &why)) fmt::print(stderr, "mcp_calls: a connector did not start: {}\n", why);
   auto via = [](std::string name) { return [name](std::int64_t id) { return daemon_request(name, id); }; };
-  Series echo_seq = measure_calls(c, o, 1, via("echo"), check_daemon_reply);
-  Series echo_par = measure_calls(c, o, o.inflight, via("echo"), check_daemon_reply);
+  const pid_t pid = daemon_pid(c);
+  Series echo_seq = measure_calls(c, o, 1, via("echo"), check_daemon_reply, pid);
+  Series echo_par = measure_calls(c, o, o.inflight, via("echo"), check_daemon_reply, pid);
   Series every_seq, every_par;
   if (have_everything) {
-    every_seq = measure_calls(c, o, 1, via("everything"), check_daemon_reply);
-    every_par = measure_calls(c, o, o.inflight, via("everything"), check_daemon_reply);
+    every_seq = measure_calls(c, o, 1, via("everything"), check_daemon_reply, pid);
+    every_par = measure_calls(c, o, o.inflight, via("everything"), check_daemon_reply, pid);
   } else {
     every_seq.first_error = every_par.first_error = everything + " is missing: run packaging/bootstrap.sh";
   }
@@ -330,8 +351,8 @@ int main(int argc, char** argv) {
     if (auto err = relay.start(relay_socket, {echo}); !err.empty()) {
       floor_seq.first_error = floor_par.first_error = err;
     } else if (auto fc = SyncClient::connect(relay_socket)) {
-      floor_seq = measure_calls(*fc, o, 1, mcp_request, check_mcp_reply);
-      floor_par = measure_calls(*fc, o, o.inflight, mcp_request, check_mcp_reply);
+      floor_seq = measure_calls(*fc, o, 1, mcp_request, check_mcp_reply, ::getpid(), relay.tid());
+      floor_par = measure_calls(*fc, o, o.inflight, mcp_request, check_mcp_reply, ::getpid(), relay.tid());
     } else {
       floor_seq.first_error = floor_par.first_error = fc.error().message;
     }
@@ -356,7 +377,9 @@ int main(int argc, char** argv) {
 
   fmt::print("mcp_calls: tools/call echo, {} calls per series after {} warm-up calls, {} in flight for throughput\n",
              o.calls, o.warmup, o.inflight);
-  fmt::print("  {:<44} {:>8} {:>9} {:>10}\n", "", "p50 µs", "p99 µs", "calls/s");
+  fmt::print("  {:<44} {:>8} {:>9} {:>10} {:>10}\n", "", "p50 µs", "p99 µs", "calls/s", "CPU µs");
+  fmt::print("  {:<44} {:>8} {:>9} {:>10} {:>10}\n", "", "", "", "", "per call");
+  // CPU per call: of the relay thread for the floor, of oppxd for the others.
   print_series("floor: socket → relay → pipe → C echo", floor_seq);
   print_series(fmt::format("floor, {} in flight", o.inflight), floor_par);
   print_series("oppxd → C echo", echo_seq);

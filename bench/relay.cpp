@@ -88,6 +88,7 @@ std::string Relay::start(const std::string& socket_path, const std::vector<std::
 }
 
 void Relay::pump() {
+  tid_ = ::gettid();
   pollfd a[2] = {{listen_fd_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
   if (::poll(a, 2, -1) <= 0 || (a[1].revents & POLLIN)) return;
   int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);

@@ -3,6 +3,7 @@
 // pipes (no framing, no JSON), after the child's MCP handshake.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <sys/types.h>
 #include <thread>
@@ -20,6 +21,8 @@ class Relay {
   // Starts `argv` on pipes, says initialize to it, and listens on `socket_path`; empty when all
   // went well, else what failed.
   std::string start(const std::string& socket_path, const std::vector<std::string>& argv);
+  // The relay thread's id (0 until it runs), to read its CPU time beside oppxd's.
+  pid_t tid() const { return tid_.load(); }
 
  private:
   void pump();
@@ -28,6 +31,7 @@ class Relay {
   int from_child_ = -1;
   int stop_pipe_[2] = {-1, -1};
   pid_t child_ = -1;
+  std::atomic<pid_t> tid_{0};
   std::thread thread_;
 };
 
