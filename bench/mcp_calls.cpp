@@ -3,8 +3,8 @@
 // the official TypeScript SDK client calling that child directly, all measured in one run; then
 // `oppx mcp list --json` with 5 warm connectors and the daemon's RSS idle and with 20 connectors.
 // Prints figures and the ratios to the targets of issue 3; asserts nothing.
-//   usage: mcp_calls [--calls N] [--inflight K] [--warmup W] [--list-runs M] [--connectors C]
-//                    [--sdk-calls S] [--npm-dir DIR]
+//   usage: mcp_calls [--calls N] [--inflight K] [--warmup W] [--rounds R] [--list-runs M]
+//                    [--connectors C] [--sdk-calls S] [--npm-dir DIR]
 // It runs its own daemon in a temporary HOME with its own socket, so it never touches the user's.
 #include "bench/bench_support.h"
 #include "bench/relay.h"
@@ -43,43 +43,71 @@ struct Options {
   int list_runs = 50;
   int connectors = 20;
   int sdk_calls = -1;  // as many as --calls
+  int rounds = 5;
   std::string npm_dir = OPPX_NPM_DIR;
-};
-
-// One series of calls with `inflight` of them outstanding at every moment (1: sequential).
-struct Series {
-  Stats us;  // latency of each call, µs
-  double calls_per_s = 0;
-  int errors = 0;
-  std::string first_error;
-  bool ran = false;
-  double daemon_cpu_us = -1;  // oppxd's CPU time per call (user + system), when it was measured
 };
 
 using MakeRequest = std::function<std::string(std::int64_t id)>;
 using CheckReply = std::function<std::string(const json::object& reply)>;  // empty when it is right
 
-Series drive(SyncClient& c, int calls, int inflight, const MakeRequest& request, const CheckReply& check) {
-  Series s;
+// Where calls go: a connected client, the request line it sends, the check of a reply, and whose
+// CPU time is counted (oppxd's, or the relay's).
+struct Target {
+  SyncClient* client = nullptr;
+  MakeRequest request;
+  CheckReply check;
+  pid_t pid = 0;
+};
+
+// One series of calls with `inflight` of them outstanding at every moment (1: sequential),
+// measured in rounds: the rounds of all series alternate, so that load from elsewhere on the
+// machine falls on every series alike instead of on whichever ran at a bad moment.
+struct Series {
+  Target* target = nullptr;
+  int inflight = 1;
+  std::vector<double> lat;  // µs, of each call
+  double seconds = 0;
+  double cpu_ns = 0;
+  bool cpu_known = true;
+  int errors = 0;
+  std::string first_error;
+
+  bool ran() const { return !lat.empty(); }
+  Stats us() const { return oppx::bench::summarize(lat); }
+  double calls_per_s() const { return seconds > 0 ? lat.size() / seconds : 0; }
+  double cpu_us() const { return cpu_known && ran() ? cpu_ns / 1000.0 / lat.size() : -1; }
+};
+
+// The CPU time a process has used, in ns: /proc/<pid>/schedstat is finer than the clock ticks of
+// /proc/<pid>/stat. -1 when it cannot be read.
+double cpu_ns(pid_t pid) {
+  std::ifstream f(fmt::format("/proc/{}/schedstat", pid));
+  double ns = -1;
+  return f >> ns ? ns : -1;
+}
+
+// Makes `calls` calls; with `record`, adds their latencies, time and CPU time to the series.
+void drive(Series& s, int calls, bool record) {
+  Target& t = *s.target;
+  SyncClient& c = *t.client;
   std::vector<Clock::time_point> sent(static_cast<std::size_t>(calls));
-  std::vector<double> lat;
-  lat.reserve(static_cast<std::size_t>(calls));
   const std::int64_t base = 1'000'000;  // clear of the ids SyncClient::call uses
   int issued = 0, done = 0;
   auto send_one = [&] {
     sent[static_cast<std::size_t>(issued)] = Clock::now();
-    if (!c.write_raw(request(base + issued))) return false;
+    if (!c.write_raw(t.request(base + issued))) return false;
     ++issued;
     return true;
   };
+  double cpu_before = t.pid > 0 ? cpu_ns(t.pid) : -1;
   auto t0 = Clock::now();
-  while (issued < std::min(inflight, calls)) {
+  while (issued < std::min(s.inflight, calls)) {
     if (!send_one()) break;
   }
   while (done < issued) {
     auto line = c.read_line(30s);
     if (!line) {
-      s.first_error = "no reply within 30 s or the connection closed";
+      if (s.errors == 0) s.first_error = "no reply within 30 s or the connection closed";
       s.errors += issued - done;
       break;
     }
@@ -92,41 +120,25 @@ Series drive(SyncClient& c, int calls, int inflight, const MakeRequest& request,
     if (!id || !id->is_int64()) continue;  // a notification
     std::int64_t i = id->as_int64() - base;
     if (i < 0 || i >= issued) continue;
-    lat.push_back(std::chrono::duration<double, std::micro>(now - sent[static_cast<std::size_t>(i)]).count());
+    if (record)
+      s.lat.push_back(std::chrono::duration<double, std::micro>(now - sent[static_cast<std::size_t>(i)]).count());
     ++done;
-    if (std::string why = check(o); !why.empty()) {
+    if (std::string why = t.check(o); !why.empty()) {
       if (s.errors++ == 0) s.first_error = why;
     }
     if (issued < calls && !send_one()) {
-      s.first_error = "the connection closed";
+      if (s.errors == 0) s.first_error = "the connection closed";
       break;
     }
   }
-  double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  s.calls_per_s = seconds > 0 ? done / seconds : 0;
-  s.us = oppx::bench::summarize(std::move(lat));
-  s.ran = done > 0;
-  return s;
-}
-
-// The CPU time a process has used, in ns (/proc/<pid>/schedstat; finer than the clock ticks of
-// /proc/<pid>/stat); -1 when it cannot be read.
-double cpu_ns(pid_t pid, pid_t tid = 0) {
-  std::ifstream f(tid ? fmt::format("/proc/{}/task/{}/schedstat", pid, tid) : fmt::format("/proc/{}/schedstat", pid));
-  double ns = -1;
-  return f >> ns ? ns : -1;
-}
-
-// Warm-up, then the measured series; with `pid` > 0, also the CPU time per call of that process
-// (oppxd) or of its thread `tid` (the relay).
-Series measure_calls(SyncClient& c, const Options& o, int inflight, const MakeRequest& request, const CheckReply& check,
-                     pid_t pid = 0, pid_t tid = 0) {
-  drive(c, o.warmup, inflight, request, check);
-  double before = pid > 0 ? cpu_ns(pid, tid) : -1;
-  Series s = drive(c, o.calls, inflight, request, check);
-  double after = pid > 0 ? cpu_ns(pid, tid) : -1;
-  if (before >= 0 && after >= 0 && o.calls > 0) s.daemon_cpu_us = (after - before) / 1000.0 / o.calls;
-  return s;
+  if (!record) return;
+  s.seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  double cpu_after = t.pid > 0 ? cpu_ns(t.pid) : -1;
+  if (cpu_before < 0 || cpu_after < 0) {
+    s.cpu_known = false;
+  } else {
+    s.cpu_ns += cpu_after - cpu_before;
+  }
 }
 
 const std::string kMessage = "hello";
@@ -234,9 +246,10 @@ std::string mcp_request(std::int64_t id) {
 }
 
 void print_series(std::string_view label, const Series& s) {
-  if (!s.ran) return (void)fmt::print("  {:<44} not measured: {}\n", label, s.first_error);
-  fmt::print("  {:<44} {:8.1f} {:9.1f} {:10.0f}", label, s.us.median, s.us.p99, s.calls_per_s);
-  if (s.daemon_cpu_us >= 0) fmt::print(" {:10.1f}", s.daemon_cpu_us);
+  if (!s.ran()) return (void)fmt::print("  {:<44} not measured: {}\n", label, s.first_error);
+  Stats us = s.us();
+  fmt::print("  {:<44} {:8.1f} {:9.1f} {:10.0f}", label, us.median, us.p99, s.calls_per_s());
+  if (s.cpu_us() >= 0) fmt::print(" {:10.1f}", s.cpu_us());
   if (s.errors) fmt::print("   {} errors, first: {}", s.errors, s.first_error);
   fmt::print("\n");
 }
@@ -248,8 +261,8 @@ int parse_args(int argc, char** argv, Options& o) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       fmt::print(
-          "usage: mcp_calls [--calls N] [--inflight K] [--warmup W] [--list-runs M] [--connectors C]\n"
-          "                 [--sdk-calls S] [--npm-dir DIR]\n"
+          "usage: mcp_calls [--calls N] [--inflight K] [--warmup W] [--rounds R] [--list-runs M]\n"
+          "                 [--connectors C] [--sdk-calls S] [--npm-dir DIR]\n"
           "Times tools/call echo through a private oppxd against a C echo server and server-everything,\n"
           "beside a raw relay floor and the TypeScript SDK client; prints figures and ratios.\n");
       return 0;
@@ -270,6 +283,8 @@ int parse_args(int argc, char** argv, Options& o) {
       o.list_runs = num();
     } else if (a == "--connectors") {
       o.connectors = num();
+    } else if (a == "--rounds") {
+      o.rounds = num();
     } else if (a == "--sdk-calls") {
       o.sdk_calls = num();
     } else if (a == "--npm-dir") {
@@ -280,6 +295,7 @@ int parse_args(int argc, char** argv, Options& o) {
     }
   }
   if (o.sdk_calls < 0) o.sdk_calls = o.calls;
+  o.rounds = std::min(o.rounds, o.calls);
   return -1;
 }
 
@@ -321,8 +337,12 @@ int main(int argc, char** argv) {
   settle(c, 5, &why);
   oppx::bench::measure({oppx, "mcp", "list", "--json"}, 5);  // page cache
   Stats list = oppx::bench::measure({oppx, "mcp", "list", "--json"}, o.list_runs);
+  // What starting the CLI costs before it talks to the daemon: the part of the list time that is
+  // not the daemon's.
+  Stats start_only = oppx::bench::measure({oppx, "--version"}, o.list_runs);
 
-  // (1), (2): the C echo server and server-everything, warm, through oppxd.
+  // (1), (2): the C echo server and server-everything, warm, through oppxd; (3) the floor: the
+  // same hops without oppxd, to the same C server. Warm-up first, then the rounds alternate.
   json::object servers = echo_servers(echo, 1);
   bool have_everything = ::access(everything.c_str(), R_OK) == 0;
   if (have_everything)
@@ -332,31 +352,41 @@ int main(int argc, char** argv) {
   if (!settle(c, servers.size(), &why)) fmt::print(stderr, "mcp_calls: a connector did not start: {}\n", why);
   auto via = [](std::string name) { return [name](std::int64_t id) { return daemon_request(name, id); }; };
   const pid_t pid = daemon_pid(c);
-  Series echo_seq = measure_calls(c, o, 1, via("echo"), check_daemon_reply, pid);
-  Series echo_par = measure_calls(c, o, o.inflight, via("echo"), check_daemon_reply, pid);
-  Series every_seq, every_par;
+  Target to_echo{&c, via("echo"), check_daemon_reply, pid};
+  Target to_everything{&c, via("everything"), check_daemon_reply, pid};
+  oppx::bench::Relay relay;
+  std::optional<SyncClient> floor_client;
+  std::string floor_error = relay.start(home.root() + "/run/floor.sock", {echo});
+  if (floor_error.empty()) {
+    auto fc = SyncClient::connect(home.root() + "/run/floor.sock");
+    if (fc) {
+      floor_client.emplace(std::move(*fc));
+    } else {
+      floor_error = fc.error().message;
+    }
+  }
+  Target to_floor{floor_client ? &*floor_client : nullptr, mcp_request, check_mcp_reply, relay.pid()};
+  Series floor_seq{&to_floor, 1}, floor_par{&to_floor, o.inflight};
+  Series echo_seq{&to_echo, 1}, echo_par{&to_echo, o.inflight};
+  Series every_seq{&to_everything, 1}, every_par{&to_everything, o.inflight};
+  std::vector<Series*> all;
+  if (floor_client) {
+    all.insert(all.end(), {&floor_seq, &floor_par});
+  } else {
+    floor_seq.first_error = floor_par.first_error = floor_error;
+  }
+  all.insert(all.end(), {&echo_seq, &echo_par});
   if (have_everything) {
-    every_seq = measure_calls(c, o, 1, via("everything"), check_daemon_reply, pid);
-    every_par = measure_calls(c, o, o.inflight, via("everything"), check_daemon_reply, pid);
+    all.insert(all.end(), {&every_seq, &every_par});
   } else {
     every_seq.first_error = every_par.first_error = everything + " is missing: run packaging/bootstrap.sh";
   }
-  long rss_after = daemon_rss(c);
-
-  // (3) The floor: the same hops, no oppxd.
-  Series floor_seq, floor_par;
-  {
-    oppx::bench::Relay relay;
-    std::string relay_socket = home.root() + "/run/floor.sock";
-    if (auto err = relay.start(relay_socket, {echo}); !err.empty()) {
-      floor_seq.first_error = floor_par.first_error = err;
-    } else if (auto fc = SyncClient::connect(relay_socket)) {
-      floor_seq = measure_calls(*fc, o, 1, mcp_request, check_mcp_reply, ::getpid(), relay.tid());
-      floor_par = measure_calls(*fc, o, o.inflight, mcp_request, check_mcp_reply, ::getpid(), relay.tid());
-    } else {
-      floor_seq.first_error = floor_par.first_error = fc.error().message;
-    }
+  for (Series* s : all) drive(*s, o.warmup, false);
+  for (int r = 0; r < o.rounds; ++r) {
+    int calls = o.calls / o.rounds + (r < o.calls % o.rounds ? 1 : 0);
+    for (Series* s : all) drive(*s, calls, true);
   }
+  long rss_after = daemon_rss(c);
 
   // (4) The official TypeScript SDK client calling the same C server over stdio, in node.
   Stats sdk;
@@ -375,11 +405,13 @@ int main(int argc, char** argv) {
 
   c.call("daemon/shutdown", json::object{}, 5s);
 
-  fmt::print("mcp_calls: tools/call echo, {} calls per series after {} warm-up calls, {} in flight for throughput\n",
-             o.calls, o.warmup, o.inflight);
+  fmt::print(
+      "mcp_calls: tools/call echo, {} calls per series in {} alternating rounds after {} warm-up calls, {} in flight "
+      "for throughput\n",
+      o.calls, o.rounds, o.warmup, o.inflight);
   fmt::print("  {:<44} {:>8} {:>9} {:>10} {:>10}\n", "", "p50 µs", "p99 µs", "calls/s", "CPU µs");
   fmt::print("  {:<44} {:>8} {:>9} {:>10} {:>10}\n", "", "", "", "", "per call");
-  // CPU per call: of the relay thread for the floor, of oppxd for the others.
+  // CPU per call: of the relay process for the floor, of oppxd for the others.
   print_series("floor: socket → relay → pipe → C echo", floor_seq);
   print_series(fmt::format("floor, {} in flight", o.inflight), floor_par);
   print_series("oppxd → C echo", echo_seq);
@@ -394,23 +426,28 @@ int main(int argc, char** argv) {
   }
 
   fmt::print("ratios and targets:\n");
-  if (floor_seq.ran && echo_seq.ran) {
-    double r = echo_seq.us.median / floor_seq.us.median;
+  if (floor_seq.ran() && echo_seq.ran()) {
+    double r = echo_seq.us().median / floor_seq.us().median;
     fmt::print("  oppxd p50 / floor p50                 {:6.2f}   (target <= 1.5: {})\n", r, verdict(r <= 1.5));
   }
-  if (floor_par.ran && echo_par.ran) {
-    double r = echo_par.calls_per_s / floor_par.calls_per_s;
+  if (floor_par.ran() && echo_par.ran()) {
+    double r = echo_par.calls_per_s() / floor_par.calls_per_s();
     fmt::print("  oppxd / floor throughput, {} in flight {:6.2f}   (target >= 0.5: {})\n", o.inflight, r,
                verdict(r >= 0.5));
   }
-  if (sdk_note.empty() && echo_seq.ran) {
-    double r = sdk.median / echo_seq.us.median;
+  if (sdk_note.empty() && echo_seq.ran()) {
+    double r = sdk.median / echo_seq.us().median;
     fmt::print("  SDK client p50 / oppxd p50            {:6.2f}   (target >= 3: {})\n", r, verdict(r >= 3));
+    if (floor_seq.ran()) {
+      fmt::print("  (SDK client p50 / floor p50           {:6.2f}: the most any relay through a socket could show)\n",
+                 sdk.median / floor_seq.us().median);
+    }
   }
   fmt::print(
       "  oppx mcp list --json, 5 warm          {:6.2f} ms median, p90 {:.2f} ms, {} runs, {} failures "
       "(target <= 3 ms: {})\n",
       list.median, list.p90, o.list_runs, list.failures, verdict(list.failures == 0 && list.median <= 3.0));
+  fmt::print("  (oppx --version, no daemon: {:.2f} ms median, the cost of starting the CLI)\n", start_only.median);
   fmt::print("  daemon RSS with {} connectors         {:6.1f} MiB   (target <= 16 MiB: {}){}\n", o.connectors,
              rss_many / 1024.0, verdict(rss_many > 0 && rss_many <= 16 * 1024),
              all_up ? "" : " (not all of them started)");

@@ -1,4 +1,4 @@
-// Relay: blocking poll(2) loop on its own thread; see relay.h.
+// Relay: a forked process running a blocking poll(2) loop; see relay.h.
 #include "bench/relay.h"
 
 #include <cerrno>
@@ -83,12 +83,18 @@ std::string Relay::start(const std::string& socket_path, const std::vector<std::
       ::listen(listen_fd_, 1) != 0)
     return "cannot listen on " + socket_path + ": " + std::strerror(errno);
   if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
-  thread_ = std::thread([this] { pump(); });
+  // Forked before the benchmark starts any thread; the relay only makes system calls.
+  relay_ = ::fork();
+  if (relay_ < 0) return std::string("fork: ") + std::strerror(errno);
+  if (relay_ == 0) {
+    ::close(stop_pipe_[1]);
+    pump();
+    ::_exit(0);
+  }
   return "";
 }
 
 void Relay::pump() {
-  tid_ = ::gettid();
   pollfd a[2] = {{listen_fd_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
   if (::poll(a, 2, -1) <= 0 || (a[1].revents & POLLIN)) return;
   int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -115,7 +121,7 @@ void Relay::pump() {
 
 Relay::~Relay() {
   if (stop_pipe_[1] >= 0) (void)!::write(stop_pipe_[1], "x", 1);
-  if (thread_.joinable()) thread_.join();
+  if (relay_ > 0) ::waitpid(relay_, nullptr, 0);
   for (int fd : {listen_fd_, to_child_, from_child_, stop_pipe_[0], stop_pipe_[1]}) {
     if (fd >= 0) ::close(fd);
   }
