@@ -316,6 +316,11 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "mcp_calls: could not start the daemon with {}\n", oppx);
     return 1;
   }
+  // However the run ends, its daemon (and so its connectors) ends with it.
+  struct StopDaemon {
+    std::string oppx;
+    ~StopDaemon() { oppx::bench::run_ms({oppx, "daemon", "stop"}); }
+  } stop_daemon{oppx};
   auto client = daemon_client(home.socket());
   if (!client) {
     fmt::print(stderr, "mcp_calls: cannot talk to the daemon on {}\n", home.socket());
@@ -402,8 +407,6 @@ int main(int argc, char** argv) {
   } else {
     sdk_note = "not measured (node or the SDK missing? run packaging/bootstrap.sh)";
   }
-
-  c.call("daemon/shutdown", json::object{}, 5s);
 
   fmt::print(
       "mcp_calls: tools/call echo, {} calls per series in {} alternating rounds after {} warm-up calls, {} in flight "
