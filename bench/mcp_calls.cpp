@@ -43,7 +43,7 @@ struct Options {
   int list_runs = 50;
   int connectors = 20;
   int sdk_calls = -1;  // as many as --calls
-  int rounds = 5;
+  int rounds = 10;
   std::string npm_dir = OPPX_NPM_DIR;
 };
 
