@@ -3,6 +3,7 @@
 // measured in this run; and the daemon's idle RSS. Prints figures; asserts nothing.
 //   usage: cli_latency [--runs N] [--node-runs M]
 // It runs its own daemon in a temporary HOME, so it never touches the user's.
+#include "bench/bench_support.h"
 #include "common/proc.h"
 #include "common/sync_client.h"
 #include "proto/daemon_api.h"
@@ -12,77 +13,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <climits>
 #include <cstdlib>
-#include <fcntl.h>
-#include <fstream>
-#include <spawn.h>
 #include <string>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <vector>
 
-extern char** environ;
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-std::string self_dir() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  buf[n] = '\0';
-  std::string s(buf);
-  return s.substr(0, s.find_last_of('/'));
-}
-
-// Runs argv with stdout and stderr to /dev/null; returns the wall time in ms, or -1 on failure.
-double run_ms(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  auto start = Clock::now();
-  pid_t pid;
-  int rc = ::posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? ms : -1;
-}
-
-struct Stats {
-  double median = 0, p90 = 0, min = 0;
-  int failures = 0;
-};
-
-Stats measure(const std::vector<std::string>& args, int runs) {
-  std::vector<double> t;
-  Stats s;
-  for (int i = 0; i < runs; ++i) {
-    double ms = run_ms(args);
-    if (ms < 0) {
-      ++s.failures;
-    } else {
-      t.push_back(ms);
-    }
-  }
-  if (t.empty()) return s;
-  std::sort(t.begin(), t.end());
-  s.median = t[t.size() / 2];
-  s.p90 = t[std::min(t.size() - 1, t.size() * 9 / 10)];
-  s.min = t.front();
-  return s;
-}
-
-}  // namespace
+using oppx::bench::measure;
+using oppx::bench::run_ms;
+using oppx::bench::Stats;
 
 int main(int argc, char** argv) {
   int runs = 100, node_runs = 20;
@@ -91,17 +27,10 @@ int main(int argc, char** argv) {
     if (a == "--runs") runs = std::max(1, std::atoi(argv[i + 1]));
     if (a == "--node-runs") node_runs = std::max(1, std::atoi(argv[i + 1]));
   }
-  char tmpl[] = "/tmp/oppx-bench-XXXXXX";
-  if (!::mkdtemp(tmpl)) return 1;
-  std::string home = tmpl;
-  ::setenv("HOME", home.c_str(), 1);
-  ::setenv("XDG_RUNTIME_DIR", (home + "/run").c_str(), 1);
-  ::setenv("XDG_STATE_HOME", (home + "/state").c_str(), 1);
-  ::setenv("XDG_CONFIG_HOME", (home + "/config").c_str(), 1);
-  ::unsetenv("OPPX_SOCKET");
-  ::mkdir((home + "/run").c_str(), 0700);
-  const std::string oppx = self_dir() + "/oppx";
-  const std::string socket = home + "/run/oppx/oppxd.sock";
+  oppx::bench::BenchHome home;
+  if (!home.ok()) return 1;
+  const std::string oppx = oppx::bench::self_dir() + "/oppx";
+  const std::string socket = home.socket();
 
   if (run_ms({oppx, "daemon", "start"}) < 0) {
     fmt::print(stderr, "cli_latency: could not start the daemon with {}\n", oppx);
@@ -136,7 +65,5 @@ int main(int argc, char** argv) {
              rss >= 0 && rss <= 8 * 1024 ? "met" : "NOT met");
 
   run_ms({oppx, "daemon", "stop"});
-  std::string rm = "rm -rf '" + home + "'";
-  (void)!std::system(rm.c_str());
   return 0;
 }

@@ -152,11 +152,16 @@ int call(Context& ctx) {
     fmt::print(stderr, "oppx: {}: {}{}{}\n", printable(tool), number("progress"), total.empty() ? "" : "/" + total,
                message.empty() ? "" : " " + printable(message));
   };
+  // --json prints the reply as it is, and keeps the exit status of isError as well.
   int rc = run(
-      ctx, self, "tools/call", params, as_json,
-      [](const json::value& v) {
+      ctx, self, "tools/call", params, false,
+      [as_json](const json::value& v) {
         const json::object& o = v.as_object();
-        fmt::print("{}\n", printable(str(o, "text")));
+        if (as_json) {
+          fmt::print("{}\n", json::serialize(v));
+        } else {
+          fmt::print("{}\n", printable(str(o, "text")));
+        }
         return o.at("isError") == json::value(true) ? kExitFailed : kExitOk;
       },
       progress);

@@ -81,11 +81,11 @@ boost::system::result<Message, Rejection> parse_message(std::string_view line) {
     if (!method->is_string())
       return reject(id, ErrorCode::kInvalidRequest, kind::kInvalidRequest, "method: expected string");
     json::value params = nullptr;
-    if (const json::value* p = obj->if_contains("params")) {
+    if (json::value* p = obj->if_contains("params")) {
       if (!p->is_object() && !p->is_array()) {
         return reject(id, ErrorCode::kInvalidParams, kind::kInvalidParams, "params: expected object");
       }
-      params = *p;
+      params = std::move(*p);  // moved out of the parsed line, not copied
     }
     if (!idp) return Message{Notification{std::string(method->as_string()), std::move(params)}};
     return Message{Request{std::move(id), std::string(method->as_string()), std::move(params)}};
@@ -95,8 +95,8 @@ boost::system::result<Message, Rejection> parse_message(std::string_view line) {
     return reject(nullptr, ErrorCode::kInvalidRequest, kind::kInvalidRequest, "a message needs a method or an id");
   Response r;
   r.id = std::move(id);
-  if (const json::value* res = obj->if_contains("result")) {
-    r.result = *res;
+  if (json::value* res = obj->if_contains("result")) {
+    r.result = std::move(*res);
   } else if (const json::value* err = obj->if_contains("error")) {
     r.ok = false;
     r.error = RpcError::from_json(*err);
@@ -106,20 +106,25 @@ boost::system::result<Message, Rejection> parse_message(std::string_view line) {
   return Message{std::move(r)};
 }
 
+// The envelope is written around the serialised parts, so that params and results (a tool's
+// whole answer) are not deep-copied into a new object first.
 std::string serialize_request(const json::value& id, std::string_view method, const json::value& params) {
-  json::object o{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}};
-  if (!params.is_null()) o["params"] = params;
-  return json::serialize(o);
+  std::string out = R"({"jsonrpc":"2.0","id":)" + json::serialize(id) + R"(,"method":)" +
+                    json::serialize(json::string_view(method.data(), method.size()));
+  if (!params.is_null()) out += R"(,"params":)" + json::serialize(params);
+  out += '}';
+  return out;
 }
 
 std::string serialize_notification(std::string_view method, const json::value& params) {
-  json::object o{{"jsonrpc", "2.0"}, {"method", method}};
-  if (!params.is_null()) o["params"] = params;
-  return json::serialize(o);
+  std::string out = R"({"jsonrpc":"2.0","method":)" + json::serialize(json::string_view(method.data(), method.size()));
+  if (!params.is_null()) out += R"(,"params":)" + json::serialize(params);
+  out += '}';
+  return out;
 }
 
 std::string serialize_result(const json::value& id, const json::value& result) {
-  return json::serialize(json::object{{"jsonrpc", "2.0"}, {"id", id}, {"result", result}});
+  return R"({"jsonrpc":"2.0","id":)" + json::serialize(id) + R"(,"result":)" + json::serialize(result) + '}';
 }
 
 std::string serialize_error(const json::value& id, const RpcError& error) {

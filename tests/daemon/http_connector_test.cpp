@@ -82,7 +82,7 @@ TEST_F(HttpConnectors, ServerEverythingOverStreamableHttp) {
       std::vector<std::string>{"env", "PORT=" + std::to_string(port), "node", kEverything, "streamableHttp"});
   ASSERT_TRUE(server->wait_for_stderr("listening on port")) << server->err();
   std::string url = "http://127.0.0.1:" + std::to_string(port) + "/mcp";
-  write_mcp_config(home, http_entry("everything", url));
+  home.write_mcp_config(http_entry("everything", url));
 
   Result tools = oppx({"mcp", "tools", "everything"});
   ASSERT_EQ(tools.exit_code, 0) << tools.err;
@@ -115,7 +115,7 @@ TEST_F(HttpConnectors, ServerEverythingOverStreamableHttp) {
 TEST_F(HttpConnectors, JsonAndEventStreamAnswersAndTheHeadersSent) {
   Fake rec = fake({"record"});
   Fake sse = fake({"sse"});
-  write_mcp_config(home, http_entry("rec", rec.url()) + "," + http_entry("sse", sse.url()));
+  home.write_mcp_config(http_entry("rec", rec.url()) + "," + http_entry("sse", sse.url()));
   for (const char* name : {"rec", "sse"}) {
     Result call = oppx({"mcp", "call", name, "echo", R"({"message":"hi"})"});
     EXPECT_EQ(call.exit_code, 0) << name << ": " << call.err;
@@ -134,14 +134,14 @@ TEST_F(HttpConnectors, JsonAndEventStreamAnswersAndTheHeadersSent) {
       << rec.proc->out();
 
   // Removing the connector ends its session with DELETE.
-  write_mcp_config(home, http_entry("sse", sse.url()));
+  home.write_mcp_config(http_entry("sse", sse.url()));
   oppx({"mcp", "list"});
   EXPECT_TRUE(rec.proc->wait_for_stdout("DELETE session sess-1")) << rec.proc->out();
 }
 
 TEST_F(HttpConnectors, TheServersOwnStreamBringsListChanged) {
   Fake f = fake({"notify"});
-  write_mcp_config(home, http_entry("notify", f.url()));
+  home.write_mcp_config(http_entry("notify", f.url()));
   EXPECT_EQ(entry("notify").at("tools").as_array().size(), 2u);
   ASSERT_TRUE(f.proc->wait_for_stdout("server stream opened")) << f.proc->out();
   Result call = oppx({"mcp", "call", "notify", "echo", R"({"message":"x"})"});
@@ -155,7 +155,7 @@ TEST_F(HttpConnectors, ALoginRefusedIsDiagnosedAndTheTokenIsNeverShown) {
   Fake f = fake({"auth", token});
   ::setenv("OPPX_TEST_HTTP_TOKEN", "wrong-token-also-secret-98765", 1);
   json::object headers{{"Authorization", "Bearer ${OPPX_TEST_HTTP_TOKEN}"}, {"X-Literal", "literal-secret-4242"}};
-  write_mcp_config(home, http_entry("guarded", f.url(), headers));
+  home.write_mcp_config(http_entry("guarded", f.url(), headers));
   auto e = entry("guarded");
   EXPECT_EQ(e.at("state"), json::value("failed"));
   EXPECT_EQ(e.at("reason_kind"), json::value("login"));
@@ -182,7 +182,7 @@ TEST_F(HttpConnectors, ALoginRefusedIsDiagnosedAndTheTokenIsNeverShown) {
 TEST_F(HttpConnectors, AForgottenSessionIsStartedAgainOnceAndTheCallRetriedOnce) {
   Fake forgets = fake({"session404", "2"});
   Fake always = fake({"session404-always"});
-  write_mcp_config(home, http_entry("forgets", forgets.url()) + "," + http_entry("always", always.url()));
+  home.write_mcp_config(http_entry("forgets", forgets.url()) + "," + http_entry("always", always.url()));
   Result call = oppx({"mcp", "call", "forgets", "echo", R"({"message":"again"})"});
   EXPECT_EQ(call.exit_code, 0) << call.err;
   EXPECT_EQ(call.out, "echo: again\n");
@@ -202,7 +202,7 @@ TEST_F(HttpConnectors, RedirectsKeepTheTokenOnItsOriginAndLoopsAreCapped) {
   Fake loop = fake({"redirect-loop"});
   ::setenv("OPPX_TEST_HTTP_TOKEN", "redirect-secret-1234", 1);
   json::object headers{{"Authorization", "Bearer ${OPPX_TEST_HTTP_TOKEN}"}, {"X-Secret", "also-secret"}};
-  write_mcp_config(home, http_entry("same", same.url(), headers) + "," + http_entry("cross", cross.url(), headers) +
+  home.write_mcp_config(http_entry("same", same.url(), headers) + "," + http_entry("cross", cross.url(), headers) +
                              "," + http_entry("loop", "http://127.0.0.1:" + std::to_string(loop.port) + "/a"));
   Result s = oppx({"mcp", "call", "same", "echo", R"({"message":"s"})"});
   EXPECT_EQ(s.out, "echo: s\n") << s.err;
@@ -227,7 +227,7 @@ TEST_F(HttpConnectors, RedirectsKeepTheTokenOnItsOriginAndLoopsAreCapped) {
 TEST_F(HttpConnectors, ADroppedStreamIsResumedWithLastEventIdOrTheCallFails) {
   Fake drop = fake({"drop-stream", "50"});
   Fake noid = fake({"drop-stream-noid"});
-  write_mcp_config(home, http_entry("drop", drop.url()) + "," + http_entry("noid", noid.url()));
+  home.write_mcp_config(http_entry("drop", drop.url()) + "," + http_entry("noid", noid.url()));
   Result call = oppx({"mcp", "call", "drop", "echo", R"({"message":"resumed"})"});
   EXPECT_EQ(call.exit_code, 0) << call.err;
   EXPECT_EQ(call.out, "echo: resumed\n");
@@ -240,7 +240,7 @@ TEST_F(HttpConnectors, ADroppedStreamIsResumedWithLastEventIdOrTheCallFails) {
 
 TEST_F(HttpConnectors, TortureEventStreamsAreParsed) {
   Fake t = fake({"torture"});
-  write_mcp_config(home, http_entry("torture", t.url()));
+  home.write_mcp_config(http_entry("torture", t.url()));
   Result call = oppx({"mcp", "call", "torture", "echo", R"({"message":"tortured"})"});
   EXPECT_EQ(call.exit_code, 0) << call.err;
   EXPECT_EQ(call.out, "echo: tortured\n");
@@ -253,7 +253,7 @@ TEST_F(HttpConnectors, AnUnusableSessionIdIsRefusedAndNeverEchoed) {
     fakes.push_back(fake({"bad-session", kind}));
     config += (config.empty() ? "" : ",") + http_entry(std::string("bad-") + kind, fakes.back().url());
   }
-  write_mcp_config(home, config);
+  home.write_mcp_config(config);
   for (const char* kind : {"space", "nonascii", "ctl", "cr"}) {
     auto e = entry(std::string("bad-") + kind);
     EXPECT_EQ(e.at("state"), json::value("failed")) << kind;
@@ -282,7 +282,7 @@ TEST_F(HttpConnectors, WrongAnswersToARequestAreClearPerCallErrors) {
     fakes.push_back(fake({c.mode}));
     config += (config.empty() ? "" : ",") + http_entry(c.mode, fakes.back().url());
   }
-  write_mcp_config(home, config);
+  home.write_mcp_config(config);
   for (auto& c : cases) {
     Result call = oppx({"mcp", "call", c.mode, "echo"});
     EXPECT_EQ(call.exit_code, 1) << c.mode;
@@ -296,7 +296,7 @@ TEST_F(HttpConnectors, HeaderIdleAndTotalTimeoutsFire) {
   Fake idle = fake({"idle"});
   Fake ping = fake({"ping"});
   ::setenv("OPPX_HTTP_TIMEOUTS", "headers=500,idle=700,total=2000", 1);
-  write_mcp_config(home, http_entry("trickle", trickle.url()) + "," + http_entry("idle", idle.url()) + "," +
+  home.write_mcp_config(http_entry("trickle", trickle.url()) + "," + http_entry("idle", idle.url()) + "," +
                              http_entry("ping", ping.url()));
   struct Case {
     const char* name;
@@ -314,7 +314,7 @@ TEST_F(HttpConnectors, HeaderIdleAndTotalTimeoutsFire) {
 
 TEST_F(HttpConnectors, ACallerTimeoutCancelsTheExchangeAndTheConnectorStays) {
   Fake f = fake({"ping"});
-  write_mcp_config(home, http_entry("slow", f.url()));
+  home.write_mcp_config(http_entry("slow", f.url()));
   auto c = hello_client(home);
   ASSERT_TRUE(c);
   auto r = c->call("tools/call", json::object{{"connector", "slow"}, {"tool", "echo"}, {"timeout_ms", 500}}, 10s);
@@ -328,7 +328,7 @@ TEST_F(HttpConnectors, ACallerTimeoutCancelsTheExchangeAndTheConnectorStays) {
 }
 
 TEST_F(HttpConnectors, NothingListeningIsUnreachable) {
-  write_mcp_config(home, http_entry("gone", "http://127.0.0.1:" + std::to_string(free_port()) + "/mcp"));
+  home.write_mcp_config(http_entry("gone", "http://127.0.0.1:" + std::to_string(free_port()) + "/mcp"));
   auto e = entry("gone");
   EXPECT_EQ(e.at("state"), json::value("failed"));
   EXPECT_EQ(e.at("reason_kind"), json::value("unreachable"));
@@ -345,7 +345,7 @@ TEST_F(HttpConnectors, TlsVerificationFailsClosedAndPassesWithTheTrustedCa) {
   std::string config = http_entry("tls", tls.url("https", "localhost")) + "," +
                        http_entry("by-ip", tls.url("https", "127.0.0.1")) + "," +
                        http_entry("downgrade", to_http.url("https", "localhost"));
-  write_mcp_config(home, config);
+  home.write_mcp_config(config);
   auto untrusted = entry("tls");
   EXPECT_EQ(untrusted.at("state"), json::value("failed"));
   EXPECT_EQ(untrusted.at("reason_kind"), json::value("unreachable"));

@@ -78,7 +78,7 @@ bool notified(SyncClient& c, const std::string& method, const std::function<bool
 }
 
 TEST_F(Sessions, UserConnectorsStartWithTheDaemonNotAtTheFirstRequest) {
-  write_mcp_config(home, fake("one") + "," + fake("two"));
+  home.write_mcp_config(fake("one") + "," + fake("two"));
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
   // No mcp/… request was made: the daemon started both on its own and finished the handshakes.
   EXPECT_TRUE(eventually([&] { return received_of("tools/list").size() == 2; })) << "received: " << read_file(received);
@@ -91,8 +91,8 @@ TEST_F(Sessions, UserConnectorsStartWithTheDaemonNotAtTheFirstRequest) {
 TEST_F(Sessions, AChangedVariableRestartsOnlyTheConnectorThatReadsIt) {
   ::setenv("OPPX_TEST_TOKEN", "first", 1);
   ::unsetenv("OPPX_TEST_LATE");
-  write_mcp_config(
-      home, fake("reads", {"${OPPX_TEST_TOKEN}"}) + "," + fake("plain") + "," + fake("late", {"${OPPX_TEST_LATE}"}));
+  home.write_mcp_config(fake("reads", {"${OPPX_TEST_TOKEN}"}) + "," + fake("plain") + "," +
+                        fake("late", {"${OPPX_TEST_LATE}"}));
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
   ASSERT_TRUE(eventually([&] { return received_of("tools/list").size() == 2; }));
   EXPECT_EQ(listed("late").at("reason_kind"), json::value("config"));
@@ -119,7 +119,7 @@ TEST_F(Sessions, AChangedVariableRestartsOnlyTheConnectorThatReadsIt) {
 }
 
 TEST_F(Sessions, SubscribersHearOfChangesAndABurstOfListChangedGivesOneFetch) {
-  write_mcp_config(home, fake("one"));
+  home.write_mcp_config(fake("one"));
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
   ASSERT_TRUE(becomes_running("one"));
   auto sub = hello_client(home.socket());
@@ -139,7 +139,7 @@ TEST_F(Sessions, SubscribersHearOfChangesAndABurstOfListChangedGivesOneFetch) {
   Result tools = oppx({"mcp", "tools", "one"});
   EXPECT_NE(tools.out.find("one.added: "), std::string::npos) << tools.out;
 
-  write_mcp_config(home, "");
+  home.write_mcp_config("");
   oppx({"mcp", "list"});
   EXPECT_TRUE(notified(*sub, "mcp/changed", [](const json::object& e) {
     return e.at("name") == json::value("one") && e.at("state") == json::value("removed");
@@ -158,7 +158,7 @@ TEST_F(Sessions, SubscribersHearOfChangesAndABurstOfListChangedGivesOneFetch) {
 
 TEST_F(Sessions, TheToolListIsCachedPerDefinitionAcrossRestarts) {
   std::string slow_flag = home.root() + "/slow";
-  write_mcp_config(home, fake("slow", {"--hang-init-if=" + slow_flag}));
+  home.write_mcp_config(fake("slow", {"--hang-init-if=" + slow_flag}));
   ASSERT_TRUE(becomes_running("slow"));
   std::string cache = home.root() + "/state/oppx/mcp-tools-cache.json";
   struct stat st {};
@@ -180,7 +180,7 @@ TEST_F(Sessions, TheToolListIsCachedPerDefinitionAcrossRestarts) {
   EXPECT_EQ(t.at("tools").at(0).at("name"), json::value("echo"));
 
   // A changed definition never shows the old list.
-  write_mcp_config(home, fake("slow", {"--hang-init-if=" + slow_flag, "changed"}));
+  home.write_mcp_config(fake("slow", {"--hang-init-if=" + slow_flag, "changed"}));
   e = listed("slow");
   EXPECT_EQ(e.at("cached"), json::value(false));
   EXPECT_EQ(e.at("tools"), json::value(0));
@@ -188,7 +188,7 @@ TEST_F(Sessions, TheToolListIsCachedPerDefinitionAcrossRestarts) {
 
 TEST_F(Sessions, ProgressFromTheServerReachesTheCaller) {
   ASSERT_EQ(::access(kEverything.c_str(), R_OK), 0) << kEverything << " is missing: run packaging/bootstrap.sh";
-  write_mcp_config(home, stdio_entry("everything", "node", {kEverything, "stdio"}));
+  home.write_mcp_config(stdio_entry("everything", "node", {kEverything, "stdio"}));
   Result r = oppx({"mcp", "call", "everything", "trigger-long-running-operation", R"({"duration":0.3,"steps":3})"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "Long running operation completed. Duration: 0.3 seconds, Steps: 3.\n");
@@ -199,7 +199,7 @@ TEST_F(Sessions, ProgressFromTheServerReachesTheCaller) {
 }
 
 TEST_F(Sessions, ACallerThatGoesAwayCancelsItsCallAndTheLateResultIsDropped) {
-  write_mcp_config(home, fake("one"));
+  home.write_mcp_config(fake("one"));
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
   {
     auto caller = hello_client(home.socket());
@@ -221,7 +221,7 @@ TEST_F(Sessions, ACallerThatGoesAwayCancelsItsCallAndTheLateResultIsDropped) {
 }
 
 TEST_F(Sessions, TwoClientsShareOneChildAndTheirCallsAreMultiplexed) {
-  write_mcp_config(home, fake("one"));
+  home.write_mcp_config(fake("one"));
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
   auto a = hello_client(home.socket());
   auto b = hello_client(home.socket());
@@ -246,7 +246,7 @@ TEST_F(Sessions, TwoClientsShareOneChildAndTheirCallsAreMultiplexed) {
 }
 
 TEST_F(Sessions, ManyClientsAtOnceEachGetTheirOwnAnswersAndNothingIsLeftAfterwards) {
-  write_mcp_config(home, fake("one"));
+  home.write_mcp_config(fake("one"));
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
   ASSERT_TRUE(becomes_running("one"));
   auto daemon = daemon_pid(home.socket());

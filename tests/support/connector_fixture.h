@@ -19,11 +19,9 @@ class ConnectorFixture : public ::testing::Test {
  protected:
   TempHome home;
 
-  void write_config(const std::string& servers) { write_mcp_config(home, servers); }
+  void write_config(const std::string& servers) { home.write_mcp_config(servers); }
   static std::string stdio(const std::string& name, const std::string& command, const std::vector<std::string>& args) {
-    boost::json::array a;
-    for (auto& s : args) a.emplace_back(s);
-    return "\"" + name + "\":" + boost::json::serialize(boost::json::object{{"command", command}, {"args", a}});
+    return stdio_entry(name, command, args);
   }
   // A folder of its own for one fake server's files (its pids, what it counted).
   std::string fake_dir(const std::string& name) {

@@ -50,20 +50,6 @@ TempHome::~TempHome() {
   (void)!std::system(cmd.c_str());
 }
 
-void write_mcp_config(const TempHome& home, const std::string& servers) {
-  std::string dir = home.root() + "/config/oppx";
-  ::mkdir((home.root() + "/config").c_str(), 0700);
-  ::mkdir(dir.c_str(), 0700);
-  std::string path = dir + "/mcp.json";
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << R"({"mcpServers":{)" << servers << "}}";
-  }
-  ::chmod(tmp.c_str(), 0600);
-  ::rename(tmp.c_str(), path.c_str());
-}
-
 std::optional<SyncClient> hello_client(const TempHome& home) {
   if (!SyncClient::connect(home.socket())) {
     EXPECT_EQ(oppx({"daemon", "start"}).exit_code, 0);
@@ -76,6 +62,33 @@ std::string TempHome::read_log() const {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+void TempHome::write_mcp_config(const std::string& servers) const {
+  std::string dir = root_ + "/config/oppx";
+  ::mkdir((root_ + "/config").c_str(), 0700);
+  ::mkdir(dir.c_str(), 0700);
+  std::string path = dir + "/mcp.json";
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << R"({"mcpServers":{)" << servers << "}}";
+  }
+  ::chmod(tmp.c_str(), 0600);
+  ::rename(tmp.c_str(), path.c_str());
+}
+
+std::string stdio_entry(const std::string& name, const std::string& command, const std::vector<std::string>& args,
+                        const std::vector<std::pair<std::string, std::string>>& env) {
+  json::array a;
+  for (auto& s : args) a.emplace_back(s);
+  json::object o{{"command", command}, {"args", a}};
+  if (!env.empty()) {
+    json::object e;
+    for (auto& [k, v] : env) e[k] = v;
+    o["env"] = std::move(e);
+  }
+  return json::serialize(json::string(name)) + ":" + json::serialize(o);
 }
 
 Process::Process(std::vector<std::string> argv) {
@@ -221,12 +234,6 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds tim
     std::this_thread::yield();
   }
   return true;
-}
-
-std::string stdio_entry(const std::string& name, const std::string& command, const std::vector<std::string>& args) {
-  json::array a;
-  for (auto& s : args) a.emplace_back(s);
-  return "\"" + name + "\":" + json::serialize(json::object{{"command", command}, {"args", a}});
 }
 
 std::optional<SyncClient> hello_client(const std::string& socket) {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <sys/types.h>
 #include <vector>
 
@@ -29,10 +30,16 @@ class TempHome {
   std::string socket() const { return root_ + "/run/oppx/oppxd.sock"; }
   std::string log() const { return root_ + "/state/oppx/oppxd.log"; }
   std::string read_log() const;
+  // Writes $XDG_CONFIG_HOME/oppx/mcp.json as {"mcpServers":{<servers>}}, atomically (rename).
+  void write_mcp_config(const std::string& servers) const;
 
  private:
   std::string root_;
 };
+
+// One stdio entry of mcp.json: "name":{"command":…,"args":[…]} (and "env" when given).
+std::string stdio_entry(const std::string& name, const std::string& command, const std::vector<std::string>& args,
+                        const std::vector<std::pair<std::string, std::string>>& env = {});
 
 struct Result {
   int exit_code = -1;  // 128+signal when killed; -1 when it did not end in time
@@ -77,10 +84,6 @@ std::optional<std::int64_t> daemon_pid(const std::string& socket);  // nullopt w
 // daemon reports, e.g. its client count). The check itself is the event; the deadline bounds it.
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s);
 
-// Connectors: $XDG_CONFIG_HOME/oppx/mcp.json written atomically (0600) with `servers` (the
-// members of "mcpServers"), and one stdio entry for it.
-void write_mcp_config(const TempHome& home, const std::string& servers);
-std::string stdio_entry(const std::string& name, const std::string& command, const std::vector<std::string>& args);
 // A client on the socket that said hello with this process's environment; fails the test when
 // none answers.
 std::optional<SyncClient> hello_client(const std::string& socket);

@@ -1,0 +1,121 @@
+// BenchHome, run_ms and summarize: see bench_support.h.
+#include "bench/bench_support.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace oppx::bench {
+
+using Clock = std::chrono::steady_clock;
+
+std::string self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  std::string s(buf);
+  return s.substr(0, s.find_last_of('/'));
+}
+
+BenchHome::BenchHome() {
+  char tmpl[] = "/tmp/oppx-bench-XXXXXX";
+  if (!::mkdtemp(tmpl)) return;
+  root_ = tmpl;
+  ::setenv("HOME", root_.c_str(), 1);
+  ::setenv("XDG_RUNTIME_DIR", (root_ + "/run").c_str(), 1);
+  ::setenv("XDG_STATE_HOME", (root_ + "/state").c_str(), 1);
+  ::setenv("XDG_CONFIG_HOME", (root_ + "/config").c_str(), 1);
+  ::unsetenv("OPPX_SOCKET");
+  ::unsetenv("OPPX_MCP_CONFIG");
+  ::mkdir((root_ + "/run").c_str(), 0700);
+}
+
+BenchHome::~BenchHome() {
+  if (root_.empty()) return;
+  std::string rm = "rm -rf '" + root_ + "'";
+  (void)!std::system(rm.c_str());
+}
+
+double run_ms(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  auto start = Clock::now();
+  pid_t pid;
+  int rc = ::posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? ms : -1;
+}
+
+Stats summarize(std::vector<double> t, int failures) {
+  Stats s;
+  s.failures = failures;
+  if (t.empty()) return s;
+  std::sort(t.begin(), t.end());
+  auto at = [&t](double q) { return t[std::min(t.size() - 1, static_cast<std::size_t>(q * t.size()))]; };
+  s.median = at(0.5);
+  s.p90 = at(0.9);
+  s.p99 = at(0.99);
+  s.min = t.front();
+  return s;
+}
+
+Stats measure(const std::vector<std::string>& args, int runs) {
+  std::vector<double> t;
+  int failures = 0;
+  for (int i = 0; i < runs; ++i) {
+    double ms = run_ms(args);
+    if (ms < 0) {
+      ++failures;
+    } else {
+      t.push_back(ms);
+    }
+  }
+  return summarize(std::move(t), failures);
+}
+
+std::string capture(const std::vector<std::string>& args) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return "";
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  int rc = ::posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  std::string out;
+  if (rc == 0) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  if (rc != 0) return "";
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? out : "";
+}
+
+}  // namespace oppx::bench

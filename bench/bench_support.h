@@ -1,0 +1,45 @@
+// What the benchmarks share: a private temporary HOME (so a benchmark never touches the user's
+// daemon or files), running a program and timing it, percentiles of a series of timings.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace oppx::bench {
+
+// The folder of the running executable (build/): oppx, oppxd and the helpers sit there.
+std::string self_dir();
+
+// A temp folder standing in for HOME with XDG_* under it; removed by the destructor.
+class BenchHome {
+ public:
+  BenchHome();
+  ~BenchHome();
+  BenchHome(const BenchHome&) = delete;
+  BenchHome& operator=(const BenchHome&) = delete;
+  const std::string& root() const { return root_; }
+  std::string socket() const { return root_ + "/run/oppx/oppxd.sock"; }
+  bool ok() const { return !root_.empty(); }
+
+ private:
+  std::string root_;
+};
+
+// Runs argv with stdout and stderr to /dev/null; the wall time in ms, or -1 when it failed.
+double run_ms(const std::vector<std::string>& args);
+
+struct Stats {
+  double median = 0, p90 = 0, p99 = 0, min = 0;
+  int failures = 0;
+};
+// Sorts `samples`; nearest-rank percentiles.
+Stats summarize(std::vector<double> samples, int failures = 0);
+
+// run_ms `runs` times.
+Stats measure(const std::vector<std::string>& args, int runs);
+
+// Runs argv with stderr to /dev/null and returns its stdout; empty when it failed to run or
+// exited with a status other than 0.
+std::string capture(const std::vector<std::string>& args);
+
+}  // namespace oppx::bench

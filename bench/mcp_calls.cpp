@@ -1,0 +1,460 @@
+// bench/mcp_calls: what a tools/call costs through oppxd, beside the floor of the same hops
+// without oppxd's logic (client → Unix socket → a byte relay → pipe → the same C echo child) and
+// the official TypeScript SDK client calling that child directly, all measured in one run; then
+// `oppx mcp list --json` with 5 warm connectors and the daemon's RSS idle and with 20 connectors.
+// Prints figures and the ratios to the targets of issue 3; asserts nothing.
+//   usage: mcp_calls [--calls N] [--inflight K] [--warmup W] [--rounds R] [--list-runs M]
+//                    [--connectors C] [--sdk-calls S] [--npm-dir DIR]
+// It runs its own daemon in a temporary HOME with its own socket, so it never touches the user's.
+#include "bench/bench_support.h"
+#include "bench/relay.h"
+#include "common/sync_client.h"
+#include "proto/daemon_api.h"
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace json = boost::json;
+using oppx::SyncClient;
+using oppx::bench::Stats;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+struct Options {
+  int calls = 2000;
+  int inflight = 8;
+  int warmup = 200;
+  int list_runs = 50;
+  int connectors = 20;
+  int sdk_calls = -1;  // as many as --calls
+  int rounds = 10;
+  std::string npm_dir = OPPX_NPM_DIR;
+};
+
+using MakeRequest = std::function<std::string(std::int64_t id)>;
+using CheckReply = std::function<std::string(const json::object& reply)>;  // empty when it is right
+
+// Where calls go: a connected client, the request line it sends, the check of a reply, and whose
+// CPU time is counted (oppxd's, or the relay's).
+struct Target {
+  SyncClient* client = nullptr;
+  MakeRequest request;
+  CheckReply check;
+  pid_t pid = 0;
+};
+
+// One series of calls with `inflight` of them outstanding at every moment (1: sequential),
+// measured in rounds: the rounds of all series alternate, so that load from elsewhere on the
+// machine falls on every series alike instead of on whichever ran at a bad moment.
+struct Series {
+  Target* target = nullptr;
+  int inflight = 1;
+  std::vector<double> lat;  // µs, of each call
+  double seconds = 0;
+  double cpu_ns = 0;
+  bool cpu_known = true;
+  int errors = 0;
+  std::string first_error;
+
+  bool ran() const { return !lat.empty(); }
+  Stats us() const { return oppx::bench::summarize(lat); }
+  double calls_per_s() const { return seconds > 0 ? lat.size() / seconds : 0; }
+  double cpu_us() const { return cpu_known && ran() ? cpu_ns / 1000.0 / lat.size() : -1; }
+};
+
+// The CPU time a process has used, in ns: /proc/<pid>/schedstat is finer than the clock ticks of
+// /proc/<pid>/stat. -1 when it cannot be read.
+double cpu_ns(pid_t pid) {
+  std::ifstream f(fmt::format("/proc/{}/schedstat", pid));
+  double ns = -1;
+  return f >> ns ? ns : -1;
+}
+
+// Makes `calls` calls; with `record`, adds their latencies, time and CPU time to the series.
+void drive(Series& s, int calls, bool record) {
+  Target& t = *s.target;
+  SyncClient& c = *t.client;
+  std::vector<Clock::time_point> sent(static_cast<std::size_t>(calls));
+  const std::int64_t base = 1'000'000;  // clear of the ids SyncClient::call uses
+  int issued = 0, done = 0;
+  auto send_one = [&] {
+    sent[static_cast<std::size_t>(issued)] = Clock::now();
+    if (!c.write_raw(t.request(base + issued))) return false;
+    ++issued;
+    return true;
+  };
+  double cpu_before = t.pid > 0 ? cpu_ns(t.pid) : -1;
+  auto t0 = Clock::now();
+  while (issued < std::min(s.inflight, calls)) {
+    if (!send_one()) break;
+  }
+  while (done < issued) {
+    auto line = c.read_line(30s);
+    if (!line) {
+      if (s.errors == 0) s.first_error = "no reply within 30 s or the connection closed";
+      s.errors += issued - done;
+      break;
+    }
+    auto now = Clock::now();
+    boost::system::error_code ec;
+    json::value v = json::parse(*line, ec);
+    if (ec || !v.is_object()) continue;
+    const json::object& o = v.as_object();
+    const json::value* id = o.if_contains("id");
+    if (!id || !id->is_int64()) continue;  // a notification
+    std::int64_t i = id->as_int64() - base;
+    if (i < 0 || i >= issued) continue;
+    if (record)
+      s.lat.push_back(std::chrono::duration<double, std::micro>(now - sent[static_cast<std::size_t>(i)]).count());
+    ++done;
+    if (std::string why = t.check(o); !why.empty()) {
+      if (s.errors++ == 0) s.first_error = why;
+    }
+    if (issued < calls && !send_one()) {
+      if (s.errors == 0) s.first_error = "the connection closed";
+      break;
+    }
+  }
+  if (!record) return;
+  s.seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  double cpu_after = t.pid > 0 ? cpu_ns(t.pid) : -1;
+  if (cpu_before < 0 || cpu_after < 0) {
+    s.cpu_known = false;
+  } else {
+    s.cpu_ns += cpu_after - cpu_before;
+  }
+}
+
+const std::string kMessage = "hello";
+const std::string kEchoed = "Echo: " + kMessage;
+
+// oppxd's tools/call reply: {"result":{"text":…,"isError":false,…}}.
+std::string check_daemon_reply(const json::object& r) {
+  if (const json::value* e = r.if_contains("error")) return "error: " + json::serialize(*e);
+  const json::value* res = r.if_contains("result");
+  if (!res || !res->is_object() || res->as_object().if_contains("text") == nullptr ||
+      res->as_object().at("text") != json::value(kEchoed))
+    return "unexpected reply: " + json::serialize(r);
+  return "";
+}
+
+// A server's own reply: {"result":{"content":[{"type":"text","text":…}]}}.
+std::string check_mcp_reply(const json::object& r) {
+  try {
+    if (r.at("result").at("content").at(0).at("text") == json::value(kEchoed)) return "";
+  } catch (const std::exception&) {
+  }
+  return "unexpected reply: " + json::serialize(r);
+}
+
+json::object client_env() {
+  json::object env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    if (auto eq = kv.find('='); eq != std::string_view::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+// Connects and says hello with this process's environment (the daemon expands ${VAR} from it).
+std::optional<SyncClient> daemon_client(const std::string& socket) {
+  auto c = SyncClient::connect(socket);
+  if (!c) return std::nullopt;
+  auto r = c->call(
+      "hello",
+      json::object{{"protocol", oppx::proto::kProtocolVersion}, {"client", "mcp_calls"}, {"env", client_env()}}, 5s);
+  if (!r) return std::nullopt;
+  return std::move(*c);
+}
+
+void write_config(const oppx::bench::BenchHome& home, const json::object& servers) {
+  std::string dir = home.root() + "/config/oppx";
+  ::mkdir((home.root() + "/config").c_str(), 0700);
+  ::mkdir(dir.c_str(), 0700);
+  std::string path = dir + "/mcp.json", tmp = path + ".tmp";
+  std::ofstream(tmp) << json::serialize(json::object{{"mcpServers", servers}});
+  ::rename(tmp.c_str(), path.c_str());
+}
+
+json::object echo_servers(const std::string& echo, int count) {
+  json::object servers;
+  for (int i = 1; i <= count; ++i) {
+    servers[i == 1 ? std::string("echo") : fmt::format("echo{}", i)] =
+        json::object{{"command", echo}, {"args", json::array{}}};
+  }
+  return servers;
+}
+
+// mcp/list with wait: returns once no connector is starting; false unless all are running.
+bool settle(SyncClient& c, std::size_t expected, std::string* why) {
+  auto r = c.call("mcp/list", json::object{{"wait", true}}, 60s);
+  if (!r) {
+    *why = r.error().message;
+    return false;
+  }
+  const json::array& list = r->at("connectors").as_array();
+  std::size_t running = 0;
+  for (auto& e : list) {
+    if (e.at("state") == json::value("running")) {
+      ++running;
+    } else if (why->empty()) {
+      *why = fmt::format("{} is {}: {}", std::string(e.at("name").as_string()), std::string(e.at("state").as_string()),
+                         e.as_object().contains("reason") ? std::string(e.at("reason").as_string()) : "");
+    }
+  }
+  return running == expected && list.size() == expected;
+}
+
+long daemon_rss(SyncClient& c) {
+  auto r = c.call("daemon/status", json::object{}, 5s);
+  return r ? static_cast<long>(r->at("rss_kib").to_number<std::int64_t>()) : -1;
+}
+
+pid_t daemon_pid(SyncClient& c) {
+  auto r = c.call("daemon/status", json::object{}, 5s);
+  return r ? static_cast<pid_t>(r->at("pid").to_number<std::int64_t>()) : 0;
+}
+
+std::string daemon_request(const std::string& connector, std::int64_t id) {
+  return fmt::format(
+      R"({{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"connector":"{}","tool":"echo","arguments":{{"message":"{}"}}}}}})"
+      "\n",
+      id, connector, kMessage);
+}
+
+std::string mcp_request(std::int64_t id) {
+  return fmt::format(
+      R"({{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"{}"}}}}}})"
+      "\n",
+      id, kMessage);
+}
+
+void print_series(std::string_view label, const Series& s) {
+  if (!s.ran()) return (void)fmt::print("  {:<44} not measured: {}\n", label, s.first_error);
+  Stats us = s.us();
+  fmt::print("  {:<44} {:8.1f} {:9.1f} {:10.0f}", label, us.median, us.p99, s.calls_per_s());
+  if (s.cpu_us() >= 0) fmt::print(" {:10.1f}", s.cpu_us());
+  if (s.errors) fmt::print("   {} errors, first: {}", s.errors, s.first_error);
+  fmt::print("\n");
+}
+
+const char* verdict(bool met) { return met ? "met" : "NOT met"; }
+
+int parse_args(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      fmt::print(
+          "usage: mcp_calls [--calls N] [--inflight K] [--warmup W] [--rounds R] [--list-runs M]\n"
+          "                 [--connectors C] [--sdk-calls S] [--npm-dir DIR]\n"
+          "Times tools/call echo through a private oppxd against a C echo server and server-everything,\n"
+          "beside a raw relay floor and the TypeScript SDK client; prints figures and ratios.\n");
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      fmt::print(stderr, "mcp_calls: {} needs a value (see --help)\n", a);
+      return 2;
+    }
+    std::string v = argv[++i];
+    auto num = [&v] { return std::max(1, std::atoi(v.c_str())); };
+    if (a == "--calls") {
+      o.calls = num();
+    } else if (a == "--inflight") {
+      o.inflight = num();
+    } else if (a == "--warmup") {
+      o.warmup = num();
+    } else if (a == "--list-runs") {
+      o.list_runs = num();
+    } else if (a == "--connectors") {
+      o.connectors = num();
+    } else if (a == "--rounds") {
+      o.rounds = num();
+    } else if (a == "--sdk-calls") {
+      o.sdk_calls = num();
+    } else if (a == "--npm-dir") {
+      o.npm_dir = v;
+    } else {
+      fmt::print(stderr, "mcp_calls: unknown option {} (see --help)\n", a);
+      return 2;
+    }
+  }
+  if (o.sdk_calls < 0) o.sdk_calls = o.calls;
+  o.rounds = std::min(o.rounds, o.calls);
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (int rc = parse_args(argc, argv, o); rc >= 0) return rc;
+  std::signal(SIGPIPE, SIG_IGN);  // a peer that goes away is a failed write, not the end of the run
+  oppx::bench::BenchHome home;
+  if (!home.ok()) return 1;
+  const std::string dir = oppx::bench::self_dir();
+  const std::string oppx = dir + "/oppx", echo = dir + "/bench_echo_server";
+  const std::string everything = o.npm_dir + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+  const std::string sdk_script = std::string(OPPX_BENCH_DIR) + "/sdk_client.mjs";
+
+  if (oppx::bench::run_ms({oppx, "daemon", "start"}) < 0) {
+    fmt::print(stderr, "mcp_calls: could not start the daemon with {}\n", oppx);
+    return 1;
+  }
+  // However the run ends, its daemon (and so its connectors) ends with it.
+  struct StopDaemon {
+    std::string oppx;
+    ~StopDaemon() { oppx::bench::run_ms({oppx, "daemon", "stop"}); }
+  } stop_daemon{oppx};
+  auto client = daemon_client(home.socket());
+  if (!client) {
+    fmt::print(stderr, "mcp_calls: cannot talk to the daemon on {}\n", home.socket());
+    return 1;
+  }
+  SyncClient& c = *client;
+  std::string why;
+
+  // (6) RSS: idle, then with `connectors` C echo connectors running (children are other processes).
+  long rss_idle = daemon_rss(c);
+  write_config(home, echo_servers(echo, o.connectors));
+  bool all_up = settle(c, static_cast<std::size_t>(o.connectors), &why);
+  long rss_many = daemon_rss(c);
+  if (!all_up) fmt::print(stderr, "mcp_calls: not all {} connectors started: {}\n", o.connectors, why);
+
+  // (5) oppx mcp list --json with 5 warm connectors (the other ones are stopped by the edit).
+  write_config(home, echo_servers(echo, 5));
+  why.clear();
+  settle(c, 5, &why);
+  oppx::bench::measure({oppx, "mcp", "list", "--json"}, 5);  // page cache
+  Stats list = oppx::bench::measure({oppx, "mcp", "list", "--json"}, o.list_runs);
+  // What starting the CLI costs before it talks to the daemon: the part of the list time that is
+  // not the daemon's.
+  Stats start_only = oppx::bench::measure({oppx, "--version"}, o.list_runs);
+
+  // (1), (2): the C echo server and server-everything, warm, through oppxd; (3) the floor: the
+  // same hops without oppxd, to the same C server. Warm-up first, then the rounds alternate.
+  json::object servers = echo_servers(echo, 1);
+  bool have_everything = ::access(everything.c_str(), R_OK) == 0;
+  if (have_everything)
+    servers["everything"] = json::object{{"command", "node"}, {"args", json::array{everything, "stdio"}}};
+  write_config(home, servers);
+  why.clear();
+  if (!settle(c, servers.size(), &why)) fmt::print(stderr, "mcp_calls: a connector did not start: {}\n", why);
+  auto via = [](std::string name) { return [name](std::int64_t id) { return daemon_request(name, id); }; };
+  const pid_t pid = daemon_pid(c);
+  Target to_echo{&c, via("echo"), check_daemon_reply, pid};
+  Target to_everything{&c, via("everything"), check_daemon_reply, pid};
+  oppx::bench::Relay relay;
+  std::optional<SyncClient> floor_client;
+  std::string floor_error = relay.start(home.root() + "/run/floor.sock", {echo});
+  if (floor_error.empty()) {
+    auto fc = SyncClient::connect(home.root() + "/run/floor.sock");
+    if (fc) {
+      floor_client.emplace(std::move(*fc));
+    } else {
+      floor_error = fc.error().message;
+    }
+  }
+  Target to_floor{floor_client ? &*floor_client : nullptr, mcp_request, check_mcp_reply, relay.pid()};
+  Series floor_seq{&to_floor, 1}, floor_par{&to_floor, o.inflight};
+  Series echo_seq{&to_echo, 1}, echo_par{&to_echo, o.inflight};
+  Series every_seq{&to_everything, 1}, every_par{&to_everything, o.inflight};
+  std::vector<Series*> all;
+  if (floor_client) {
+    all.insert(all.end(), {&floor_seq, &floor_par});
+  } else {
+    floor_seq.first_error = floor_par.first_error = floor_error;
+  }
+  all.insert(all.end(), {&echo_seq, &echo_par});
+  if (have_everything) {
+    all.insert(all.end(), {&every_seq, &every_par});
+  } else {
+    every_seq.first_error = every_par.first_error = everything + " is missing: run packaging/bootstrap.sh";
+  }
+  for (Series* s : all) drive(*s, o.warmup, false);
+  for (int r = 0; r < o.rounds; ++r) {
+    int calls = o.calls / o.rounds + (r < o.calls % o.rounds ? 1 : 0);
+    for (Series* s : all) drive(*s, calls, true);
+  }
+  long rss_after = daemon_rss(c);
+
+  // (4) The official TypeScript SDK client calling the same C server over stdio, in node.
+  Stats sdk;
+  std::string sdk_note;
+  std::string out =
+      oppx::bench::capture({"node", sdk_script, "--npm-dir", o.npm_dir, "--calls", std::to_string(o.sdk_calls),
+                            "--warmup", std::to_string(o.warmup), "--", echo});
+  boost::system::error_code ec;
+  json::value sj = json::parse(out, ec);
+  if (!ec && sj.is_object() && sj.as_object().contains("p50_us")) {
+    sdk.median = sj.at("p50_us").to_number<double>();
+    sdk.p99 = sj.at("p99_us").to_number<double>();
+  } else {
+    sdk_note = "not measured (node or the SDK missing? run packaging/bootstrap.sh)";
+  }
+
+  fmt::print(
+      "mcp_calls: tools/call echo, {} calls per series in {} alternating rounds after {} warm-up calls, {} in flight "
+      "for throughput\n",
+      o.calls, o.rounds, o.warmup, o.inflight);
+  fmt::print("  {:<44} {:>8} {:>9} {:>10} {:>10}\n", "", "p50 µs", "p99 µs", "calls/s", "CPU µs");
+  fmt::print("  {:<44} {:>8} {:>9} {:>10} {:>10}\n", "", "", "", "", "per call");
+  // CPU per call: of the relay process for the floor, of oppxd for the others.
+  print_series("floor: socket → relay → pipe → C echo", floor_seq);
+  print_series(fmt::format("floor, {} in flight", o.inflight), floor_par);
+  print_series("oppxd → C echo", echo_seq);
+  print_series(fmt::format("oppxd → C echo, {} in flight", o.inflight), echo_par);
+  print_series("oppxd → server-everything", every_seq);
+  print_series(fmt::format("oppxd → server-everything, {} in flight", o.inflight), every_par);
+  if (sdk_note.empty()) {
+    fmt::print("  {:<44} {:8.1f} {:9.1f}   ({} calls)\n", "TypeScript SDK client → C echo (stdio)", sdk.median, sdk.p99,
+               o.sdk_calls);
+  } else {
+    fmt::print("  {:<44} {}\n", "TypeScript SDK client → C echo (stdio)", sdk_note);
+  }
+
+  fmt::print("ratios and targets:\n");
+  if (floor_seq.ran() && echo_seq.ran()) {
+    double r = echo_seq.us().median / floor_seq.us().median;
+    fmt::print("  oppxd p50 / floor p50                 {:6.2f}   (target <= 1.5: {})\n", r, verdict(r <= 1.5));
+  }
+  if (floor_par.ran() && echo_par.ran()) {
+    double r = echo_par.calls_per_s() / floor_par.calls_per_s();
+    fmt::print("  oppxd / floor throughput, {} in flight {:6.2f}   (target >= 0.5: {})\n", o.inflight, r,
+               verdict(r >= 0.5));
+  }
+  if (sdk_note.empty() && echo_seq.ran()) {
+    double r = sdk.median / echo_seq.us().median;
+    fmt::print("  SDK client p50 / oppxd p50            {:6.2f}   (target >= 3: {})\n", r, verdict(r >= 3));
+    if (floor_seq.ran()) {
+      fmt::print("  (SDK client p50 / floor p50           {:6.2f}: the most any relay through a socket could show)\n",
+                 sdk.median / floor_seq.us().median);
+    }
+  }
+  fmt::print(
+      "  oppx mcp list --json, 5 warm          {:6.2f} ms median, p90 {:.2f} ms, {} runs, {} failures "
+      "(target <= 3 ms: {})\n",
+      list.median, list.p90, o.list_runs, list.failures, verdict(list.failures == 0 && list.median <= 3.0));
+  fmt::print("  (oppx --version, no daemon: {:.2f} ms median, the cost of starting the CLI)\n", start_only.median);
+  fmt::print("  daemon RSS with {} connectors         {:6.1f} MiB   (target <= 16 MiB: {}){}\n", o.connectors,
+             rss_many / 1024.0, verdict(rss_many > 0 && rss_many <= 16 * 1024),
+             all_up ? "" : " (not all of them started)");
+  fmt::print("  daemon RSS idle                       {:6.1f} MiB;  after the call series {:.1f} MiB\n",
+             rss_idle / 1024.0, rss_after / 1024.0);
+  return 0;
+}
