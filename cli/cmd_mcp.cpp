@@ -55,14 +55,89 @@ int run(Context& ctx, const Command& self, std::string_view method, json::object
   return show(*r);
 }
 
-void print_entry(const json::object& c) {
-  std::string what = str(c, "type") == "http" ? str(c, "url") : str(c, "command");
+// An argument as a shell would need it, so the command shown is the command that runs.
+std::string shell_word(std::string_view w) {
+  if (!w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") ==
+                        std::string_view::npos)
+    return std::string(w);
+  std::string q = "'";
+  for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string what_runs(const json::object& c) {
+  if (str(c, "type") == "http") return str(c, "url");
+  std::string what = shell_word(str(c, "command"));
   if (const json::value* a = c.if_contains("args"); a && a->is_array()) {
-    for (auto& arg : a->as_array()) what += " " + std::string(arg.as_string());
+    for (auto& arg : a->as_array()) what += " " + shell_word(arg.as_string());
   }
-  fmt::print("{:<16} {:<9} {:>3} tools  {}\n", str(c, "name"), str(c, "state"), c.at("tools").as_int64(),
-             printable(what));
+  return what;
+}
+
+std::string pairs(const json::object& c, std::string_view key, std::string_view sep) {
+  std::string out;
+  if (const json::value* m = c.if_contains(key); m && m->is_object()) {
+    for (auto& [k, v] : m->as_object()) {
+      if (!out.empty()) out += ", ";
+      out += std::string(k) + std::string(sep) + (v.is_string() ? std::string(v.as_string()) : "");
+    }
+  }
+  return out;
+}
+
+std::string reads(const json::object& c) {
+  std::string out;
+  if (const json::value* r = c.if_contains("reads"); r && r->is_array()) {
+    for (auto& v : r->as_array()) out += (out.empty() ? "${" : ", ${") + std::string(v.as_string()) + "}";
+  }
+  return out;
+}
+
+void print_entry(const json::object& c) {
+  std::string name = str(c, "name");
+  if (str(c, "source") == "project") name += " [repo]";
+  fmt::print("{:<16} {:<9} {:>3} tools  {}\n", name, str(c, "state"), c.at("tools").as_int64(),
+             printable(what_runs(c)));
+  if (str(c, "source") == "project" && str(c, "consent") != "approved") {
+    // What the user is asked to approve, in full: environment and headers (values masked) and
+    // the variables it reads from the environment of the oppx command that starts it.
+    if (std::string e = pairs(c, "env", "="); !e.empty()) fmt::print("    env: {}\n", printable(e));
+    if (std::string h = pairs(c, "headers", ": "); !h.empty()) fmt::print("    headers: {}\n", printable(h));
+    if (std::string r = reads(c); !r.empty()) fmt::print("    reads: {}\n", printable(r));
+  }
   if (!str(c, "reason").empty()) fmt::print("    {}\n", printable(str(c, "reason")));
+}
+
+void print_definition(const json::object& c) {
+  bool project = str(c, "source") == "project";
+  fmt::print("{} ({} connector, from {})\n", str(c, "name"), project ? "repository" : "your own", str(c, "file"));
+  fmt::print("  state:    {}\n", str(c, "state"));
+  if (str(c, "type") == "http") {
+    fmt::print("  url:      {}\n", printable(str(c, "url")));
+    if (std::string h = pairs(c, "headers", ": "); !h.empty()) fmt::print("  headers:  {}\n", printable(h));
+  } else {
+    fmt::print("  command:  {}\n", printable(what_runs(c)));
+    if (std::string e = pairs(c, "env", "="); !e.empty()) fmt::print("  env:      {}\n", printable(e));
+  }
+  if (std::string r = reads(c); !r.empty())
+    fmt::print("  reads:    {} (from the environment of the oppx command)\n", printable(r));
+  if (c.contains("tools") && c.at("tools").is_int64() && str(c, "state") == "running")
+    fmt::print("  tools:    {}\n", c.at("tools").as_int64());
+  if (project) {
+    fmt::print("  root:     {}\n", str(c, "root"));
+    fmt::print("  sha256:   {}\n", str(c, "sha256"));
+    fmt::print("  consent:  {}\n", str(c, "consent"));
+  }
+  if (!str(c, "reason").empty()) fmt::print("  reason:   {}\n", printable(str(c, "reason")));
+  if (c.contains("log")) fmt::print("  log:      {}\n", str(c, "log"));
+}
+
+void print_list_notes(const json::object& o) {
+  for (auto& w : o.at("warnings").as_array()) fmt::print(stderr, "oppx: warning: {}\n", std::string(w.as_string()));
+  if (o.contains("error")) fmt::print(stderr, "oppx: {}\n", str(o, "error"));
+  if (o.contains("consent_error")) fmt::print(stderr, "oppx: {}\n", str(o, "consent_error"));
+  if (const json::value* p = o.if_contains("project"); p && p->is_object() && p->as_object().contains("error"))
+    fmt::print(stderr, "oppx: {}\n", str(p->as_object(), "error"));
 }
 
 int list(Context& ctx) {
@@ -71,17 +146,91 @@ int list(Context& ctx) {
   if (!ctx.args.empty()) return usage_error(self, "unexpected argument " + ctx.args[0]);
   return run(ctx, self, "mcp/list", {}, as_json, [](const json::value& v) {
     const json::object& o = v.as_object();
-    for (auto& w : o.at("warnings").as_array()) fmt::print(stderr, "oppx: warning: {}\n", std::string(w.as_string()));
-    if (o.contains("error")) fmt::print(stderr, "oppx: {}\n", str(o, "error"));
+    print_list_notes(o);
     const json::array& list = o.at("connectors").as_array();
     if (list.empty()) {
-      fmt::print("No connectors in {}.\n", str(o, "config"));
+      fmt::print("No connectors in {}", str(o, "config"));
+      if (const json::value* p = o.if_contains("project"); p && p->is_object())
+        fmt::print(" or {}", str(p->as_object(), "config"));
+      fmt::print(".\n");
       return kExitOk;
     }
     for (auto& c : list) print_entry(c.as_object());
     return kExitOk;
   });
 }
+
+int get(Context& ctx) {
+  const Command& self = *find_command("mcp", "get");
+  bool as_json = take_flag(ctx.args, "--json");
+  if (ctx.args.size() != 1) return usage_error(self, "name one connector");
+  return run(ctx, self, "mcp/get", {{"name", ctx.args[0]}}, as_json, [](const json::value& v) {
+    const json::object& o = v.as_object();
+    print_definition(o);
+    if (const json::value* h = o.if_contains("hides"); h && h->is_object()) {
+      fmt::print("\nIt hides the repository's connector of the same name:\n");
+      print_definition(h->as_object());
+    }
+    return kExitOk;
+  });
+}
+
+// approve / deny: show the definition as the daemon has it, then decide on exactly that one (its
+// sha256): a file changed in between is refused by the daemon, never approved unseen.
+int decide(Context& ctx, std::string_view command, bool approve) {
+  const Command& self = *find_command("mcp", command);
+  bool as_json = take_flag(ctx.args, "--json");
+  if (ctx.args.size() != 1) return usage_error(self, "name one connector");
+  auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
+  if (!conn) {
+    fmt::print(stderr, "oppx: {}\n", conn.error().message);
+    return conn.error().exit_code;
+  }
+  auto got = conn->client.call("mcp/get", json::object{{"name", ctx.args[0]}}, kMcpTimeout);
+  if (!got) {
+    fmt::print(stderr, "oppx: {}\n", got.error().message);
+    return got.error().kind == "unknown_connector" ? kExitUsage : kExitFailed;
+  }
+  json::object def = got->as_object();
+  if (str(def, "source") != "project") {
+    if (const json::value* h = def.if_contains("hides"); h && h->is_object()) {
+      def = h->as_object();
+    } else {
+      fmt::print(stderr, "oppx: {} is your own connector (from {}); only a repository's connectors need approval\n",
+                 ctx.args[0], str(def, "file"));
+      return kExitUsage;
+    }
+  }
+  if (!as_json) {
+    fmt::print("{} this definition:\n", approve ? "Approving" : "Denying");
+    print_definition(def);
+    fmt::print("\n");
+  }
+  auto r = conn->client.call(approve ? "consent/approve" : "consent/deny",
+                             json::object{{"name", ctx.args[0]}, {"sha256", str(def, "sha256")}}, kMcpTimeout);
+  if (!r) {
+    fmt::print(stderr, "oppx: {}\n", r.error().message);
+    return kExitFailed;
+  }
+  if (as_json) {
+    fmt::print("{}\n", json::serialize(*r));
+    return kExitOk;
+  }
+  const json::object& now = r->as_object();
+  std::string state = str(now, "state");
+  if (!approve) {
+    fmt::print("Denied: {} stays waiting until you approve it (`oppx mcp approve {}`).\n", ctx.args[0], ctx.args[0]);
+  } else if (state == "running") {
+    fmt::print("Approved: {} is running with {} tools.\n", ctx.args[0], now.at("tools").as_int64());
+  } else {
+    fmt::print("Approved, but {} is {}: {}\n", ctx.args[0], state, printable(str(now, "reason")));
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
+int approve(Context& ctx) { return decide(ctx, "approve", true); }
+int deny(Context& ctx) { return decide(ctx, "deny", false); }
 
 int tools(Context& ctx) {
   const Command& self = *find_command("mcp", "tools");
@@ -129,6 +278,7 @@ int reconnect(Context& ctx) {
   json::object params;
   if (!ctx.args.empty()) params["name"] = ctx.args[0];
   return run(ctx, self, "mcp/reconnect", params, as_json, [](const json::value& v) {
+    print_list_notes(v.as_object());
     for (auto& c : v.as_object().at("connectors").as_array()) print_entry(c.as_object());
     return kExitOk;
   });
@@ -138,10 +288,26 @@ int reconnect(Context& ctx) {
 
 std::vector<Command> mcp_commands() {
   return {
-      {"mcp", "list", "[--json]", "List your connectors with their state, tool count and, when not running, why.",
-       "Connectors are read from $OPPX_MCP_CONFIG, else mcp.json next to config.json\n"
-       "($XDG_CONFIG_HOME/oppx/mcp.json). Edits are picked up at the next command.",
+      {"mcp", "list", "[--json]",
+       "List your connectors and this repository's, with state, tool count and, when not running, why.",
+       "Yours are read from $OPPX_MCP_CONFIG, else mcp.json next to config.json\n"
+       "($XDG_CONFIG_HOME/oppx/mcp.json); the repository's from .mcp.json at its root (the\n"
+       "nearest folder above this one with .git, else this folder). Edits are picked up at the\n"
+       "next command. A repository's connector runs only once you approve it: until then it is\n"
+       "`waiting`, shown with its full command or URL, env, headers (values masked), the\n"
+       "variables it reads, and the `oppx mcp approve <name>` line. On a shared name yours wins\n"
+       "and the repository's is shown as hidden.",
        list},
+      {"mcp", "get", "<name> [--json]", "Show one connector: its definition (values masked), source, state, file.",
+       "For a repository's connector also its root, the sha256 of its definition and your consent.", get},
+      {"mcp", "approve", "<name> [--json]", "Allow this repository's connector <name> to run, as it is defined now.",
+       "Run it inside the repository. It prints the definition it approves; the approval holds for\n"
+       "exactly that definition (a sha256 kept in $XDG_STATE_HOME/oppx/mcp-approved.json): any\n"
+       "change to it makes the connector wait for your approval again. Exit status 1 when it was\n"
+       "approved but did not start (the reason is printed).",
+       approve},
+      {"mcp", "deny", "<name> [--json]", "Keep this repository's connector <name> from running.",
+       "Recorded for exactly this definition; `oppx mcp approve <name>` changes your mind.", deny},
       {"mcp", "tools", "<name> [--json]", "Show a connector's tools, one line each, as the model sees them.", "",
        tools},
       {"mcp", "call", "<name> <tool> [json-arguments] [--json]", "Call one tool and print its result.",

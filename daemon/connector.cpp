@@ -44,6 +44,8 @@ std::string_view state_name(ConnectorState s) {
       return "failed";
     case ConnectorState::kStopped:
       return "stopped";
+    case ConnectorState::kWaiting:
+      return "waiting";
   }
   return "unknown";
 }
@@ -123,7 +125,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void fail(std::string_view k, std::string why) {
-    if (state == ConnectorState::kStopped) return;
+    if (state == ConnectorState::kStopped || state == ConnectorState::kWaiting) return;
     set_state(ConnectorState::kFailed, std::move(why), k);
     kill_child();
   }
@@ -259,7 +261,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     exit_watch.close(ec);
     signal_group(child.pid, SIGKILL);  // grandchildren left in its group go with it
     drain_stderr();
-    if (state == ConnectorState::kStopped || (state == ConnectorState::kFailed && !output_closed)) return;
+    if (state == ConnectorState::kStopped || state == ConnectorState::kWaiting ||
+        (state == ConnectorState::kFailed && !output_closed))
+      return;
     std::string how = WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
                                         : fmt::format("signal {}", WTERMSIG(status));
     std::string tail = last_err_line.empty() ? "" : ": " + last_err_line;
@@ -454,6 +458,13 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     if (log_fd >= 0) ::close(log_fd);
     log_fd = -1;
   }
+
+  void hold(std::string why) {
+    ++generation;
+    kill_child();
+    tools = {};
+    set_state(ConnectorState::kWaiting, std::move(why), "waiting");
+  }
 };
 
 std::shared_ptr<Connector> Connector::create(asio::io_context& io, ConnectorDef def, std::string log_path) {
@@ -468,6 +479,7 @@ Connector::~Connector() {
 
 void Connector::start(const EnvMap& env, std::chrono::milliseconds timeout) { impl_->start(env, timeout); }
 void Connector::stop() { impl_->stop(); }
+void Connector::hold(std::string reason) { impl_->hold(std::move(reason)); }
 void Connector::call(const std::string& tool, json::value arguments, std::chrono::milliseconds timeout,
                      std::function<void(CallResult)> done) {
   impl_->call(tool, std::move(arguments), timeout, std::move(done));

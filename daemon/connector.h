@@ -22,7 +22,8 @@ class io_context;
 
 namespace oppx::daemon {
 
-enum class ConnectorState { kStarting, kRunning, kFailed, kStopped };
+// kWaiting: a repository's connector that has not been approved (daemon/consent.h); it never runs.
+enum class ConnectorState { kStarting, kRunning, kFailed, kStopped, kWaiting };
 std::string_view state_name(ConnectorState s);
 
 // What stopped a connector, as the diagnosis names it (SPEC §3).
@@ -50,6 +51,8 @@ class Connector {
   // Starts the child with the asking client's environment; `on_change` runs at every state change.
   void start(const EnvMap& env, std::chrono::milliseconds timeout);
   void stop();
+  // Stops it if it runs and keeps it `waiting` for consent, with `reason` saying how to give it.
+  void hold(std::string reason);
   void call(const std::string& tool, boost::json::value arguments, std::chrono::milliseconds timeout,
             std::function<void(CallResult)> done);
   void on_change(std::function<void()> fn);

@@ -1,9 +1,11 @@
-// The daemon's connectors: the user's mcp.json read (again, when it changed) on a client's
-// request, one Connector per definition shared by every client, started in parallel, and the
+// The daemon's connectors: the user's mcp.json and each repository's .mcp.json, read (again, when
+// they changed) on a client's request; one Connector per definition (and repository root for a
+// repository's), shared by every client; the consent a repository's connectors wait for; and the
 // JSON the mcp/… methods answer with. Headers and env values are masked in everything it returns.
 #pragma once
 
 #include "daemon/connector.h"
+#include "daemon/consent.h"
 #include "daemon/mcp_config.h"
 
 #include <boost/json/object.hpp>
@@ -11,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,29 +28,60 @@ class Connectors {
   Connectors(boost::asio::io_context& io, std::string state_dir);
   ~Connectors();
 
-  // Re-reads the user's connectors file when it changed since the last look, with the asking
-  // client's environment: new and changed definitions start, removed ones stop.
-  void refresh(const EnvMap& env);
-  // Runs `fn` once no connector (or the one named) is still starting.
-  void when_settled(const std::string& name, std::function<void()> fn);
-  void reconnect(const std::string& name, const EnvMap& env);  // empty name: all
+  // Re-reads the user's connectors file, and the .mcp.json of repository `root` (empty: none),
+  // when they changed since the last look, with the asking client's environment: new and changed
+  // definitions start (a repository's only once approved), removed ones stop.
+  void refresh(const EnvMap& env, const std::string& root);
+  // Runs `fn` once no connector of `root` (or the one named) is still starting.
+  void when_settled(const std::string& root, const std::string& name, std::function<void()> fn);
+  void reconnect(const std::string& name, const EnvMap& env, const std::string& root);  // empty name: all
 
-  boost::json::object list_json() const;
-  boost::json::object entry_json(const Connector& c) const;
-  std::shared_ptr<Connector> find(const std::string& name) const;
-  std::size_t size() const { return connectors_.size(); }
+  boost::json::object list_json(const std::string& root) const;
+  // The connector `name` as `root` sees it (the user's wins), with the repository's one it hides.
+  std::optional<boost::json::object> get_json(const std::string& name, const std::string& root) const;
+  std::shared_ptr<Connector> find(const std::string& name, const std::string& root) const;
+  std::size_t size() const;
   void stop_all();
 
+  // Consent for the repository connector (root, name), for exactly the definition with `sha256`.
+  // Errors: "unknown_connector", "not_a_project_connector", "changed", "io".
+  struct ConsentError {
+    std::string kind, message;
+  };
+  boost::system::result<void, ConsentError> decide(const std::string& root, const std::string& name,
+                                                   const std::string& sha256, bool approve, const EnvMap& env);
+  ConsentStore& consent() { return consent_; }
+  // Where the user's connectors file is for this client (the last one read).
+  const std::string& user_config_path() const { return user_.path; }
+
  private:
+  // One connectors file: the user's, or one repository's.
+  struct Source {
+    std::string path;
+    std::string stamp;  // inode, size and mtime of what was read last
+    std::string error;
+    std::vector<std::string> warnings;
+    std::vector<ConnectorDef> defs;                                // as read, in file order
+    std::map<std::string, std::shared_ptr<Connector>> connectors;  // by name
+  };
+  bool reread(Source& src, const std::string& path, bool is_user);
+  void replace_connectors(Source& src, const std::string& root);
+  void apply_consent(const std::string& root, Source& repo, const EnvMap& env);
+  boost::json::object entry_json(const ConnectorDef& d, const Connector* c, const std::string& root,
+                                 const std::string& file) const;
+  std::string log_path(const std::string& name, const std::string& root) const;
   void settled_check();
+
   boost::asio::io_context& io_;
   std::string state_dir_;
-  std::string config_path_;
-  std::string config_stamp_;  // inode, size and mtime of what was read last
-  std::string config_error_;
-  std::vector<std::string> warnings_;
-  std::map<std::string, std::shared_ptr<Connector>> connectors_;
-  std::vector<std::pair<std::string, std::function<void()>>> waiters_;
+  Source user_;
+  std::map<std::string, Source> repos_;  // by repository root
+  mutable ConsentStore consent_;         // reading it may move a bad file aside
+  struct Waiter {
+    std::string root, name;
+    std::function<void()> fn;
+  };
+  std::vector<Waiter> waiters_;
 };
 
 }  // namespace oppx::daemon

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -44,12 +45,9 @@ boost::system::result<Pairs, std::string> string_map(const json::value& v, const
   return out;
 }
 
-// Its own type: a result<ConnectorDef, std::string> could not tell a message from a definition.
-struct EntryError {
-  std::string message;
-};
+}  // namespace
 
-boost::system::result<ConnectorDef, EntryError> parse_entry(std::string_view name, const json::value& v) {
+boost::system::result<ConnectorDef, EntryError> parse_mcp_entry(std::string_view name, const json::value& v) {
   const std::string where = fmt::format("mcpServers.{}", name);
   if (!valid_name(name)) return EntryError{where + ": a name may hold only letters, digits, '-' and '_'"};
   if (!v.is_object()) return EntryError{where + ": expected an object"};
@@ -96,8 +94,6 @@ boost::system::result<ConnectorDef, EntryError> parse_entry(std::string_view nam
   return d;
 }
 
-}  // namespace
-
 bool valid_name(std::string_view name) {
   if (name.empty() || name.size() > 64) return false;
   for (char c : name) {
@@ -126,7 +122,7 @@ boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view 
   if (!servers) return cfg;
   if (!servers->is_object()) return fmt::format("{}: mcpServers: expected an object", path);
   for (auto& [name, entry] : servers->as_object()) {
-    auto d = parse_entry(name, entry);
+    auto d = parse_mcp_entry(name, entry);
     if (!d) return fmt::format("{}: {}", path, d.error().message);
     cfg.connectors.push_back(std::move(*d));
   }
@@ -198,6 +194,25 @@ boost::system::result<std::string, ExpandError> expand(std::string_view s, const
     }
   }
   return {boost::system::in_place_value, std::move(out)};
+}
+
+std::vector<std::string> referenced_variables(const ConnectorDef& d) {
+  std::vector<std::string> names;
+  auto scan = [&](std::string_view s) {
+    for (auto at = s.find("${"); at != std::string_view::npos; at = s.find("${", at + 2)) {
+      auto close = s.find('}', at + 2);
+      if (close == std::string_view::npos) return;
+      std::string_view inner = s.substr(at + 2, close - at - 2);
+      std::string name(inner.substr(0, inner.find(":-")));
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  };
+  scan(d.command);
+  for (auto& a : d.args) scan(a);
+  for (auto& [k, v] : d.env) scan(v);
+  scan(d.url);
+  for (auto& [k, v] : d.headers) scan(v);
+  return names;
 }
 
 std::string mask_value(std::string_view v) {

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/proc.h"
 #include "daemon/connectors.h"
+#include "daemon/methods_config.h"
 #include "proto/decode.h"
 #include "proto/daemon_api.h"
 
@@ -36,6 +37,7 @@ void hello(const proto::HelloParams& p, Reply reply, Client& client) {
   }
   client.name = p.client;
   if (!p.env.empty()) client.env = p.env;
+  if (!p.cwd.empty()) client.cwd = p.cwd;
   log::debug("client {} is {}", client.id, p.client);
   reply.ok(json::value_from(proto::HelloResult{proto::kProtocolVersion, OPPX_VERSION, kBuildId, ::getpid()}));
 }
@@ -57,18 +59,22 @@ void status(Server& server, Reply reply) {
 struct NameParams {
   std::string name;
   bool wait = false;
+  std::string cwd;
 };
 boost::system::result<NameParams, std::string> name_params(const json::value& params, bool required) {
   proto::FieldReader r(params, "params");
   NameParams p;
   p.name = r.string("name", required).value_or("");
   p.wait = r.boolean("wait", false).value_or(false);
+  p.cwd = r.string("cwd", false).value_or("");
   if (!r.ok()) return {boost::system::in_place_error, r.error()};
+  if (!p.cwd.empty() && p.cwd[0] != '/')
+    return {boost::system::in_place_error, "params.cwd: expected an absolute path"};
   return p;
 }
 
 struct CallParams {
-  std::string connector, tool;
+  std::string connector, tool, cwd;
   json::value arguments;
   std::int64_t timeout_ms = 0;
 };
@@ -78,7 +84,10 @@ boost::system::result<CallParams, std::string> call_params(const json::value& pa
   p.connector = r.string("connector", true).value_or("");
   p.tool = r.string("tool", true).value_or("");
   p.timeout_ms = r.integer("timeout_ms", false).value_or(kCallTimeout.count());
+  p.cwd = r.string("cwd", false).value_or("");
   if (!r.ok()) return {boost::system::in_place_error, r.error()};
+  if (!p.cwd.empty() && p.cwd[0] != '/')
+    return {boost::system::in_place_error, "params.cwd: expected an absolute path"};
   const json::value* a = params.as_object().if_contains("arguments");
   if (a && !a->is_null() && !a->is_object())
     return {boost::system::in_place_error, "params.arguments: expected object"};
@@ -99,31 +108,34 @@ proto::RpcError unknown_connector(const std::string& name) {
 using SharedReply = std::shared_ptr<Reply>;
 
 void mcp_list(Server& s, const NameParams& p, Reply reply, Client& client) {
-  s.connectors().refresh(client.env);
-  if (!p.wait) return reply.ok(s.connectors().list_json());
+  std::string root = request_root(p.cwd, client);
+  s.connectors().refresh(client.env, root);
+  if (!p.wait) return reply.ok(s.connectors().list_json(root));
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().when_settled("", [&s, shared] { shared->ok(s.connectors().list_json()); });
+  s.connectors().when_settled(root, "", [&s, shared, root] { shared->ok(s.connectors().list_json(root)); });
 }
 
 void mcp_tools(Server& s, const NameParams& p, Reply reply, Client& client) {
-  s.connectors().refresh(client.env);
-  if (!s.connectors().find(p.name)) return reply.fail(unknown_connector(p.name));
+  std::string root = request_root(p.cwd, client);
+  s.connectors().refresh(client.env, root);
+  if (!s.connectors().find(p.name, root)) return reply.fail(unknown_connector(p.name));
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().when_settled(p.name, [&s, shared, name = p.name] {
-    auto c = s.connectors().find(name);
-    if (!c) return shared->fail(unknown_connector(name));
-    json::object o = s.connectors().entry_json(*c);
-    o["tools"] = c->tools();
-    shared->ok(std::move(o));
+  s.connectors().when_settled(root, p.name, [&s, shared, name = p.name, root] {
+    auto c = s.connectors().find(name, root);
+    auto o = c ? s.connectors().get_json(name, root) : std::nullopt;
+    if (!o) return shared->fail(unknown_connector(name));
+    (*o)["tools"] = c->tools();
+    shared->ok(std::move(*o));
   });
 }
 
 void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
-  s.connectors().refresh(client.env);
-  if (!s.connectors().find(p.connector)) return reply.fail(unknown_connector(p.connector));
+  std::string root = request_root(p.cwd, client);
+  s.connectors().refresh(client.env, root);
+  if (!s.connectors().find(p.connector, root)) return reply.fail(unknown_connector(p.connector));
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().when_settled(p.connector, [&s, shared, p] {
-    auto c = s.connectors().find(p.connector);
+  s.connectors().when_settled(root, p.connector, [&s, shared, p, root] {
+    auto c = s.connectors().find(p.connector, root);
     if (!c) return shared->fail(unknown_connector(p.connector));
     c->call(p.tool, p.arguments, std::chrono::milliseconds(p.timeout_ms), [shared, p](Connector::CallResult r) {
       if (!r) return shared->fail(r.error());
@@ -144,11 +156,12 @@ void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
 }
 
 void mcp_reconnect(Server& s, const NameParams& p, Reply reply, Client& client) {
-  s.connectors().refresh(client.env);
-  if (!p.name.empty() && !s.connectors().find(p.name)) return reply.fail(unknown_connector(p.name));
-  s.connectors().reconnect(p.name, client.env);
+  std::string root = request_root(p.cwd, client);
+  s.connectors().refresh(client.env, root);
+  if (!p.name.empty() && !s.connectors().find(p.name, root)) return reply.fail(unknown_connector(p.name));
+  s.connectors().reconnect(p.name, client.env, root);
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().when_settled(p.name, [&s, shared] { shared->ok(s.connectors().list_json()); });
+  s.connectors().when_settled(root, p.name, [&s, shared, root] { shared->ok(s.connectors().list_json(root)); });
 }
 
 void shutdown(Server& server, Reply reply) {
@@ -171,6 +184,16 @@ void register_methods(Router& r, Server& s) {
   r.add(
       "mcp/reconnect", [](const json::value& v) { return name_params(v, false); },
       [&s](const NameParams& p, Reply reply, Client& c) { mcp_reconnect(s, p, std::move(reply), c); });
+  r.add("mcp/get", decode_get_params,
+        [&s](const GetParams& p, Reply reply, Client& c) { mcp_get(s, p, std::move(reply), c); });
+  r.add("mcp/add", decode_add_params,
+        [&s](const AddParams& p, Reply reply, Client& c) { mcp_add(s, p, std::move(reply), c); });
+  r.add("mcp/remove", decode_remove_params,
+        [&s](const RemoveParams& p, Reply reply, Client& c) { mcp_remove(s, p, std::move(reply), c); });
+  r.add("consent/approve", decode_consent_params,
+        [&s](const ConsentParams& p, Reply reply, Client& c) { consent_decide(s, p, true, std::move(reply), c); });
+  r.add("consent/deny", decode_consent_params,
+        [&s](const ConsentParams& p, Reply reply, Client& c) { consent_decide(s, p, false, std::move(reply), c); });
   r.add("tools/call", call_params,
         [&s](const CallParams& p, Reply reply, Client& c) { tools_call(s, p, std::move(reply), c); });
 }
