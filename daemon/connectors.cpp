@@ -156,6 +156,11 @@ boost::system::result<void, Connectors::ConsentError> Connectors::decide(const s
                         fmt::format("{} has no connector named {}; `oppx mcp list` in that folder shows them",
                                     root + "/.mcp.json", name)};
   }
+  if (approve && user_.connectors.contains(name)) {
+    return ConsentError{"hidden", fmt::format("the repository's {} is hidden by your own connector of the same name "
+                                              "(in {}), which is the one used; remove or rename yours first",
+                                              name, user_.path)};
+  }
   std::string current = sha256_hex(def->canonical);
   if (!sha256.empty() && sha256 != current) {
     return ConsentError{"changed", fmt::format("the definition of {} in {}/.mcp.json changed since it was shown "

@@ -44,7 +44,7 @@ class Connectors {
   void stop_all();
 
   // Consent for the repository connector (root, name), for exactly the definition with `sha256`.
-  // Errors: "unknown_connector", "not_a_project_connector", "changed", "io".
+  // Errors: "unknown_connector", "not_a_project_connector", "hidden", "changed", "io".
   struct ConsentError {
     std::string kind, message;
   };
