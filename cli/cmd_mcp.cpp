@@ -3,11 +3,15 @@
 // masked from the daemon already.
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
+#include "cli/probe.h"
 #include "common/text.h"
 
 #include <boost/json.hpp>
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
 
 namespace oppx::cli {
 
@@ -24,14 +28,6 @@ std::string str(const json::object& o, std::string_view k) {
 
 // Server text may hold escapes meant for a terminal: shown escaped, never obeyed.
 std::string printable(std::string_view s) { return escape_controls(s, true); }
-
-std::string first_sentence(std::string_view d, std::size_t max) {
-  auto end = d.find(". ");
-  if (auto nl = d.find('\n'); nl < end) end = nl;
-  std::string s(d.substr(0, end == std::string_view::npos ? d.size() : end));
-  if (s.size() > max) s = s.substr(0, max - 1) + "…";
-  return printable(s);
-}
 
 // Runs one method; prints --json or hands the result to `show`.
 int run(Context& ctx, const Command& self, std::string_view method, json::object params, bool as_json,
@@ -244,7 +240,7 @@ int tools(Context& ctx) {
     }
     for (auto& t : o.at("tools").as_array()) {
       const json::object& tool = t.as_object();
-      fmt::print("{}.{}: {}\n", name, printable(str(tool, "name")), first_sentence(str(tool, "description"), 140));
+      fmt::print("{}\n", tool_line(name, tool));
     }
     return kExitOk;
   });
@@ -284,6 +280,132 @@ int reconnect(Context& ctx) {
   });
 }
 
+// What `add` prints: where it went, then the probe (its tools as the model sees them, their cost
+// and share of the model's context), or why it did not start (it is saved anyway).
+int show_added(const json::value& v) {
+  const json::object& o = v.as_object();
+  std::string name = str(o, "name");
+  if (o.contains("warning")) fmt::print(stderr, "oppx: warning: {}\n", str(o, "warning"));
+  fmt::print("{} {} in {}\n", o.at("replaced") == json::value(true) ? "Replaced" : "Added", name, str(o, "file"));
+  if (o.contains("consent_error")) fmt::print(stderr, "oppx: {}\n", str(o, "consent_error"));
+  const json::value* cv = o.if_contains("connector");
+  if (!cv || !cv->is_object()) return kExitOk;
+  const json::object& c = cv->as_object();
+  if (str(c, "state") != "running") {
+    fmt::print("It did not start ({}): {}\nIt is saved anyway; fix it and run `oppx mcp reconnect {}`.\n",
+               str(c, "state"), printable(str(c, "reason")), name);
+    return kExitOk;
+  }
+  const json::array& tools = c.at("tools").as_array();
+  fmt::print("Running, {} tools:\n", tools.size());
+  std::string text = tool_list_text(name, tools);
+  fmt::print("{}", text);
+  for (auto& line : probe_lines(probe_cost(name, text, model_server_url()))) fmt::print("{}\n", line);
+  return kExitOk;
+}
+
+int send_add(Context& ctx, const Command& self, const std::string& name, json::object def, bool project, bool force,
+             bool as_json) {
+  json::object params{{"name", name}, {"definition", std::move(def)}, {"project", project}, {"force", force}};
+  return run(ctx, self, "mcp/add", std::move(params), as_json, show_added);
+}
+
+int add(Context& ctx) {
+  const Command& self = *find_command("mcp", "add");
+  std::vector<std::string> before, command;
+  auto dash = std::find(ctx.args.begin(), ctx.args.end(), "--");
+  before.assign(ctx.args.begin(), dash);
+  if (dash != ctx.args.end()) command.assign(dash + 1, ctx.args.end());
+  bool as_json = take_flag(before, "--json");
+  bool project = take_flag(before, "--project");
+  bool force = take_flag(before, "--force");
+  std::string name, url;
+  json::object env, headers;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    const std::string& a = before[i];
+    auto value = [&](std::string_view flag) -> std::optional<std::string> {
+      if (i + 1 >= before.size()) return std::nullopt;
+      (void)flag;
+      return before[++i];
+    };
+    if (a == "-e" || a == "--env") {
+      auto kv = value(a);
+      auto eq = kv ? kv->find('=') : std::string::npos;
+      if (!kv || eq == std::string::npos || eq == 0) return usage_error(self, a + " takes KEY=VALUE");
+      env[kv->substr(0, eq)] = kv->substr(eq + 1);
+    } else if (a == "-H" || a == "--header") {
+      auto h = value(a);
+      auto colon = h ? h->find(':') : std::string::npos;
+      if (!h || colon == std::string::npos || colon == 0) return usage_error(self, a + " takes 'Name: value'");
+      std::string v = h->substr(colon + 1);
+      if (!v.empty() && v[0] == ' ') v.erase(0, 1);
+      headers[h->substr(0, colon)] = v;
+    } else if (a == "--url") {
+      auto u = value(a);
+      if (!u) return usage_error(self, "--url takes a URL");
+      url = *u;
+    } else if (!a.empty() && a[0] == '-') {
+      return usage_error(self, "unknown option " + a);
+    } else if (name.empty()) {
+      name = a;
+    } else {
+      return usage_error(self, "unexpected argument " + a + " (put the command after --)");
+    }
+  }
+  if (name.empty()) return usage_error(self, "name the connector");
+  json::object def;
+  if (!url.empty()) {
+    if (!command.empty()) return usage_error(self, "give either --url or a command after --, not both");
+    if (!env.empty()) return usage_error(self, "-e is for a command's environment; use -H for an HTTP connector");
+    def = {{"type", "http"}, {"url", url}};
+    if (!headers.empty()) def["headers"] = headers;
+  } else {
+    if (command.empty()) return usage_error(self, "give the command after --, or --url <url>");
+    if (!headers.empty()) return usage_error(self, "-H is for an HTTP connector (--url)");
+    def = {{"command", command[0]}};
+    if (command.size() > 1) {
+      json::array args;
+      for (std::size_t i = 1; i < command.size(); ++i) args.emplace_back(command[i]);
+      def["args"] = std::move(args);
+    }
+    if (!env.empty()) def["env"] = env;
+  }
+  return send_add(ctx, self, name, std::move(def), project, force, as_json);
+}
+
+int add_json(Context& ctx) {
+  const Command& self = *find_command("mcp", "add-json");
+  bool as_json = take_flag(ctx.args, "--json");
+  bool project = take_flag(ctx.args, "--project");
+  bool force = take_flag(ctx.args, "--force");
+  if (ctx.args.size() != 2) return usage_error(self, "give a name and the JSON of its entry");
+  boost::system::error_code ec;
+  json::value v = json::parse(ctx.args[1], ec);
+  if (ec || !v.is_object())
+    return usage_error(self,
+                       "the definition must be a JSON object, e.g. '{\"command\":\"npx\",\"args\":[\"-y\",\"pkg\"]}'");
+  // A whole pasted block works too: {"mcpServers":{"<name>":{…}}}.
+  if (const json::value* s = v.as_object().if_contains("mcpServers"); s && s->is_object()) {
+    const json::value* e = s->as_object().if_contains(ctx.args[0]);
+    if (!e || !e->is_object()) return usage_error(self, "the pasted mcpServers block has no entry " + ctx.args[0]);
+    v = *e;
+  }
+  return send_add(ctx, self, ctx.args[0], v.as_object(), project, force, as_json);
+}
+
+int remove(Context& ctx) {
+  const Command& self = *find_command("mcp", "remove");
+  bool as_json = take_flag(ctx.args, "--json");
+  bool project = take_flag(ctx.args, "--project");
+  if (ctx.args.size() != 1) return usage_error(self, "name one connector");
+  return run(ctx, self, "mcp/remove", {{"name", ctx.args[0]}, {"project", project}}, as_json, [](const json::value& v) {
+    const json::object& o = v.as_object();
+    if (o.contains("warning")) fmt::print(stderr, "oppx: warning: {}\n", str(o, "warning"));
+    fmt::print("Removed {} from {}\n", str(o, "name"), str(o, "file"));
+    return kExitOk;
+  });
+}
+
 }  // namespace
 
 std::vector<Command> mcp_commands() {
@@ -298,6 +420,23 @@ std::vector<Command> mcp_commands() {
        "variables it reads, and the `oppx mcp approve <name>` line. On a shared name yours wins\n"
        "and the repository's is shown as hidden.",
        list},
+      {"mcp", "add", "<name> [--project] [--force] [-e KEY=VALUE]... -- <command> [args...]",
+       "Add a connector (a command over stdio, or --url <url> [-H 'Name: value']... over HTTP).",
+       "Also: oppx mcp add <name> [--project] [--force] --url <https://…> [-H 'Name: value']...\n"
+       "Saved to your mcp.json (0600), or with --project to the repository's .mcp.json, which\n"
+       "counts as your consent to exactly that definition. --force replaces one of the same name.\n"
+       "Values are written as given: single-quote '${VAR}' so that it stays a reference, expanded\n"
+       "from the environment of the oppx command that starts the connector. Names: letters,\n"
+       "digits, '-' and '_'. It then starts the connector once and prints its tools as the model\n"
+       "sees them, their token cost, and their share of the model's context (asked of the model\n"
+       "server in config.json \"server\" or $OPPX_SERVER, 4 s limit), with SMALL_CONTEXT and\n"
+       "HEAVY_SHARE warnings. One that does not start is saved anyway, with the reason.",
+       add},
+      {"mcp", "add-json", "<name> '<json>' [--project] [--force] [--json]",
+       "Add a connector from a pasted mcpServers entry (or a whole {\"mcpServers\":…} block).",
+       "The same as `oppx mcp add`, with the entry's JSON as given.", add_json},
+      {"mcp", "remove", "<name> [--project] [--json]",
+       "Remove a connector from your mcp.json (or, with --project, the repository's .mcp.json).", "", remove},
       {"mcp", "get", "<name> [--json]", "Show one connector: its definition (values masked), source, state, file.",
        "For a repository's connector also its root, the sha256 of its definition and your consent.", get},
       {"mcp", "approve", "<name> [--json]", "Allow this repository's connector <name> to run, as it is defined now.",
