@@ -280,34 +280,10 @@ int reconnect(Context& ctx) {
   });
 }
 
-// What `add` prints: where it went, then the probe (its tools as the model sees them, their cost
-// and share of the model's context), or why it did not start (it is saved anyway).
-int show_added(const json::value& v) {
-  const json::object& o = v.as_object();
-  std::string name = str(o, "name");
-  if (o.contains("warning")) fmt::print(stderr, "oppx: warning: {}\n", str(o, "warning"));
-  fmt::print("{} {} in {}\n", o.at("replaced") == json::value(true) ? "Replaced" : "Added", name, str(o, "file"));
-  if (o.contains("consent_error")) fmt::print(stderr, "oppx: {}\n", str(o, "consent_error"));
-  const json::value* cv = o.if_contains("connector");
-  if (!cv || !cv->is_object()) return kExitOk;
-  const json::object& c = cv->as_object();
-  if (str(c, "state") != "running") {
-    fmt::print("It did not start ({}): {}\nIt is saved anyway; fix it and run `oppx mcp reconnect {}`.\n",
-               str(c, "state"), printable(str(c, "reason")), name);
-    return kExitOk;
-  }
-  const json::array& tools = c.at("tools").as_array();
-  fmt::print("Running, {} tools:\n", tools.size());
-  std::string text = tool_list_text(name, tools);
-  fmt::print("{}", text);
-  for (auto& line : probe_lines(probe_cost(name, text, model_server_url()))) fmt::print("{}\n", line);
-  return kExitOk;
-}
-
 int send_add(Context& ctx, const Command& self, const std::string& name, json::object def, bool project, bool force,
              bool as_json) {
   json::object params{{"name", name}, {"definition", std::move(def)}, {"project", project}, {"force", force}};
-  return run(ctx, self, "mcp/add", std::move(params), as_json, show_added);
+  return run(ctx, self, "mcp/add", std::move(params), as_json, print_added);
 }
 
 int add(Context& ctx) {

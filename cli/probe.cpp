@@ -331,4 +331,30 @@ std::vector<std::string> probe_lines(const ProbeReport& r) {
   return out;
 }
 
+int print_added(const json::value& v) {
+  const json::object& o = v.as_object();
+  auto str = [](const json::object& obj, std::string_view k) {
+    const json::value* x = obj.if_contains(k);
+    return x && x->is_string() ? std::string(x->as_string()) : std::string();
+  };
+  std::string name = str(o, "name");
+  if (o.contains("warning")) fmt::print(stderr, "oppx: warning: {}\n", str(o, "warning"));
+  fmt::print("{} {} in {}\n", o.at("replaced") == json::value(true) ? "Replaced" : "Added", name, str(o, "file"));
+  if (o.contains("consent_error")) fmt::print(stderr, "oppx: {}\n", str(o, "consent_error"));
+  const json::value* cv = o.if_contains("connector");
+  if (!cv || !cv->is_object()) return 0;
+  const json::object& c = cv->as_object();
+  if (str(c, "state") != "running") {
+    fmt::print("It did not start ({}): {}\nIt is saved anyway; fix it and run `oppx mcp reconnect {}`.\n",
+               str(c, "state"), escape_controls(str(c, "reason")), name);
+    return 0;
+  }
+  const json::array& tools = c.at("tools").as_array();
+  fmt::print("Running, {} tools:\n", tools.size());
+  std::string text = tool_list_text(name, tools);
+  fmt::print("{}", text);
+  for (auto& line : probe_lines(probe_cost(name, text, model_server_url()))) fmt::print("{}\n", line);
+  return 0;
+}
+
 }  // namespace oppx::cli

@@ -32,6 +32,10 @@ struct ProbeReport {
 // Counts `list_text` and asks the server (when there is one) for its context.
 ProbeReport probe_cost(std::string_view connector, const std::string& list_text, const std::string& server);
 
+// What `oppx mcp add` (and the demo) print from an mcp/add result: where it was saved, then the
+// probe (the tools, their cost and share), or why it did not start. Returns the exit status.
+int print_added(const boost::json::value& add_result);
+
 // The lines printed after the tool list.
 std::vector<std::string> probe_lines(const ProbeReport& r);
 
