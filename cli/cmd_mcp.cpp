@@ -396,7 +396,7 @@ std::vector<Command> mcp_commands() {
        "variables it reads, and the `oppx mcp approve <name>` line. On a shared name yours wins\n"
        "and the repository's is shown as hidden.",
        list},
-      {"mcp", "add", "<name> [--project] [--force] [-e KEY=VALUE]... -- <command> [args...]",
+      {"mcp", "add", "<name> [--project] [--force] [--json] [-e KEY=VALUE]... -- <command> [args...]",
        "Add a connector (a command over stdio, or --url <url> [-H 'Name: value']... over HTTP).",
        "Also: oppx mcp add <name> [--project] [--force] --url <https://…> [-H 'Name: value']...\n"
        "Saved to your mcp.json (0600), or with --project to the repository's .mcp.json, which\n"
