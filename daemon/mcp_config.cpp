@@ -130,13 +130,17 @@ boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view 
 }
 
 boost::system::result<McpConfig, std::string> load_mcp_config(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a repository's .mcp.json may be a FIFO, whose open would block the daemon.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return McpConfig{};
     return fmt::format("{}: cannot read it: {}", path, std::strerror(errno));
   }
   struct stat st {};
-  ::fstat(fd, &st);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fmt::format("{}: not a regular file; a connectors file must be one", path);
+  }
   std::string text;
   char buf[65536];
   ssize_t n;

@@ -403,6 +403,17 @@ TEST_F(Consent, AnApprovedConnectorWithAnUnsetOrMultilineVariableDoesNotStart) {
   EXPECT_FALSE(exists(repo + "/ran2"));
 }
 
+TEST_F(Consent, AFifoOrDeviceAsMcpJsonIsAnErrorNotAHang) {
+  ASSERT_EQ(::mkfifo((repo + "/.mcp.json").c_str(), 0600), 0);
+  auto l = list();
+  ASSERT_TRUE(l.contains("project"));
+  EXPECT_NE(std::string(l.at("project").at("error").as_string()).find("not a regular file"), std::string::npos);
+  ::unlink((repo + "/.mcp.json").c_str());
+  ASSERT_EQ(::symlink("/dev/zero", (repo + "/.mcp.json").c_str()), 0);
+  l = list();
+  EXPECT_NE(std::string(l.at("project").at("error").as_string()).find("not a regular file"), std::string::npos);
+}
+
 TEST(RepositoryRoot, IsTheNearestFolderWithGitElseTheFolder) {
   TempHome home;
   std::string r = home.root() + "/r";
