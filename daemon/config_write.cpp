@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -66,14 +67,31 @@ struct Loaded {
   std::string warning;
 };
 
-boost::system::result<Loaded, EditError> load_for_edit(const std::string& path) {
+// Where the edit goes: the link's target for the user's own file, else the path itself.
+std::string edit_target(const std::string& path, bool follow_symlink) {
+  struct stat st {};
+  if (!follow_symlink || ::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (!real) return path;
+  std::string target = real;
+  std::free(real);
+  return target;
+}
+
+boost::system::result<Loaded, EditError> load_for_edit(const std::string& path, bool follow_symlink) {
   Loaded l;
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
+  if ((follow_symlink ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) {
     if (errno != ENOENT) return EditError{"io", fmt::format("cannot read {}: {}", path, std::strerror(errno))};
     return l;
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (S_ISLNK(st.st_mode)) {
+    return EditError{"io", path +
+                               " is a symbolic link; oppx does not write through links in a repository. Edit its "
+                               "target by hand, or replace the link with a file"};
+  }
+  if (!S_ISREG(st.st_mode)) return EditError{"io", path + " is not a regular file; move it away and try again"};
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return EditError{"io", fmt::format("cannot read {}: {}", path, std::strerror(errno))};
   std::string text;
   char buf[65536];
@@ -165,9 +183,10 @@ boost::system::result<ConnectorDef, EditError> check_definition(std::string_view
   return std::move(*def);
 }
 
-boost::system::result<EditOutcome, EditError> add_entry(const std::string& path, std::string_view name,
-                                                        const json::value& entry, bool force) {
-  auto loaded = load_for_edit(path);
+boost::system::result<EditOutcome, EditError> add_entry(const std::string& given, std::string_view name,
+                                                        const json::value& entry, bool force, bool follow_symlink) {
+  std::string path = edit_target(given, follow_symlink);
+  auto loaded = load_for_edit(path, follow_symlink);
   if (!loaded) return loaded.error();
   json::value& servers = loaded->root["mcpServers"];
   if (!servers.is_object()) servers = json::object{};
@@ -186,8 +205,10 @@ boost::system::result<EditOutcome, EditError> add_entry(const std::string& path,
   return out;
 }
 
-boost::system::result<EditOutcome, EditError> remove_entry(const std::string& path, std::string_view name) {
-  auto loaded = load_for_edit(path);
+boost::system::result<EditOutcome, EditError> remove_entry(const std::string& given, std::string_view name,
+                                                           bool follow_symlink) {
+  std::string path = edit_target(given, follow_symlink);
+  auto loaded = load_for_edit(path, follow_symlink);
   if (!loaded) return loaded.error();
   json::value* servers = loaded->root.if_contains("mcpServers");
   if (!loaded->existed || !servers || !servers->is_object() || !servers->as_object().contains(name))

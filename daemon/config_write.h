@@ -32,9 +32,14 @@ struct EditOutcome {
 };
 
 // Adds or (with `force`) replaces one entry. Without `force` an existing name is an "exists" error.
+// `follow_symlink`: the user's mcp.json may be a link into their dotfiles, and the edit goes to its
+// target; a repository's .mcp.json is never written through a link (an "io" error says so), so a
+// repository cannot point an edit at a file outside it.
 boost::system::result<EditOutcome, EditError> add_entry(const std::string& path, std::string_view name,
-                                                        const boost::json::value& entry, bool force);
+                                                        const boost::json::value& entry, bool force,
+                                                        bool follow_symlink);
 // Removes one entry; a missing name is a "not_found" error.
-boost::system::result<EditOutcome, EditError> remove_entry(const std::string& path, std::string_view name);
+boost::system::result<EditOutcome, EditError> remove_entry(const std::string& path, std::string_view name,
+                                                           bool follow_symlink);
 
 }  // namespace oppx::daemon

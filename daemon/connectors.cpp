@@ -121,14 +121,20 @@ void Connectors::apply_consent(const std::string& root, Source& repo, const EnvM
 }
 
 void Connectors::refresh(const EnvMap& env, const std::string& root) {
-  bool user_changed = reread(user_, user_mcp_config_path(env), true);
-  if (user_changed) replace_connectors(user_, "");
+  if (reread(user_, user_mcp_config_path(env), true)) {
+    replace_connectors(user_, "");
+    ++user_generation_;
+  }
   for (auto& [name, c] : user_.connectors) {
     if (c->state() == ConnectorState::kStopped) c->start(env, kStartTimeout);
   }
   if (!root.empty()) {
     Source& repo = repos_[root];
-    if (reread(repo, root + "/.mcp.json", false) || user_changed) replace_connectors(repo, root);
+    // Also when the user's set changed since: a name the user added (or removed) hides (or shows) one.
+    if (reread(repo, root + "/.mcp.json", false) || repo.user_generation != user_generation_) {
+      replace_connectors(repo, root);
+      repo.user_generation = user_generation_;
+    }
     apply_consent(root, repo, env);
   }
   settled_check();

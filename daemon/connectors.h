@@ -63,6 +63,7 @@ class Connectors {
     std::vector<std::string> warnings;
     std::vector<ConnectorDef> defs;                                // as read, in file order
     std::map<std::string, std::shared_ptr<Connector>> connectors;  // by name
+    std::uint64_t user_generation = 0;  // a repository's: the user's set its hiding was worked out against
   };
   bool reread(Source& src, const std::string& path, bool is_user);
   void replace_connectors(Source& src, const std::string& root);
@@ -75,6 +76,7 @@ class Connectors {
   boost::asio::io_context& io_;
   std::string state_dir_;
   Source user_;
+  std::uint64_t user_generation_ = 0;    // bumps whenever the user's set changes
   std::map<std::string, Source> repos_;  // by repository root
   mutable ConsentStore consent_;         // reading it may move a bad file aside
   struct Waiter {

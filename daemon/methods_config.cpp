@@ -148,7 +148,7 @@ void mcp_add(Server& s, const AddParams& p, Reply reply, Client& client) {
   }
   s.connectors().refresh(client.env, root);  // knows the user's file path for this client
   std::string path = p.project ? root + "/.mcp.json" : user_mcp_config_path(client.env);
-  auto out = add_entry(path, p.name, p.definition, p.force);
+  auto out = add_entry(path, p.name, p.definition, p.force, !p.project);
   if (!out) {
     const auto& e = out.error();
     ErrorCode code = e.kind == "io" ? ErrorCode::kInternal : ErrorCode::kInvalidParams;
@@ -182,7 +182,7 @@ void mcp_remove(Server& s, const RemoveParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
   if (p.project && root.empty()) return reply.fail(needs_folder("mcp/remove with project"));
   std::string path = p.project ? root + "/.mcp.json" : user_mcp_config_path(client.env);
-  auto out = remove_entry(path, p.name);
+  auto out = remove_entry(path, p.name, !p.project);
   if (!out) {
     const auto& e = out.error();
     bool io = e.kind == "io";

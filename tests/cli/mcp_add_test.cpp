@@ -84,6 +84,30 @@ TEST_F(McpAdd, WritesTheUsersFile0600KeepingWhatItDoesNotKnow) {
   EXPECT_EQ(servers(config).size(), 4u);
 }
 
+TEST_F(McpAdd, SymlinksAreFollowedForYourFileButNeverInARepository) {
+  // Yours may be a link into your dotfiles: the edit goes to the target and the link stays.
+  std::string dotfiles = home.root() + "/dotfiles-mcp.json";
+  std::ofstream(dotfiles) << R"({"mcpServers":{"keep":{"command":"/bin/true"}}})";
+  ::chmod(dotfiles.c_str(), 0600);
+  ::mkdir((home.root() + "/config").c_str(), 0700);
+  ::mkdir((home.root() + "/config/oppx").c_str(), 0700);
+  ASSERT_EQ(::symlink(dotfiles.c_str(), config.c_str()), 0);
+  ASSERT_EQ(oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"}).exit_code, 0);
+  struct stat st {};
+  ASSERT_EQ(::lstat(config.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(servers(dotfiles).size(), 2u);
+  // A repository's link could point anywhere (your own files): refused, nothing written.
+  std::string outside = home.root() + "/outside.json";
+  std::ofstream(outside) << R"({"mcpServers":{}})";
+  ASSERT_EQ(::symlink(outside.c_str(), (repo + "/.mcp.json").c_str()), 0);
+  Result r = oppx({"mcp", "add", "--project", "two", "--", FAKE_MCP_SERVER, "ok"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is a symbolic link; oppx does not write through links in a repository"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(slurp(outside), R"({"mcpServers":{}})");
+}
+
 TEST_F(McpAdd, AFileReadableByOthersIsWrittenBack0600WithAWarning) {
   write_config(R"({"mcpServers":{}})", 0644);
   Result r = oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"});

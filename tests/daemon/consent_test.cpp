@@ -373,6 +373,27 @@ TEST_F(Consent, TheUsersDefinitionWinsAndTheRepositorysIsShownHidden) {
   EXPECT_FALSE(exists(repo + "/ran"));
 }
 
+TEST_F(Consent, YourConnectorAddedElsewhereHidesARunningRepositoryOne) {
+  write_repo({{"shared", marking(repo + "/ran")}});
+  ASSERT_EQ(oppx({"mcp", "approve", "shared"}).exit_code, 0);
+  ASSERT_EQ(state("shared"), "running");
+  // Added from another folder: this repository's set is worked out again at its next request.
+  ASSERT_EQ(::chdir(home.root().c_str()), 0);
+  ASSERT_EQ(oppx({"mcp", "add", "shared", "--", FAKE_MCP_SERVER, "ok"}).exit_code, 0);
+  ASSERT_EQ(::chdir(repo.c_str()), 0);
+  auto l = list();
+  for (auto& c : l.at("connectors").as_array()) {
+    if (c.at("source") == json::value("project")) {
+      EXPECT_EQ(c.at("hidden_by"), json::value("user"));
+      EXPECT_EQ(c.at("state"), json::value("stopped"));
+    }
+  }
+  EXPECT_EQ(get("shared").at("source"), json::value("user"));
+  // Removing yours shows the repository's again, still approved.
+  ASSERT_EQ(oppx({"mcp", "remove", "shared"}).exit_code, 0);
+  EXPECT_EQ(state("shared"), "running");
+}
+
 TEST_F(Consent, ApprovingNeedsARepositoryConnectorAndTheHashShown) {
   write_repo({{"tool", marking(repo + "/ran")}});
   Result unknown = oppx({"mcp", "approve", "nope"});
