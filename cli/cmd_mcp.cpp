@@ -104,7 +104,7 @@ void print_entry(const json::object& c) {
   if (!str(c, "reason").empty()) fmt::print("    {}\n", printable(str(c, "reason")));
 }
 
-void print_definition(const json::object& c) {
+void print_definition(const json::object& c, bool with_reason = true) {
   bool project = str(c, "source") == "project";
   fmt::print("{} ({} connector, from {})\n", str(c, "name"), project ? "repository" : "your own", str(c, "file"));
   fmt::print("  state:    {}\n", str(c, "state"));
@@ -124,7 +124,7 @@ void print_definition(const json::object& c) {
     fmt::print("  sha256:   {}\n", str(c, "sha256"));
     fmt::print("  consent:  {}\n", str(c, "consent"));
   }
-  if (!str(c, "reason").empty()) fmt::print("  reason:   {}\n", printable(str(c, "reason")));
+  if (with_reason && !str(c, "reason").empty()) fmt::print("  reason:   {}\n", printable(str(c, "reason")));
   if (c.contains("log")) fmt::print("  log:      {}\n", str(c, "log"));
 }
 
@@ -199,7 +199,7 @@ int decide(Context& ctx, std::string_view command, bool approve) {
   }
   if (!as_json) {
     fmt::print("{} this definition:\n", approve ? "Approving" : "Denying");
-    print_definition(def);
+    print_definition(def, false);
     fmt::print("\n");
   }
   auto r = conn->client.call(approve ? "consent/approve" : "consent/deny",
