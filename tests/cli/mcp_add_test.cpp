@@ -78,10 +78,14 @@ TEST_F(McpAdd, WritesTheUsersFile0600KeepingWhatItDoesNotKnow) {
   ASSERT_EQ(s.exit_code, 0) << s.err;
   EXPECT_EQ(servers(config).at("fs"), json::parse(std::string(R"({"command":")") + FAKE_MCP_SERVER +
                                                   R"(","args":["ok","--json"],"env":{"ROOT":"/tmp"}})"));
+  // After `--` everything is the command's own, --help included.
+  Result h = oppx({"mcp", "add", "helpful", "--", FAKE_MCP_SERVER, "ok", "--help"});
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(servers(config).at("helpful").at("args"), json::parse(R"(["ok","--help"])"));
   Result j = oppx({"mcp", "add-json", "pasted",
                    std::string(R"({"mcpServers":{"pasted":{"command":")") + FAKE_MCP_SERVER + R"("}}})"});
   ASSERT_EQ(j.exit_code, 0) << j.err;
-  EXPECT_EQ(servers(config).size(), 4u);
+  EXPECT_EQ(servers(config).size(), 5u);
 }
 
 TEST_F(McpAdd, SymlinksAreFollowedForYourFileButNeverInARepository) {
