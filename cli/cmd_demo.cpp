@@ -2,6 +2,7 @@
 // handshake and the status, times a few round trips, and says what to try next.
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
+#include "cli/probe.h"
 
 #include <fmt/format.h>
 
@@ -12,8 +13,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <fstream>
-#include <sstream>
 #include <unistd.h>
 #include <chrono>
 #include <vector>
@@ -34,52 +33,64 @@ std::string everything_path() {
   return ::access(p.c_str(), R_OK) == 0 ? p : "";
 }
 
-// Adds the `everything` connector to the user's mcp.json unless it is there; keeps the rest.
-bool add_everything(const std::string& server, std::string& note) {
-  const std::string path = paths::user_mcp_config();
-  json::object root;
-  if (std::ifstream in(path); in) {
-    std::stringstream ss;
-    ss << in.rdbuf();
-    boost::system::error_code ec;
-    json::value v = json::parse(ss.str(), ec);
-    if (ec || !v.is_object()) {
-      note = path + " is not valid JSON; fix it (or move it away) and run the demo again";
-      return false;
-    }
-    root = v.as_object();
-  }
-  json::value& servers = root["mcpServers"];
-  if (!servers.is_object()) servers = json::object{};
-  if (servers.as_object().contains("everything")) {
-    note = "`everything` is already in " + path;
+// Adds `everything` through mcp/add (the daemon writes mcp.json) and prints the probe.
+bool add_everything(Connection& conn, const std::string& server) {
+  json::object def{{"command", "node"}, {"args", json::array{json::value(server), "stdio"}}};
+  auto r =
+      conn.client.call("mcp/add", json::object{{"name", "everything"}, {"definition", def}}, std::chrono::seconds(40));
+  if (!r && r.error().kind == "exists") {
+    fmt::print("   `everything` is already in your mcp.json\n");
     return true;
   }
-  servers.as_object()["everything"] =
-      json::object{{"command", "node"}, {"args", json::array{json::value(server), "stdio"}}};
-  if (auto r = ensure_private_dir(dirname_of(path)); !r) {
-    note = r.error();
+  if (!r) {
+    fmt::print("   mcp/add failed: {}\n\n", r.error().message);
     return false;
   }
-  if (auto r = atomic_write(path, json::serialize(root) + "\n", 0600); !r) {
-    note = r.error();
-    return false;
-  }
-  note = "added the connector `everything` to " + path + " (delete its entry there to remove it)";
+  fmt::print("   $ oppx mcp add everything -- node {} stdio\n", server);
+  std::fflush(stdout);
+  print_added(*r);
+  std::fflush(stdout);
+  fmt::print("   (remove it with `oppx mcp remove everything`)\n");
   return true;
 }
 
-void connector_tour(Connection& conn) {
+// A repository as a fresh clone would have it: a .mcp.json the user never saw. It waits.
+void repository_tour(Connection& conn, const std::string& server, const std::string& self) {
+  fmt::print("5. A repository's connector waits for your consent\n");
+  const char* cache = std::getenv("XDG_CACHE_HOME");
+  std::string base = cache && cache[0] == '/' ? std::string(cache) : paths::home() + "/.cache";
+  std::string repo = base + "/oppx/demo-repo";
+  if (auto r = ensure_private_dir(repo + "/.git"); !r) {
+    fmt::print("   cannot make the demo repository: {}\n\n", r.error());
+    return;
+  }
+  json::object servers{
+      {"demo-notes", json::object{{"command", "node"}, {"args", json::array{json::value(server), "stdio"}}}}};
+  if (auto r = atomic_write(repo + "/.mcp.json", json::serialize(json::object{{"mcpServers", servers}}) + "\n", 0600);
+      !r) {
+    fmt::print("   cannot write the demo repository's .mcp.json: {}\n\n", r.error());
+    return;
+  }
+  auto r = conn.client.call("mcp/get", json::object{{"name", "demo-notes"}, {"cwd", repo}}, kCallTimeout);
+  if (!r) {
+    fmt::print("   mcp/get failed: {}\n\n", r.error().message);
+    return;
+  }
+  const json::object& e = r->as_object();
+  fmt::print("   {} has a .mcp.json with `demo-notes`; oppx mcp list there shows it {}:\n", repo,
+             std::string(e.at("state").as_string()));
+  if (e.contains("reason")) fmt::print("     {}\n", std::string(e.at("reason").as_string()));
+  fmt::print("   Nothing from it ran. To allow it:  cd {} && {} mcp approve demo-notes\n\n", repo, self);
+}
+
+void connector_tour(Connection& conn, const std::string& self) {
   fmt::print("4. A real connector: server-everything, the MCP reference server, over stdio\n");
   std::string server = everything_path();
   if (server.empty()) {
     fmt::print("   not installed next to this oppx; run packaging/bootstrap.sh, then the demo again\n\n");
     return;
   }
-  std::string note;
-  bool ok = add_everything(server, note);
-  fmt::print("   {}\n", note);
-  if (!ok) return;
+  if (!add_everything(conn, server)) return;
   auto list = conn.client.call("mcp/tools", json::object{{"name", "everything"}}, std::chrono::seconds(40));
   if (!list) {
     fmt::print("   mcp/tools failed: {}\n\n", list.error().message);
@@ -90,14 +101,6 @@ void connector_tour(Connection& conn) {
     fmt::print("   it is {}: {}\n\n", std::string(e.at("state").as_string()),
                e.contains("reason") ? std::string(e.at("reason").as_string()) : "");
     return;
-  }
-  const json::array& tools = e.at("tools").as_array();
-  fmt::print("   running, {} tools, for example:\n", tools.size());
-  for (std::size_t i = 0; i < tools.size() && i < 3; ++i) {
-    const json::object& t = tools[i].as_object();
-    std::string d = t.contains("description") ? std::string(t.at("description").as_string()) : "";
-    fmt::print("     everything.{}: {}\n", std::string(t.at("name").as_string()),
-               d.substr(0, d.find(". ")).substr(0, 100));
   }
   json::object args{{"message", "hello from the oppx demo"}};
   auto t0 = std::chrono::steady_clock::now();
@@ -110,6 +113,7 @@ void connector_tour(Connection& conn) {
   }
   fmt::print("   everything.echo {} → {} ({:.1f} ms)\n\n", json::serialize(args),
              std::string(r->as_object().at("text").as_string()), ms);
+  repository_tour(conn, server, self);
 }
 
 int demo(Context& ctx) {
@@ -152,7 +156,7 @@ int demo(Context& ctx) {
   fmt::print(
       "3. The daemon is one per user and socket, reachable only by your uid, and speaks the\n"
       "   JSON-RPC socket API of docs/protocol.md.\n\n");
-  connector_tour(*conn);
+  connector_tour(*conn, ctx.self);
   fmt::print(
       "The CLI is ready. Try:\n"
       "  {0} mcp list\n"

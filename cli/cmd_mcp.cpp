@@ -3,11 +3,15 @@
 // masked from the daemon already.
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
+#include "cli/probe.h"
 #include "common/text.h"
 
 #include <boost/json.hpp>
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
 
 namespace oppx::cli {
 
@@ -26,14 +30,6 @@ std::string str(const json::object& o, std::string_view k) {
 
 // Server text may hold escapes meant for a terminal: shown escaped, never obeyed.
 std::string printable(std::string_view s) { return escape_controls(s, true); }
-
-std::string first_sentence(std::string_view d, std::size_t max) {
-  auto end = d.find(". ");
-  if (auto nl = d.find('\n'); nl < end) end = nl;
-  std::string s(d.substr(0, end == std::string_view::npos ? d.size() : end));
-  if (s.size() > max) s = s.substr(0, max - 1) + "…";
-  return printable(s);
-}
 
 // The numbered steps back under a connector or an error, indented by `indent`.
 void print_steps(std::FILE* to, const json::object& o, std::string_view indent) {
@@ -73,16 +69,91 @@ int run(Context& ctx, const Command& self, std::string_view method, json::object
   return show(*r);
 }
 
-void print_entry(const json::object& c) {
-  std::string what = str(c, "type") == "http" ? str(c, "url") : str(c, "command");
+// An argument as a shell would need it, so the command shown is the command that runs.
+std::string shell_word(std::string_view w) {
+  if (!w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") ==
+                        std::string_view::npos)
+    return std::string(w);
+  std::string q = "'";
+  for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string what_runs(const json::object& c) {
+  if (str(c, "type") == "http") return str(c, "url");
+  std::string what = shell_word(str(c, "command"));
   if (const json::value* a = c.if_contains("args"); a && a->is_array()) {
-    for (auto& arg : a->as_array()) what += " " + std::string(arg.as_string());
+    for (auto& arg : a->as_array()) what += " " + shell_word(arg.as_string());
   }
+  return what;
+}
+
+std::string pairs(const json::object& c, std::string_view key, std::string_view sep) {
+  std::string out;
+  if (const json::value* m = c.if_contains(key); m && m->is_object()) {
+    for (auto& [k, v] : m->as_object()) {
+      if (!out.empty()) out += ", ";
+      out += std::string(k) + std::string(sep) + (v.is_string() ? std::string(v.as_string()) : "");
+    }
+  }
+  return out;
+}
+
+std::string reads(const json::object& c) {
+  std::string out;
+  if (const json::value* r = c.if_contains("reads"); r && r->is_array()) {
+    for (auto& v : r->as_array()) out += (out.empty() ? "${" : ", ${") + std::string(v.as_string()) + "}";
+  }
+  return out;
+}
+
+void print_entry(const json::object& c) {
+  std::string name = str(c, "name");
+  if (str(c, "source") == "project") name += " [repo]";
   bool cached = c.contains("cached") && c.at("cached") == json::value(true);
-  fmt::print("{:<16} {:<9} {:>3} tools{}  {}\n", str(c, "name"), str(c, "state"), c.at("tools").as_int64(),
-             cached ? " (last run)" : "", printable(what));
+  fmt::print("{:<16} {:<9} {:>3} tools{}  {}\n", name, str(c, "state"), c.at("tools").as_int64(),
+             cached ? " (last run)" : "", printable(what_runs(c)));
+  if (str(c, "source") == "project" && str(c, "consent") != "approved") {
+    // What the user is asked to approve, in full: environment and headers (values masked) and
+    // the variables it reads from the environment of the oppx command that starts it.
+    if (std::string e = pairs(c, "env", "="); !e.empty()) fmt::print("    env: {}\n", printable(e));
+    if (std::string h = pairs(c, "headers", ": "); !h.empty()) fmt::print("    headers: {}\n", printable(h));
+    if (std::string r = reads(c); !r.empty()) fmt::print("    reads: {}\n", printable(r));
+  }
   if (!str(c, "reason").empty()) fmt::print("    {}\n", printable(str(c, "reason")));
   print_steps(stdout, c, "    ");
+}
+
+void print_definition(const json::object& c, bool with_reason = true) {
+  bool project = str(c, "source") == "project";
+  fmt::print("{} ({} connector, from {})\n", str(c, "name"), project ? "repository" : "your own", str(c, "file"));
+  fmt::print("  state:    {}\n", str(c, "state"));
+  if (str(c, "type") == "http") {
+    fmt::print("  url:      {}\n", printable(str(c, "url")));
+    if (std::string h = pairs(c, "headers", ": "); !h.empty()) fmt::print("  headers:  {}\n", printable(h));
+  } else {
+    fmt::print("  command:  {}\n", printable(what_runs(c)));
+    if (std::string e = pairs(c, "env", "="); !e.empty()) fmt::print("  env:      {}\n", printable(e));
+  }
+  if (std::string r = reads(c); !r.empty())
+    fmt::print("  reads:    {} (from the environment of the oppx command)\n", printable(r));
+  if (c.contains("tools") && c.at("tools").is_int64() && str(c, "state") == "running")
+    fmt::print("  tools:    {}\n", c.at("tools").as_int64());
+  if (project) {
+    fmt::print("  root:     {}\n", str(c, "root"));
+    fmt::print("  sha256:   {}\n", str(c, "sha256"));
+    fmt::print("  consent:  {}\n", str(c, "consent"));
+  }
+  if (with_reason && !str(c, "reason").empty()) fmt::print("  reason:   {}\n", printable(str(c, "reason")));
+  if (c.contains("log")) fmt::print("  log:      {}\n", str(c, "log"));
+}
+
+void print_list_notes(const json::object& o) {
+  for (auto& w : o.at("warnings").as_array()) fmt::print(stderr, "oppx: warning: {}\n", std::string(w.as_string()));
+  if (o.contains("error")) fmt::print(stderr, "oppx: {}\n", str(o, "error"));
+  if (o.contains("consent_error")) fmt::print(stderr, "oppx: {}\n", str(o, "consent_error"));
+  if (const json::value* p = o.if_contains("project"); p && p->is_object() && p->as_object().contains("error"))
+    fmt::print(stderr, "oppx: {}\n", str(p->as_object(), "error"));
 }
 
 int list(Context& ctx) {
@@ -91,17 +162,91 @@ int list(Context& ctx) {
   if (!ctx.args.empty()) return usage_error(self, "unexpected argument " + ctx.args[0]);
   return run(ctx, self, "mcp/list", {}, as_json, [](const json::value& v) {
     const json::object& o = v.as_object();
-    for (auto& w : o.at("warnings").as_array()) fmt::print(stderr, "oppx: warning: {}\n", std::string(w.as_string()));
-    if (o.contains("error")) fmt::print(stderr, "oppx: {}\n", str(o, "error"));
+    print_list_notes(o);
     const json::array& list = o.at("connectors").as_array();
     if (list.empty()) {
-      fmt::print("No connectors in {}.\n", str(o, "config"));
+      fmt::print("No connectors in {}", str(o, "config"));
+      if (const json::value* p = o.if_contains("project"); p && p->is_object())
+        fmt::print(" or {}", str(p->as_object(), "config"));
+      fmt::print(".\n");
       return kExitOk;
     }
     for (auto& c : list) print_entry(c.as_object());
     return kExitOk;
   });
 }
+
+int get(Context& ctx) {
+  const Command& self = *find_command("mcp", "get");
+  bool as_json = take_flag(ctx.args, "--json");
+  if (ctx.args.size() != 1) return usage_error(self, "name one connector");
+  return run(ctx, self, "mcp/get", {{"name", ctx.args[0]}}, as_json, [](const json::value& v) {
+    const json::object& o = v.as_object();
+    print_definition(o);
+    if (const json::value* h = o.if_contains("hides"); h && h->is_object()) {
+      fmt::print("\nIt hides the repository's connector of the same name:\n");
+      print_definition(h->as_object());
+    }
+    return kExitOk;
+  });
+}
+
+// approve / deny: show the definition as the daemon has it, then decide on exactly that one (its
+// sha256): a file changed in between is refused by the daemon, never approved unseen.
+int decide(Context& ctx, std::string_view command, bool approve) {
+  const Command& self = *find_command("mcp", command);
+  bool as_json = take_flag(ctx.args, "--json");
+  if (ctx.args.size() != 1) return usage_error(self, "name one connector");
+  auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
+  if (!conn) {
+    fmt::print(stderr, "oppx: {}\n", conn.error().message);
+    return conn.error().exit_code;
+  }
+  auto got = conn->client.call("mcp/get", json::object{{"name", ctx.args[0]}}, kMcpTimeout);
+  if (!got) {
+    fmt::print(stderr, "oppx: {}\n", got.error().message);
+    return got.error().kind == "unknown_connector" ? kExitUsage : kExitFailed;
+  }
+  json::object def = got->as_object();
+  if (str(def, "source") != "project") {
+    if (const json::value* h = def.if_contains("hides"); h && h->is_object()) {
+      def = h->as_object();
+    } else {
+      fmt::print(stderr, "oppx: {} is your own connector (from {}); only a repository's connectors need approval\n",
+                 ctx.args[0], str(def, "file"));
+      return kExitUsage;
+    }
+  }
+  if (!as_json) {
+    fmt::print("{} this definition:\n", approve ? "Approving" : "Denying");
+    print_definition(def, false);
+    fmt::print("\n");
+  }
+  auto r = conn->client.call(approve ? "consent/approve" : "consent/deny",
+                             json::object{{"name", ctx.args[0]}, {"sha256", str(def, "sha256")}}, kMcpTimeout);
+  if (!r) {
+    fmt::print(stderr, "oppx: {}\n", r.error().message);
+    return kExitFailed;
+  }
+  if (as_json) {
+    fmt::print("{}\n", json::serialize(*r));
+    return kExitOk;
+  }
+  const json::object& now = r->as_object();
+  std::string state = str(now, "state");
+  if (!approve) {
+    fmt::print("Denied: {} stays waiting until you approve it (`oppx mcp approve {}`).\n", ctx.args[0], ctx.args[0]);
+  } else if (state == "running") {
+    fmt::print("Approved: {} is running with {} tools.\n", ctx.args[0], now.at("tools").as_int64());
+  } else {
+    fmt::print("Approved, but {} is {}: {}\n", ctx.args[0], state, printable(str(now, "reason")));
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
+int approve(Context& ctx) { return decide(ctx, "approve", true); }
+int deny(Context& ctx) { return decide(ctx, "deny", false); }
 
 int tools(Context& ctx) {
   const Command& self = *find_command("mcp", "tools");
@@ -119,7 +264,7 @@ int tools(Context& ctx) {
     }
     for (auto& t : o.at("tools").as_array()) {
       const json::object& tool = t.as_object();
-      fmt::print("{}.{}: {}\n", name, printable(str(tool, "name")), first_sentence(str(tool, "description"), 140));
+      fmt::print("{}\n", tool_line(name, tool));
     }
     return kExitOk;
   });
@@ -177,20 +322,156 @@ int reconnect(Context& ctx) {
   return run(
       ctx, self, "mcp/reconnect", params, as_json,
       [](const json::value& v) {
+        print_list_notes(v.as_object());
         for (auto& c : v.as_object().at("connectors").as_array()) print_entry(c.as_object());
         return kExitOk;
       },
       {}, kReconnectTimeout);
 }
 
+int send_add(Context& ctx, const Command& self, const std::string& name, json::object def, bool project, bool force,
+             bool as_json) {
+  json::object params{{"name", name}, {"definition", std::move(def)}, {"project", project}, {"force", force}};
+  return run(ctx, self, "mcp/add", std::move(params), as_json, print_added);
+}
+
+int add(Context& ctx) {
+  const Command& self = *find_command("mcp", "add");
+  std::vector<std::string> before, command;
+  auto dash = std::find(ctx.args.begin(), ctx.args.end(), "--");
+  before.assign(ctx.args.begin(), dash);
+  if (dash != ctx.args.end()) command.assign(dash + 1, ctx.args.end());
+  bool as_json = take_flag(before, "--json");
+  bool project = take_flag(before, "--project");
+  bool force = take_flag(before, "--force");
+  std::string name, url;
+  json::object env, headers;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    const std::string& a = before[i];
+    auto value = [&](std::string_view flag) -> std::optional<std::string> {
+      if (i + 1 >= before.size()) return std::nullopt;
+      (void)flag;
+      return before[++i];
+    };
+    if (a == "-e" || a == "--env") {
+      auto kv = value(a);
+      auto eq = kv ? kv->find('=') : std::string::npos;
+      if (!kv || eq == std::string::npos || eq == 0) return usage_error(self, a + " takes KEY=VALUE");
+      env[kv->substr(0, eq)] = kv->substr(eq + 1);
+    } else if (a == "-H" || a == "--header") {
+      auto h = value(a);
+      auto colon = h ? h->find(':') : std::string::npos;
+      if (!h || colon == std::string::npos || colon == 0) return usage_error(self, a + " takes 'Name: value'");
+      std::string v = h->substr(colon + 1);
+      if (!v.empty() && v[0] == ' ') v.erase(0, 1);
+      headers[h->substr(0, colon)] = v;
+    } else if (a == "--url") {
+      auto u = value(a);
+      if (!u) return usage_error(self, "--url takes a URL");
+      url = *u;
+    } else if (!a.empty() && a[0] == '-') {
+      return usage_error(self, "unknown option " + a);
+    } else if (name.empty()) {
+      name = a;
+    } else {
+      return usage_error(self, "unexpected argument " + a + " (put the command after --)");
+    }
+  }
+  if (name.empty()) return usage_error(self, "name the connector");
+  json::object def;
+  if (!url.empty()) {
+    if (!command.empty()) return usage_error(self, "give either --url or a command after --, not both");
+    if (!env.empty()) return usage_error(self, "-e is for a command's environment; use -H for an HTTP connector");
+    def = {{"type", "http"}, {"url", url}};
+    if (!headers.empty()) def["headers"] = headers;
+  } else {
+    if (command.empty()) return usage_error(self, "give the command after --, or --url <url>");
+    if (!headers.empty()) return usage_error(self, "-H is for an HTTP connector (--url)");
+    def = {{"command", command[0]}};
+    if (command.size() > 1) {
+      json::array args;
+      for (std::size_t i = 1; i < command.size(); ++i) args.emplace_back(command[i]);
+      def["args"] = std::move(args);
+    }
+    if (!env.empty()) def["env"] = env;
+  }
+  return send_add(ctx, self, name, std::move(def), project, force, as_json);
+}
+
+int add_json(Context& ctx) {
+  const Command& self = *find_command("mcp", "add-json");
+  bool as_json = take_flag(ctx.args, "--json");
+  bool project = take_flag(ctx.args, "--project");
+  bool force = take_flag(ctx.args, "--force");
+  if (ctx.args.size() != 2) return usage_error(self, "give a name and the JSON of its entry");
+  boost::system::error_code ec;
+  json::value v = json::parse(ctx.args[1], ec);
+  if (ec || !v.is_object())
+    return usage_error(self,
+                       "the definition must be a JSON object, e.g. '{\"command\":\"npx\",\"args\":[\"-y\",\"pkg\"]}'");
+  // A whole pasted block works too: {"mcpServers":{"<name>":{…}}}.
+  if (const json::value* s = v.as_object().if_contains("mcpServers"); s && s->is_object()) {
+    const json::value* e = s->as_object().if_contains(ctx.args[0]);
+    if (!e || !e->is_object()) return usage_error(self, "the pasted mcpServers block has no entry " + ctx.args[0]);
+    v = *e;
+  }
+  return send_add(ctx, self, ctx.args[0], v.as_object(), project, force, as_json);
+}
+
+int remove(Context& ctx) {
+  const Command& self = *find_command("mcp", "remove");
+  bool as_json = take_flag(ctx.args, "--json");
+  bool project = take_flag(ctx.args, "--project");
+  if (ctx.args.size() != 1) return usage_error(self, "name one connector");
+  return run(ctx, self, "mcp/remove", {{"name", ctx.args[0]}, {"project", project}}, as_json, [](const json::value& v) {
+    const json::object& o = v.as_object();
+    if (o.contains("warning")) fmt::print(stderr, "oppx: warning: {}\n", str(o, "warning"));
+    fmt::print("Removed {} from {}\n", str(o, "name"), str(o, "file"));
+    return kExitOk;
+  });
+}
+
 }  // namespace
 
 std::vector<Command> mcp_commands() {
   return {
-      {"mcp", "list", "[--json]", "List your connectors with their state, tool count and, when not running, why.",
-       "Connectors are read from $OPPX_MCP_CONFIG, else mcp.json next to config.json\n"
-       "($XDG_CONFIG_HOME/oppx/mcp.json). Edits are picked up at the next command.",
+      {"mcp", "list", "[--json]",
+       "List your connectors and this repository's, with state, tool count and, when not running, why.",
+       "Yours are read from $OPPX_MCP_CONFIG, else mcp.json next to config.json\n"
+       "($XDG_CONFIG_HOME/oppx/mcp.json); the repository's from .mcp.json at its root (the\n"
+       "nearest folder above this one with .git, else this folder). Edits are picked up at the\n"
+       "next command. A repository's connector runs only once you approve it: until then it is\n"
+       "`waiting`, shown with its full command or URL, env, headers (values masked), the\n"
+       "variables it reads, and the `oppx mcp approve <name>` line. On a shared name yours wins\n"
+       "and the repository's is shown as hidden.",
        list},
+      {"mcp", "add", "<name> [--project] [--force] [--json] [-e KEY=VALUE]... -- <command> [args...]",
+       "Add a connector (a command over stdio, or --url <url> [-H 'Name: value']... over HTTP).",
+       "Also: oppx mcp add <name> [--project] [--force] --url <https://…> [-H 'Name: value']...\n"
+       "Saved to your mcp.json (0600), or with --project to the repository's .mcp.json, which\n"
+       "counts as your consent to exactly that definition. --force replaces one of the same name.\n"
+       "Values are written as given: single-quote '${VAR}' so that it stays a reference, expanded\n"
+       "from the environment of the oppx command that starts the connector. Names: letters,\n"
+       "digits, '-' and '_'. It then starts the connector once and prints its tools as the model\n"
+       "sees them, their token cost, and their share of the model's context (asked of the model\n"
+       "server in config.json \"server\" or $OPPX_SERVER, 4 s limit), with SMALL_CONTEXT and\n"
+       "HEAVY_SHARE warnings. One that does not start is saved anyway, with the reason.",
+       add},
+      {"mcp", "add-json", "<name> '<json>' [--project] [--force] [--json]",
+       "Add a connector from a pasted mcpServers entry (or a whole {\"mcpServers\":…} block).",
+       "The same as `oppx mcp add`, with the entry's JSON as given.", add_json},
+      {"mcp", "remove", "<name> [--project] [--json]",
+       "Remove a connector from your mcp.json (or, with --project, the repository's .mcp.json).", "", remove},
+      {"mcp", "get", "<name> [--json]", "Show one connector: its definition (values masked), source, state, file.",
+       "For a repository's connector also its root, the sha256 of its definition and your consent.", get},
+      {"mcp", "approve", "<name> [--json]", "Allow this repository's connector <name> to run, as it is defined now.",
+       "Run it inside the repository. It prints the definition it approves; the approval holds for\n"
+       "exactly that definition (a sha256 kept in $XDG_STATE_HOME/oppx/mcp-approved.json): any\n"
+       "change to it makes the connector wait for your approval again. Exit status 1 when it was\n"
+       "approved but did not start (the reason is printed).",
+       approve},
+      {"mcp", "deny", "<name> [--json]", "Keep this repository's connector <name> from running.",
+       "Recorded for exactly this definition; `oppx mcp approve <name>` changes your mind.", deny},
       {"mcp", "tools", "<name> [--json]", "Show a connector's tools, one line each, as the model sees them.",
        "While it is starting, its tools from its last run (same definition) are shown at once.", tools},
       {"mcp", "call", "<name> <tool> [json-arguments] [--json]", "Call one tool and print its result.",

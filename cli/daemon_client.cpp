@@ -62,6 +62,8 @@ boost::system::result<Connection, ClientError> greet(SyncClient client) {
     std::string_view kv(*e);
     if (auto eq = kv.find('='); eq != std::string_view::npos) hp.env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
   }
+  // Where this command runs: the daemon reads that repository's .mcp.json.
+  if (char cwd[PATH_MAX]; ::getcwd(cwd, sizeof cwd)) hp.cwd = cwd;
   json::value params = json::value_from(hp);
   auto r = client.call("hello", params, kCallTimeout);
   if (!r) {

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <csignal>
 
 using namespace oppx::cli;
@@ -61,7 +63,9 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "oppx: unknown command `{}`\n\n{}", what, group.empty() ? overview_help() : group_help(group));
     return kExitUsage;
   }
-  if (take_flag(args, "--help") || take_flag(args, "-h")) {
+  // Only before `--`: what follows is a connector's own command line (`mcp add x -- node --help`).
+  auto dash = std::find(args.begin(), args.end(), "--");
+  if (std::find(args.begin(), dash, "--help") != dash || std::find(args.begin(), dash, "-h") != dash) {
     fmt::print("{}", command_help(*cmd));
     return kExitOk;
   }

@@ -49,6 +49,8 @@ std::string_view state_name(ConnectorState s) {
       return "failed";
     case ConnectorState::kStopped:
       return "stopped";
+    case ConnectorState::kWaiting:
+      return "waiting";
   }
   return "unknown";
 }
@@ -198,7 +200,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   // `restartable`: its program stopped on its own and a call may start it again.
   void fail(std::string_view k, std::string why, bool can_restart = false) {
-    if (state == ConnectorState::kStopped || failing) return;
+    if (state == ConnectorState::kStopped || state == ConnectorState::kWaiting || failing) return;
     failing = true;
     // Failed before the child is killed: the callbacks that kill_child ends (a pending initialize,
     // tools/list) see it and stay quiet. Killed before set_state: a waiter may start it again.
@@ -399,7 +401,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     signal_group(child.pid, SIGKILL);  // grandchildren left in its group go with it
     drain_stderr();
     release_group(child.pid);
-    if (state == ConnectorState::kStopped || (state == ConnectorState::kFailed && !output_closed)) return;
+    if (state == ConnectorState::kStopped || state == ConnectorState::kWaiting ||
+        (state == ConnectorState::kFailed && !output_closed))
+      return;
     std::string how = WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
                                         : fmt::format("signal {}", WTERMSIG(status));
     std::string tail = last_err_line.empty() ? "" : ": " + last_err_line;
@@ -820,6 +824,15 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     if (log_fd >= 0) ::close(log_fd);
     log_fd = -1;
   }
+
+  void hold(std::string why) {
+    ++generation;
+    restartable = false;
+    restart_timer.cancel();
+    kill_child();
+    tools = {};
+    set_state(ConnectorState::kWaiting, std::move(why), "waiting");
+  }
 };
 
 std::shared_ptr<Connector> Connector::create(asio::io_context& io, ConnectorDef def, std::string log_path) {
@@ -837,6 +850,7 @@ void Connector::start(const EnvMap& env, std::chrono::milliseconds timeout) {
   impl_->start(env, timeout);
 }
 void Connector::stop() { impl_->stop(); }
+void Connector::hold(std::string reason) { impl_->hold(std::move(reason)); }
 void Connector::call(const std::string& tool, json::value arguments, std::chrono::milliseconds timeout,
                      std::function<void(CallResult)> done) {
   CallOptions options;

@@ -26,7 +26,8 @@ class io_context;
 
 namespace oppx::daemon {
 
-enum class ConnectorState { kStarting, kRunning, kFailed, kStopped };
+// kWaiting: a repository's connector that has not been approved (daemon/consent.h); it never runs.
+enum class ConnectorState { kStarting, kRunning, kFailed, kStopped, kWaiting };
 std::string_view state_name(ConnectorState s);
 
 // What stopped a connector, as the diagnosis names it (SPEC §3).
@@ -72,6 +73,8 @@ class Connector {
   // Calls a tool. A program found stopped, or stopping during the call, is started again once and
   // the call repeated, but only when the call never reached it or the tool is read-only
   // (annotations.readOnlyHint); else the error (kind connector_down) says it may or may not have run.
+  // Stops it if it runs and keeps it `waiting` for consent, with `reason` saying how to give it.
+  void hold(std::string reason);
   void call(const std::string& tool, boost::json::value arguments, std::chrono::milliseconds timeout,
             std::function<void(CallResult)> done);
   CancelCall call(const std::string& tool, boost::json::value arguments, CallOptions options,

@@ -1,5 +1,9 @@
 // Connectors: a definition's identity is its text as written (ConnectorDef::canonical), so an
 // edit to one entry restarts only that connector. A broken file keeps the last good set running.
+// A repository's connector is built from the bytes read once; its consent is checked against the
+// hash of that same in-memory definition, and that definition is what starts: nothing re-reads
+// the file between the check and the spawn. Every change of a connector's state or tools is
+// told to the subscribers (mcp/changed), and a running tool list is cached for its definition.
 #include "daemon/connectors.h"
 
 #include "common/log.h"
@@ -28,22 +32,138 @@ std::chrono::milliseconds start_timeout(const EnvMap& env) {
   return std::chrono::milliseconds(ms);
 }
 
+std::string stamp_of(const std::string& path) {
+  // lstat and stat both: a swapped symlink with a same-sized target is still a change.
+  struct stat l {
+  }, st{};
+  if (::lstat(path.c_str(), &l) != 0) return "missing";
+  std::string s = fmt::format("{}:{}:{}.{}", l.st_ino, l.st_size, l.st_mtim.tv_sec, l.st_mtim.tv_nsec);
+  if (S_ISLNK(l.st_mode) && ::stat(path.c_str(), &st) == 0)
+    s += fmt::format("->{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  return s;
+}
+
+std::string waiting_reason(const std::string& name, const std::string& root, Consent c) {
+  if (c == Consent::kDenied) {
+    return fmt::format("you denied this definition; to allow it, run `oppx mcp approve {}` in {}", name, root);
+  }
+  return fmt::format(
+      "a repository connector waits for your consent: review it with `oppx mcp get {0}`, then run "
+      "`oppx mcp approve {0}` in {1} (any change to its definition asks again)",
+      name, root);
+}
+
 }  // namespace
 
 Connectors::Connectors(boost::asio::io_context& io, std::string state_dir)
-    : io_(io), state_dir_(std::move(state_dir)), cache_(state_dir_ + "/mcp-tools-cache.json") {}
+    : io_(io),
+      state_dir_(std::move(state_dir)),
+      consent_(state_dir_ + "/mcp-approved.json"),
+      cache_(state_dir_ + "/mcp-tools-cache.json") {}
 
 Connectors::~Connectors() { stop_all(); }
 
+// Shutting down: subscribers see the end of their stream, not a removal.
 void Connectors::stop_all() {
-  for (auto& [name, c] : connectors_) removed(*c, false);  // shutting down: clients see end of stream
-  connectors_.clear();
+  for (auto& [name, c] : user_.connectors) removed(*c, false);
+  user_.connectors.clear();
+  for (auto& [root, repo] : repos_) {
+    for (auto& [name, c] : repo.connectors) removed(*c, false);
+    repo.connectors.clear();
+  }
 }
 
-void Connectors::refresh(const EnvMap& env) {
-  reload(env);
-  // A changed variable restarts only the connectors that read it (those just started have it).
-  for (auto& [name, c] : connectors_) {
+std::size_t Connectors::size() const {
+  std::size_t n = user_.connectors.size();
+  for (auto& [root, repo] : repos_) n += repo.connectors.size();
+  return n;
+}
+
+std::string Connectors::log_path(const std::string& name, const std::string& root) const {
+  if (root.empty()) return state_dir_ + "/mcp-" + name + ".log";
+  return state_dir_ + "/mcp-" + name + "-" + sha256_hex(root).substr(0, 8) + ".log";
+}
+
+bool Connectors::reread(Source& src, const std::string& path, bool is_user) {
+  std::string stamp = stamp_of(path);
+  if (path == src.path && stamp == src.stamp) return false;
+  src.path = path;
+  src.stamp = stamp;
+  // Read once: these bytes are what gets hashed for consent and what is started.
+  auto cfg = load_mcp_config(path);
+  if (!cfg) {
+    src.error = cfg.error() + " (the connectors read before stay as they were)";
+    log::warn("{}", src.error);
+    return false;
+  }
+  src.error.clear();
+  src.warnings = is_user ? cfg->warnings : std::vector<std::string>{};
+  for (auto& w : src.warnings) log::warn("{}", w);
+  src.defs = std::move(cfg->connectors);
+  return true;
+}
+
+void Connectors::replace_connectors(Source& src, const std::string& root) {
+  std::map<std::string, std::shared_ptr<Connector>> next;
+  for (const ConnectorDef& def : src.defs) {
+    if (!root.empty() && user_.connectors.contains(def.name)) continue;  // the user's wins: hidden
+    auto it = src.connectors.find(def.name);
+    if (it != src.connectors.end() && it->second->def().canonical == def.canonical) {
+      next.emplace(def.name, it->second);
+      continue;
+    }
+    auto c = Connector::create(io_, def, log_path(def.name, root));
+    adopt(c, root);
+    if (!root.empty()) c->hold(waiting_reason(def.name, root, Consent::kNone));
+    next.emplace(def.name, c);
+  }
+  for (auto& [name, c] : src.connectors) {
+    auto it = next.find(name);
+    if (it == next.end() || it->second != c) removed(*c, it == next.end());
+  }
+  src.connectors = std::move(next);
+}
+
+void Connectors::apply_consent(const std::string& root, Source& repo, const EnvMap& env) {
+  for (auto& [name, c] : repo.connectors) {
+    Consent decision = consent_.lookup(root, name, sha256_hex(c->def().canonical));
+    if (decision == Consent::kApproved) {
+      if (c->state() == ConnectorState::kWaiting) start_one(*c, env, start_timeout(env));
+      continue;
+    }
+    // Not approved (never, denied, changed, or the store was lost): it must not run.
+    std::string why = waiting_reason(name, root, decision);
+    if (c->state() != ConnectorState::kWaiting || c->reason() != why) c->hold(why);
+  }
+}
+
+void Connectors::refresh(const EnvMap& env, const std::string& root) {
+  if (reread(user_, user_mcp_config_path(env), true)) {
+    replace_connectors(user_, "");
+    ++user_generation_;
+  }
+  for (auto& [name, c] : user_.connectors) {
+    if (c->state() == ConnectorState::kStopped) start_one(*c, env, start_timeout(env));
+  }
+  restart_changed(user_, env);
+  if (!root.empty()) {
+    Source& repo = repos_[root];
+    // Also when the user's set changed since: a name the user added (or removed) hides (or shows) one.
+    if (reread(repo, root + "/.mcp.json", false) || repo.user_generation != user_generation_) {
+      replace_connectors(repo, root);
+      repo.user_generation = user_generation_;
+    }
+    apply_consent(root, repo, env);
+    restart_changed(repo, env);
+  }
+  settled_check();
+}
+
+// A changed variable restarts only the connectors that read it (those just started have it). A
+// repository's connector waiting for consent is not running, so it is never started here.
+void Connectors::restart_changed(Source& src, const EnvMap& env) {
+  for (auto& [name, c] : src.connectors) {
+    if (c->state() == ConnectorState::kWaiting) continue;
     if (std::string var = changed_variable(*c, env); !var.empty()) {
       log::info("connector {}: restarting, ${{{}}} has another value in the environment of the client that asked", name,
                 var);
@@ -52,58 +172,68 @@ void Connectors::refresh(const EnvMap& env) {
   }
 }
 
-void Connectors::reload(const EnvMap& env) {
-  std::string path = user_mcp_config_path(env);
-  struct stat st {};
-  std::string stamp = ::stat(path.c_str(), &st) == 0
-                          ? fmt::format("{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec)
-                          : "missing";
-  if (path == config_path_ && stamp == config_stamp_) return;
-  config_path_ = path;
-  config_stamp_ = stamp;
-  auto cfg = load_mcp_config(path);
-  if (!cfg) {
-    config_error_ = cfg.error() + " (the connectors read before stay as they were)";
-    log::warn("{}", config_error_);
-    return;
-  }
-  config_error_.clear();
-  warnings_ = cfg->warnings;
-  for (auto& w : warnings_) log::warn("{}", w);
-
-  std::map<std::string, std::shared_ptr<Connector>> next;
-  for (auto& def : cfg->connectors) {
-    auto it = connectors_.find(def.name);
-    if (it != connectors_.end() && it->second->def().canonical == def.canonical) {
-      next.emplace(def.name, it->second);
-      continue;
+boost::system::result<void, Connectors::ConsentError> Connectors::decide(const std::string& root,
+                                                                         const std::string& name,
+                                                                         const std::string& sha256, bool approve,
+                                                                         const EnvMap& env) {
+  auto repo = repos_.find(root);
+  const ConnectorDef* def = nullptr;
+  if (repo != repos_.end()) {
+    for (auto& d : repo->second.defs) {
+      if (d.name == name) def = &d;
     }
-    std::string name = def.name;
-    auto c = Connector::create(io_, std::move(def), state_dir_ + "/mcp-" + name + ".log");
-    adopt(c);
-    next.emplace(name, c);
   }
-  for (auto& [name, c] : connectors_) {
-    auto it = next.find(name);
-    if (it == next.end() || it->second != c) removed(*c, it == next.end());
+  if (!def) {
+    if (user_.connectors.contains(name)) {
+      return ConsentError{"not_a_project_connector",
+                          fmt::format("{} is your own connector (from {}); only a repository's connectors need "
+                                      "approval",
+                                      name, user_.path)};
+    }
+    return ConsentError{"unknown_connector",
+                        fmt::format("{} has no connector named {}; `oppx mcp list` in that folder shows them",
+                                    root + "/.mcp.json", name)};
   }
-  connectors_ = std::move(next);
-  for (auto& [name, c] : connectors_) {
-    if (c->state() == ConnectorState::kStopped) start_one(*c, env, start_timeout(env));
+  if (approve && user_.connectors.contains(name)) {
+    return ConsentError{"hidden", fmt::format("the repository's {} is hidden by your own connector of the same name "
+                                              "(in {}), which is the one used; remove or rename yours first",
+                                              name, user_.path)};
   }
+  std::string current = sha256_hex(def->canonical);
+  if (!sha256.empty() && sha256 != current) {
+    return ConsentError{"changed", fmt::format("the definition of {} in {}/.mcp.json changed since it was shown "
+                                               "(sha256 {} now, {} shown); look at it again with `oppx mcp get {}` "
+                                               "and approve what you see",
+                                               name, root, current.substr(0, 12), sha256.substr(0, 12), name)};
+  }
+  auto r = approve ? consent_.approve(root, name, current) : consent_.deny(root, name, current);
+  if (!r) return ConsentError{"io", r.error()};
+  log::info("connector {} of {}: {} (sha256 {})", name, root, approve ? "approved" : "denied", current.substr(0, 12));
+  apply_consent(root, repo->second, env);
   settled_check();
+  return {};
 }
 
 // One connector named: the user is at hand, maybe to log in in the browser (mcp-remote), so it
 // gets LOGIN_TIMEOUT (180 s); all of them get the usual start timeout.
-void Connectors::reconnect(const std::string& name, const EnvMap& env) {
-  for (auto& [n, c] : connectors_) {
-    if (name.empty() || n == name) start_one(*c, env, name.empty() ? start_timeout(env) : kLoginTimeout);
+void Connectors::reconnect(const std::string& name, const EnvMap& env, const std::string& root) {
+  auto timeout = name.empty() ? start_timeout(env) : kLoginTimeout;
+  for (auto& [n, c] : user_.connectors) {
+    if (name.empty() || n == name) start_one(*c, env, timeout);
+  }
+  auto repo = repos_.find(root);
+  if (repo == repos_.end()) return;
+  for (auto& [n, c] : repo->second.connectors) {
+    if ((name.empty() || n == name) && !user_.connectors.contains(n) &&
+        consent_.lookup(root, n, sha256_hex(c->def().canonical)) == Consent::kApproved) {
+      start_one(*c, env, timeout);
+    }
   }
 }
 
-void Connectors::adopt(const std::shared_ptr<Connector>& c) {
+void Connectors::adopt(const std::shared_ptr<Connector>& c, const std::string& root) {
   const Connector* raw = c.get();
+  seen_[raw].root = root;
   c->on_change([this, raw] {
     changed(*raw);
     settled_check();
@@ -147,7 +277,7 @@ void Connectors::changed(const Connector& c) {
   if (!tools_changed && state == seen.state) return;
   seen.state = std::move(state);
   if (subscriptions_.size() == 0) return;
-  json::object entry = entry_json(c);
+  json::object entry = entry_json(c.def(), &c, seen.root, source_path(seen.root));
   entry["tools_changed"] = tools_changed;
   subscriptions_.publish("mcp/changed", entry);
 }
@@ -156,11 +286,19 @@ void Connectors::changed(const Connector& c) {
 void Connectors::removed(Connector& c, bool gone) {
   c.on_change(nullptr);
   c.stop();
+  std::string root = seen_[&c].root;
   seen_.erase(&c);
   if (gone && subscriptions_.size() > 0) {
-    subscriptions_.publish("mcp/changed",
-                           json::object{{"name", c.def().name}, {"source", "user"}, {"state", "removed"}});
+    json::object o{{"name", c.def().name}, {"source", root.empty() ? "user" : "project"}, {"state", "removed"}};
+    if (!root.empty()) o["root"] = root;
+    subscriptions_.publish("mcp/changed", o);
   }
+}
+
+std::string Connectors::source_path(const std::string& root) const {
+  if (root.empty()) return user_.path;
+  auto it = repos_.find(root);
+  return it == repos_.end() ? root + "/.mcp.json" : it->second.path;
 }
 
 const json::array& Connectors::tools_of(const Connector& c, bool* cached) const {
@@ -174,22 +312,24 @@ const json::array& Connectors::tools_of(const Connector& c, bool* cached) const 
   return c.tools();
 }
 
-void Connectors::when_settled(const std::string& name, std::function<void()> fn) {
-  waiters_.emplace_back(name, std::move(fn));
+void Connectors::when_settled(const std::string& root, const std::string& name, std::function<void()> fn) {
+  waiters_.push_back(Waiter{root, name, std::move(fn)});
   settled_check();
 }
 
 void Connectors::settled_check() {
-  auto starting = [this](const std::string& name) {
-    for (auto& [n, c] : connectors_) {
+  auto starting_in = [](const Source& src, const std::string& name) {
+    for (auto& [n, c] : src.connectors) {
       if ((name.empty() || n == name) && c->state() == ConnectorState::kStarting) return true;
     }
     return false;
   };
   std::vector<std::function<void()>> ready;
   for (auto it = waiters_.begin(); it != waiters_.end();) {
-    if (!starting(it->first)) {
-      ready.push_back(std::move(it->second));
+    auto repo = repos_.find(it->root);
+    bool starting = starting_in(user_, it->name) || (repo != repos_.end() && starting_in(repo->second, it->name));
+    if (!starting) {
+      ready.push_back(std::move(it->fn));
       it = waiters_.erase(it);
     } else {
       ++it;
@@ -198,21 +338,25 @@ void Connectors::settled_check() {
   for (auto& fn : ready) fn();
 }
 
-std::shared_ptr<Connector> Connectors::find(const std::string& name) const {
-  auto it = connectors_.find(name);
-  return it == connectors_.end() ? nullptr : it->second;
+std::shared_ptr<Connector> Connectors::find(const std::string& name, const std::string& root) const {
+  if (auto it = user_.connectors.find(name); it != user_.connectors.end()) return it->second;
+  auto repo = repos_.find(root);
+  if (repo == repos_.end()) return nullptr;
+  auto it = repo->second.connectors.find(name);
+  return it == repo->second.connectors.end() ? nullptr : it->second;
 }
 
-json::object Connectors::entry_json(const Connector& c) const {
-  const ConnectorDef& d = c.def();
+json::object Connectors::entry_json(const ConnectorDef& d, const Connector* c, const std::string& root,
+                                    const std::string& file) const {
   json::object o{{"name", d.name},
-                 {"source", "user"},
+                 {"source", root.empty() ? "user" : "project"},
+                 {"file", file},
                  {"type", d.kind == ConnectorDef::Kind::kHttp ? "http" : "stdio"},
-                 {"state", state_name(c.state())},
-                 {"log", c.log_path()},
-                 {"requests_waiting", c.calls_waiting()}};
+                 {"state", c ? state_name(c->state()) : state_name(ConnectorState::kStopped)},
+                 {"log", log_path(d.name, root)},
+                 {"requests_waiting", c ? c->calls_waiting() : 0}};
   bool cached = false;
-  o["tools"] = tools_of(c, &cached).size();
+  o["tools"] = c ? tools_of(*c, &cached).size() : 0;
   o["cached"] = cached;
   if (d.kind == ConnectorDef::Kind::kHttp) {
     o["url"] = d.url;
@@ -228,25 +372,74 @@ json::object Connectors::entry_json(const Connector& c) const {
     for (auto& [k, v] : d.env) e[k] = mask_value(v);
     o["env"] = std::move(e);
   }
-  if (!c.reason().empty()) {
-    o["reason"] = c.reason();
-    o["reason_kind"] = c.down_kind();
+  json::array reads;
+  for (auto& v : referenced_variables(d)) reads.emplace_back(v);
+  o["reads"] = std::move(reads);
+  if (!root.empty()) {
+    std::string sha = sha256_hex(d.canonical);
+    Consent decision = consent_.lookup(root, d.name, sha);
+    o["root"] = root;
+    o["sha256"] = sha;
+    o["consent"] = decision == Consent::kApproved ? "approved" : decision == Consent::kDenied ? "denied" : "none";
+    if (decision != Consent::kApproved) o["approve"] = "oppx mcp approve " + d.name;
+    if (!c) {
+      o["hidden_by"] = "user";
+      o["reason"] = fmt::format("hidden: your own connector named {} (in {}) is used instead", d.name, user_.path);
+    }
+  }
+  if (c && !c->reason().empty()) {
+    o["reason"] = c->reason();
+    o["reason_kind"] = c->down_kind();
     json::array steps;
-    for (auto& s : c.steps()) steps.emplace_back(s);
+    for (auto& s : c->steps()) steps.emplace_back(s);
     o["steps"] = std::move(steps);
   }
   return o;
 }
 
-json::object Connectors::list_json() const {
+json::object Connectors::list_json(const std::string& root) const {
   json::array list;
-  for (auto& [name, c] : connectors_) list.push_back(entry_json(*c));
-  json::object out{{"connectors", std::move(list)}, {"config", config_path_}};
-  if (!config_error_.empty()) out["error"] = config_error_;
+  for (auto& [name, c] : user_.connectors) list.push_back(entry_json(c->def(), c.get(), "", user_.path));
+  json::object out{{"config", user_.path}};
+  if (!user_.error.empty()) out["error"] = user_.error;
   json::array w;
-  for (auto& s : warnings_) w.emplace_back(s);
+  for (auto& s : user_.warnings) w.emplace_back(s);
+  if (auto repo = repos_.find(root); !root.empty() && repo != repos_.end()) {
+    const Source& r = repo->second;
+    for (auto& d : r.defs) {
+      auto it = r.connectors.find(d.name);
+      list.push_back(entry_json(d, it == r.connectors.end() ? nullptr : it->second.get(), root, r.path));
+    }
+    json::object project{{"root", root}, {"config", r.path}};
+    if (!r.error.empty()) project["error"] = r.error;
+    out["project"] = std::move(project);
+  }
+  if (!consent_.problem().empty()) out["consent_error"] = consent_.problem();
+  out["connectors"] = std::move(list);
   out["warnings"] = std::move(w);
   return out;
+}
+
+std::optional<json::object> Connectors::get_json(const std::string& name, const std::string& root) const {
+  const ConnectorDef* project = nullptr;
+  const Source* repo = nullptr;
+  if (auto it = repos_.find(root); !root.empty() && it != repos_.end()) {
+    repo = &it->second;
+    for (auto& d : repo->defs) {
+      if (d.name == name) project = &d;
+    }
+  }
+  std::optional<json::object> project_entry;
+  if (project) {
+    auto it = repo->connectors.find(name);
+    project_entry = entry_json(*project, it == repo->connectors.end() ? nullptr : it->second.get(), root, repo->path);
+  }
+  if (auto it = user_.connectors.find(name); it != user_.connectors.end()) {
+    json::object o = entry_json(it->second->def(), it->second.get(), "", user_.path);
+    if (project_entry) o["hides"] = std::move(*project_entry);
+    return o;
+  }
+  return project_entry;
 }
 
 }  // namespace oppx::daemon

@@ -1,10 +1,12 @@
-// The daemon's connectors: the user's mcp.json read when the daemon starts and (again, when it
-// changed) on a client's request, one Connector per definition shared by every client, started
-// in parallel, the JSON the mcp/… methods answer with, the tool-list cache and the subscribers
-// told of every change. Headers and env values are masked in everything it returns.
+// The daemon's connectors: the user's mcp.json and each repository's .mcp.json, read (again, when
+// they changed) on a client's request; one Connector per definition (and repository root for a
+// repository's), shared by every client and started in parallel; the consent a repository's
+// connectors wait for; the JSON the mcp/… methods answer with; the tool-list cache and the
+// subscribers told of every change. Headers and env values are masked in everything it returns.
 #pragma once
 
 #include "daemon/connector.h"
+#include "daemon/consent.h"
 #include "daemon/mcp_config.h"
 #include "daemon/subscriptions.h"
 #include "daemon/tools_cache.h"
@@ -14,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,47 +31,83 @@ class Connectors {
   Connectors(boost::asio::io_context& io, std::string state_dir);
   ~Connectors();
 
-  // Re-reads the user's connectors file when it changed since the last look, with the asking
-  // client's environment: new and changed definitions start, removed ones stop. A connector also
-  // restarts when `env` sets a variable its definition reads to another value than the one it
+  // Re-reads the user's connectors file, and the .mcp.json of repository `root` (empty: none),
+  // when they changed since the last look, with the asking client's environment: new and changed
+  // definitions start (a repository's only once approved), removed ones stop. A running connector
+  // also restarts when `env` sets a variable its definition reads to another value than the one it
   // started with (a variable `env` lacks changes nothing). At daemon start: the daemon's own.
-  void refresh(const EnvMap& env);
-  // Runs `fn` once no connector (or the one named) is still starting.
-  void when_settled(const std::string& name, std::function<void()> fn);
-  void reconnect(const std::string& name, const EnvMap& env);  // empty name: all
+  void refresh(const EnvMap& env, const std::string& root);
+  // Runs `fn` once no connector of `root` (or the one named) is still starting.
+  void when_settled(const std::string& root, const std::string& name, std::function<void()> fn);
+  void reconnect(const std::string& name, const EnvMap& env, const std::string& root);  // empty name: all
 
-  boost::json::object list_json() const;
-  boost::json::object entry_json(const Connector& c) const;
+  boost::json::object list_json(const std::string& root) const;
+  // The connector `name` as `root` sees it (the user's wins), with the repository's one it hides.
+  std::optional<boost::json::object> get_json(const std::string& name, const std::string& root) const;
   // Its tools; while it is starting with none yet, the list cached for its definition, if any.
   const boost::json::array& tools_of(const Connector& c, bool* cached) const;
   Subscriptions& subscriptions() { return subscriptions_; }
-  std::shared_ptr<Connector> find(const std::string& name) const;
-  std::size_t size() const { return connectors_.size(); }
+  std::shared_ptr<Connector> find(const std::string& name, const std::string& root) const;
+  std::size_t size() const;
   void stop_all();
 
+  // Consent for the repository connector (root, name), for exactly the definition with `sha256`.
+  // Errors: "unknown_connector", "not_a_project_connector", "hidden", "changed", "io".
+  struct ConsentError {
+    std::string kind, message;
+  };
+  boost::system::result<void, ConsentError> decide(const std::string& root, const std::string& name,
+                                                   const std::string& sha256, bool approve, const EnvMap& env);
+  ConsentStore& consent() { return consent_; }
+  // Where the user's connectors file is for this client (the last one read).
+  const std::string& user_config_path() const { return user_.path; }
+
  private:
+  // One connectors file: the user's, or one repository's.
+  struct Source {
+    std::string path;
+    std::string stamp;  // inode, size and mtime of what was read last
+    std::string error;
+    std::vector<std::string> warnings;
+    std::vector<ConnectorDef> defs;                                // as read, in file order
+    std::map<std::string, std::shared_ptr<Connector>> connectors;  // by name
+    std::uint64_t user_generation = 0;  // a repository's: the user's set its hiding was worked out against
+  };
+  bool reread(Source& src, const std::string& path, bool is_user);
+  void replace_connectors(Source& src, const std::string& root);
+  void apply_consent(const std::string& root, Source& repo, const EnvMap& env);
+  boost::json::object entry_json(const ConnectorDef& d, const Connector* c, const std::string& root,
+                                 const std::string& file) const;
+  std::string log_path(const std::string& name, const std::string& root) const;
   void settled_check();
-  void reload(const EnvMap& env);
-  void adopt(const std::shared_ptr<Connector>& c);
+  void restart_changed(Source& src, const EnvMap& env);
+  void adopt(const std::shared_ptr<Connector>& c, const std::string& root);
   void start_one(Connector& c, const EnvMap& env, std::chrono::milliseconds timeout);
   std::string changed_variable(const Connector& c, const EnvMap& env) const;
   void changed(const Connector& c);
   void removed(Connector& c, bool gone);
+  std::string source_path(const std::string& root) const;  // the file a connector of `root` is from
 
-  // What was last told about a connector, and the variables it started with (hashed values).
+  // What was last told about a connector, its repository root (empty: the user's), and the
+  // variables it started with (hashed values).
   struct Seen {
+    std::string root;
     std::string state;  // state and reason
     std::string tools;  // hash of the last running tool list
     std::map<std::string, std::string> env;
   };
+
   boost::asio::io_context& io_;
   std::string state_dir_;
-  std::string config_path_;
-  std::string config_stamp_;  // inode, size and mtime of what was read last
-  std::string config_error_;
-  std::vector<std::string> warnings_;
-  std::map<std::string, std::shared_ptr<Connector>> connectors_;
-  std::vector<std::pair<std::string, std::function<void()>>> waiters_;
+  Source user_;
+  std::uint64_t user_generation_ = 0;    // bumps whenever the user's set changes
+  std::map<std::string, Source> repos_;  // by repository root
+  mutable ConsentStore consent_;         // reading it may move a bad file aside
+  struct Waiter {
+    std::string root, name;
+    std::function<void()> fn;
+  };
+  std::vector<Waiter> waiters_;
   ToolsCache cache_;
   Subscriptions subscriptions_;
   std::map<const Connector*, Seen> seen_;  // erased when the connector is removed

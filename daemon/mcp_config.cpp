@@ -45,12 +45,9 @@ boost::system::result<Pairs, std::string> string_map(const json::value& v, const
   return out;
 }
 
-// Its own type: a result<ConnectorDef, std::string> could not tell a message from a definition.
-struct EntryError {
-  std::string message;
-};
+}  // namespace
 
-boost::system::result<ConnectorDef, EntryError> parse_entry(std::string_view name, const json::value& v) {
+boost::system::result<ConnectorDef, EntryError> parse_mcp_entry(std::string_view name, const json::value& v) {
   const std::string where = fmt::format("mcpServers.{}", name);
   if (!valid_name(name)) return EntryError{where + ": a name may hold only letters, digits, '-' and '_'"};
   if (!v.is_object()) return EntryError{where + ": expected an object"};
@@ -97,8 +94,6 @@ boost::system::result<ConnectorDef, EntryError> parse_entry(std::string_view nam
   return d;
 }
 
-}  // namespace
-
 bool valid_name(std::string_view name) {
   if (name.empty() || name.size() > 64) return false;
   for (char c : name) {
@@ -127,7 +122,7 @@ boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view 
   if (!servers) return cfg;
   if (!servers->is_object()) return fmt::format("{}: mcpServers: expected an object", path);
   for (auto& [name, entry] : servers->as_object()) {
-    auto d = parse_entry(name, entry);
+    auto d = parse_mcp_entry(name, entry);
     if (!d) return fmt::format("{}: {}", path, d.error().message);
     cfg.connectors.push_back(std::move(*d));
   }
@@ -135,13 +130,17 @@ boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view 
 }
 
 boost::system::result<McpConfig, std::string> load_mcp_config(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a repository's .mcp.json may be a FIFO, whose open would block the daemon.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return McpConfig{};
     return fmt::format("{}: cannot read it: {}", path, std::strerror(errno));
   }
   struct stat st {};
-  ::fstat(fd, &st);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fmt::format("{}: not a regular file; a connectors file must be one", path);
+  }
   std::string text;
   char buf[65536];
   ssize_t n;

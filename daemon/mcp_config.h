@@ -56,6 +56,13 @@ std::vector<std::string> referenced_variables(const ConnectorDef& def);
 // For display: a value with its secret part hidden ("Bearer lin_…***"), except ${VAR} references.
 std::string mask_value(std::string_view value);
 
+// One mcpServers entry. Its own error type: a result<ConnectorDef, std::string> could not tell a
+// message from a definition. The message starts with the key path ("mcpServers.x.url: …").
+struct EntryError {
+  std::string message;
+};
+boost::system::result<ConnectorDef, EntryError> parse_mcp_entry(std::string_view name, const boost::json::value& v);
+
 // Valid connector names: letters, digits, '-' and '_', 1 to 64 of them.
 bool valid_name(std::string_view name);
 

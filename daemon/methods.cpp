@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/proc.h"
 #include "daemon/connectors.h"
+#include "daemon/methods_config.h"
 #include "proto/decode.h"
 #include "proto/daemon_api.h"
 
@@ -36,6 +37,7 @@ void hello(const proto::HelloParams& p, Reply reply, Client& client) {
   }
   client.name = p.client;
   if (!p.env.empty()) client.env = p.env;
+  if (!p.cwd.empty()) client.cwd = p.cwd;
   log::debug("client {} is {}", client.id, p.client);
   reply.ok(json::value_from(proto::HelloResult{proto::kProtocolVersion, OPPX_VERSION, kBuildId, ::getpid()}));
 }
@@ -57,18 +59,22 @@ void status(Server& server, Reply reply) {
 struct NameParams {
   std::string name;
   bool wait = false;
+  std::string cwd;
 };
 boost::system::result<NameParams, std::string> name_params(const json::value& params, bool required) {
   proto::FieldReader r(params, "params");
   NameParams p;
   p.name = r.string("name", required).value_or("");
   p.wait = r.boolean("wait", false).value_or(false);
+  p.cwd = r.string("cwd", false).value_or("");
   if (!r.ok()) return {boost::system::in_place_error, r.error()};
+  if (!p.cwd.empty() && p.cwd[0] != '/')
+    return {boost::system::in_place_error, "params.cwd: expected an absolute path"};
   return p;
 }
 
 struct CallParams {
-  std::string connector, tool;
+  std::string connector, tool, cwd;
   json::value arguments;
   std::int64_t timeout_ms = 0;
   json::value progress_token;  // null: the caller wants no progress
@@ -79,7 +85,10 @@ boost::system::result<CallParams, std::string> call_params(const json::value& pa
   p.connector = r.string("connector", true).value_or("");
   p.tool = r.string("tool", true).value_or("");
   p.timeout_ms = r.integer("timeout_ms", false).value_or(kCallTimeout.count());
+  p.cwd = r.string("cwd", false).value_or("");
   if (!r.ok()) return {boost::system::in_place_error, r.error()};
+  if (!p.cwd.empty() && p.cwd[0] != '/')
+    return {boost::system::in_place_error, "params.cwd: expected an absolute path"};
   const json::value* a = params.as_object().if_contains("arguments");
   if (a && !a->is_null() && !a->is_object())
     return {boost::system::in_place_error, "params.arguments: expected object"};
@@ -106,34 +115,37 @@ proto::RpcError unknown_connector(const std::string& name) {
 using SharedReply = std::shared_ptr<Reply>;
 
 void mcp_list(Server& s, const NameParams& p, Reply reply, Client& client) {
-  s.connectors().refresh(client.env);
-  if (!p.wait) return reply.ok(s.connectors().list_json());
+  std::string root = request_root(p.cwd, client);
+  s.connectors().refresh(client.env, root);
+  if (!p.wait) return reply.ok(s.connectors().list_json(root));
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().when_settled("", [&s, shared] { shared->ok(s.connectors().list_json()); });
+  s.connectors().when_settled(root, "", [&s, shared, root] { shared->ok(s.connectors().list_json(root)); });
 }
 
 void mcp_tools(Server& s, const NameParams& p, Reply reply, Client& client) {
-  s.connectors().refresh(client.env);
-  if (!s.connectors().find(p.name)) return reply.fail(unknown_connector(p.name));
+  std::string root = request_root(p.cwd, client);
+  s.connectors().refresh(client.env, root);
+  if (!s.connectors().find(p.name, root)) return reply.fail(unknown_connector(p.name));
   auto shared = std::make_shared<Reply>(std::move(reply));
-  auto answer = [&s, shared, name = p.name] {
-    auto c = s.connectors().find(name);
-    if (!c) return shared->fail(unknown_connector(name));
-    json::object o = s.connectors().entry_json(*c);
+  auto answer = [&s, shared, name = p.name, root] {
+    auto c = s.connectors().find(name, root);
+    auto o = c ? s.connectors().get_json(name, root) : std::nullopt;
+    if (!o) return shared->fail(unknown_connector(name));
     bool cached = false;
-    o["tools"] = s.connectors().tools_of(*c, &cached);
-    shared->ok(std::move(o));
+    (*o)["tools"] = s.connectors().tools_of(*c, &cached);
+    shared->ok(std::move(*o));
   };
   // A connector still starting answers at once with the list cached for its definition.
   bool cached = false;
-  s.connectors().tools_of(*s.connectors().find(p.name), &cached);
+  s.connectors().tools_of(*s.connectors().find(p.name, root), &cached);
   if (cached) return answer();
-  s.connectors().when_settled(p.name, answer);
+  s.connectors().when_settled(root, p.name, answer);
 }
 
 void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
-  s.connectors().refresh(client.env);
-  if (!s.connectors().find(p.connector)) return reply.fail(unknown_connector(p.connector));
+  std::string root = request_root(p.cwd, client);
+  s.connectors().refresh(client.env, root);
+  if (!s.connectors().find(p.connector, root)) return reply.fail(unknown_connector(p.connector));
   auto shared = std::make_shared<Reply>(std::move(reply));
   // A caller that goes away cancels its call: at the server too once it was sent. The hook
   // holds the cancel weakly (see Connector::CancelCall), so a finished call frees at once.
@@ -141,9 +153,9 @@ void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
   shared->on_cancel([cancel] {
     if (*cancel) (*cancel)();
   });
-  s.connectors().when_settled(p.connector, [&s, shared, p, cancel, peer = client.peer, id = shared->id()] {
+  s.connectors().when_settled(root, p.connector, [&s, shared, p, root, cancel, peer = client.peer, id = shared->id()] {
     if (shared->cancelled()) return;  // gone while the connector was starting
-    auto c = s.connectors().find(p.connector);
+    auto c = s.connectors().find(p.connector, root);
     if (!c) return shared->fail(unknown_connector(p.connector));
     CallOptions options;
     options.timeout = std::chrono::milliseconds(p.timeout_ms);
@@ -178,9 +190,10 @@ void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
 
 // The current list, then mcp/changed notifications until the connection ends (or unsubscribe).
 void mcp_subscribe(Server& s, Reply reply, Client& client) {
-  s.connectors().refresh(client.env);
+  std::string root = request_root("", client);
+  s.connectors().refresh(client.env, root);
   s.connectors().subscriptions().add(client.id, client.peer);
-  reply.ok(s.connectors().list_json());
+  reply.ok(s.connectors().list_json(root));
 }
 
 void mcp_unsubscribe(Server& s, Reply reply, Client& client) {
@@ -188,11 +201,12 @@ void mcp_unsubscribe(Server& s, Reply reply, Client& client) {
 }
 
 void mcp_reconnect(Server& s, const NameParams& p, Reply reply, Client& client) {
-  s.connectors().refresh(client.env);
-  if (!p.name.empty() && !s.connectors().find(p.name)) return reply.fail(unknown_connector(p.name));
-  s.connectors().reconnect(p.name, client.env);
+  std::string root = request_root(p.cwd, client);
+  s.connectors().refresh(client.env, root);
+  if (!p.name.empty() && !s.connectors().find(p.name, root)) return reply.fail(unknown_connector(p.name));
+  s.connectors().reconnect(p.name, client.env, root);
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().when_settled(p.name, [&s, shared] { shared->ok(s.connectors().list_json()); });
+  s.connectors().when_settled(root, p.name, [&s, shared, root] { shared->ok(s.connectors().list_json(root)); });
 }
 
 void shutdown(Server& server, Reply reply) {
@@ -218,6 +232,16 @@ void register_methods(Router& r, Server& s) {
   r.add("mcp/subscribe", no_params, [&s](NoParams, Reply reply, Client& c) { mcp_subscribe(s, std::move(reply), c); });
   r.add("mcp/unsubscribe", no_params,
         [&s](NoParams, Reply reply, Client& c) { mcp_unsubscribe(s, std::move(reply), c); });
+  r.add("mcp/get", decode_get_params,
+        [&s](const GetParams& p, Reply reply, Client& c) { mcp_get(s, p, std::move(reply), c); });
+  r.add("mcp/add", decode_add_params,
+        [&s](const AddParams& p, Reply reply, Client& c) { mcp_add(s, p, std::move(reply), c); });
+  r.add("mcp/remove", decode_remove_params,
+        [&s](const RemoveParams& p, Reply reply, Client& c) { mcp_remove(s, p, std::move(reply), c); });
+  r.add("consent/approve", decode_consent_params,
+        [&s](const ConsentParams& p, Reply reply, Client& c) { consent_decide(s, p, true, std::move(reply), c); });
+  r.add("consent/deny", decode_consent_params,
+        [&s](const ConsentParams& p, Reply reply, Client& c) { consent_decide(s, p, false, std::move(reply), c); });
   r.add("tools/call", call_params,
         [&s](const CallParams& p, Reply reply, Client& c) { tools_call(s, p, std::move(reply), c); });
 }

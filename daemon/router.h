@@ -23,6 +23,7 @@ struct Client {
   std::int64_t uid = 0;
   std::string name;                                     // from hello
   std::map<std::string, std::string, std::less<>> env;  // from hello: for ${VAR} and the connectors' paths
+  std::string cwd;                                      // from hello: where it runs (its repository)
   std::weak_ptr<JsonRpcPeer> peer;                      // for notifications to this client
 };
 

@@ -17,7 +17,9 @@ boost::system::result<HelloParams, std::string> decode_hello_params(const json::
   if (protocol && (*protocol < 0 || *protocol > 1'000'000)) return std::string("params.protocol: out of range");
   p.client = r.string("client", false).value_or("");
   p.build = r.string("build", false).value_or("");
+  p.cwd = r.string("cwd", false).value_or("");
   if (!r.ok()) return r.error();
+  if (!p.cwd.empty() && p.cwd[0] != '/') return std::string("params.cwd: expected an absolute path");
   if (const json::value* env = params.as_object().if_contains("env"); env && !env->is_null()) {
     if (!env->is_object()) return std::string("params.env: expected an object of strings");
     for (auto& [k, v] : env->as_object()) {
@@ -61,6 +63,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const HelloParams& v) {
   json::object env;
   for (auto& [k, val] : v.env) env[k] = val;
   jv = json::object{{"protocol", v.protocol}, {"client", v.client}, {"build", v.build}, {"env", std::move(env)}};
+  if (!v.cwd.empty()) jv.as_object()["cwd"] = v.cwd;
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const HelloResult& v) {

@@ -25,6 +25,7 @@ struct HelloParams {
   std::string client;                                   // free text: "oppx", "vscode-oppx 0.3", …
   std::string build;                                    // the client's build id, when it has one
   std::map<std::string, std::string, std::less<>> env;  // the client's environment (for ${VAR})
+  std::string cwd;  // the client's working folder: its repository's .mcp.json applies (absolute)
 };
 
 struct HelloResult {

@@ -200,7 +200,13 @@ TEST(Cli, DemoRunsAgainstARealDaemon) {
   std::string bin_dir = std::string(OPPX_BIN).substr(0, std::string(OPPX_BIN).rfind('/'));
   if (::access((bin_dir + "/npm/node_modules/@modelcontextprotocol/server-everything").c_str(), F_OK) == 0) {
     EXPECT_NE(r.out.find("→ Echo: hello from the oppx demo"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("added the connector `everything`"), std::string::npos) << r.out;
+    // Added through mcp/add, with its probe: tools in the model's form and their cost.
+    EXPECT_NE(r.out.find("Added everything in " + home.root() + "/config/oppx/mcp.json"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("everything.echo: Echoes back the input string\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("tokens a request (an estimate"), std::string::npos) << r.out;
+    // A repository connector it made waits for consent, and nothing of it ran.
+    EXPECT_NE(r.out.find("`demo-notes`; oppx mcp list there shows it waiting"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("mcp approve demo-notes"), std::string::npos) << r.out;
     Result again = oppx({"demo"});
     EXPECT_NE(again.out.find("`everything` is already in"), std::string::npos) << again.out;
   } else {

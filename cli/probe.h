@@ -1,0 +1,42 @@
+// The probe `oppx mcp add` prints: a connector's tools in the one-line form the model sees, what
+// that list costs in tokens, and its share of the server model's context (asked of the model
+// server named in config.json or $OPPX_SERVER). Blocking, with a 4 s limit: it runs in the CLI,
+// never in the daemon, whose one thread must not wait on a model server.
+#pragma once
+
+#include <boost/json/array.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oppx::cli {
+
+// `<connector>.<tool>: <first sentence of its description, at most 140 characters>`, escaped.
+std::string tool_line(std::string_view connector, const boost::json::object& tool);
+std::string tool_list_text(std::string_view connector, const boost::json::array& tools);
+
+// The model server: $OPPX_SERVER, else "server" in $XDG_CONFIG_HOME/oppx/config.json; empty if none.
+std::string model_server_url();
+
+struct ProbeReport {
+  std::int64_t tokens = 0;
+  bool estimated = true;                // no tokenizer endpoint: about 4 characters a token
+  std::optional<std::int64_t> context;  // the model's context window, when the server said
+  std::string context_note;             // why the share is unknown, when it is
+  std::vector<std::string> warnings;    // SMALL_CONTEXT, HEAVY_SHARE in the seed's wording
+};
+
+// Counts `list_text` and asks the server (when there is one) for its context.
+ProbeReport probe_cost(std::string_view connector, const std::string& list_text, const std::string& server);
+
+// What `oppx mcp add` (and the demo) print from an mcp/add result: where it was saved, then the
+// probe (the tools, their cost and share), or why it did not start. Returns the exit status.
+int print_added(const boost::json::value& add_result);
+
+// The lines printed after the tool list.
+std::vector<std::string> probe_lines(const ProbeReport& r);
+
+}  // namespace oppx::cli

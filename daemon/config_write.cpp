@@ -1,0 +1,225 @@
+// add_entry / remove_entry: the file is re-read right before the edit (a hand edit made since the
+// last look is kept) and parsed by the same parser as at start, so an edit never turns a file the
+// daemon reads into one it cannot. A file that does not parse is left alone, with its error.
+#include "daemon/config_write.h"
+
+#include "common/fs.h"
+#include "common/text.h"
+
+#include <boost/json.hpp>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace oppx::daemon {
+
+namespace json = boost::json;
+
+namespace {
+
+void pretty(const json::value& v, std::string& out, int indent) {
+  auto pad = [&](int n) { out.append(static_cast<std::size_t>(n) * 2, ' '); };
+  if (const json::object* o = v.if_object()) {
+    if (o->empty()) {
+      out += "{}";
+      return;
+    }
+    out += "{\n";
+    std::size_t i = 0;
+    for (auto& [k, val] : *o) {
+      pad(indent + 1);
+      out += json::serialize(json::string(k));
+      out += ": ";
+      pretty(val, out, indent + 1);
+      out += ++i < o->size() ? ",\n" : "\n";
+    }
+    pad(indent);
+    out += "}";
+  } else if (const json::array* a = v.if_array()) {
+    if (a->empty()) {
+      out += "[]";
+      return;
+    }
+    out += "[\n";
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      pad(indent + 1);
+      pretty((*a)[i], out, indent + 1);
+      out += i + 1 < a->size() ? ",\n" : "\n";
+    }
+    pad(indent);
+    out += "]";
+  } else {
+    out += json::serialize(v);
+  }
+}
+
+bool has_line_break(std::string_view s) { return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos; }
+
+struct Loaded {
+  json::object root;
+  bool existed = false;
+  std::string warning;
+};
+
+// Where the edit goes: the link's target for the user's own file, else the path itself.
+std::string edit_target(const std::string& path, bool follow_symlink) {
+  struct stat st {};
+  if (!follow_symlink || ::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (!real) return path;
+  std::string target = real;
+  std::free(real);
+  return target;
+}
+
+boost::system::result<Loaded, EditError> load_for_edit(const std::string& path, bool follow_symlink) {
+  Loaded l;
+  struct stat st {};
+  if ((follow_symlink ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) {
+    if (errno != ENOENT) return EditError{"io", fmt::format("cannot read {}: {}", path, std::strerror(errno))};
+    return l;
+  }
+  if (S_ISLNK(st.st_mode)) {
+    return EditError{"io", path +
+                               " is a symbolic link; oppx does not write through links in a repository. Edit its "
+                               "target by hand, or replace the link with a file"};
+  }
+  if (!S_ISREG(st.st_mode)) return EditError{"io", path + " is not a regular file; move it away and try again"};
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return EditError{"io", fmt::format("cannot read {}: {}", path, std::strerror(errno))};
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() <= kMaxConfigBytes)
+    text.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  // The same checks and file:line:col errors as at start.
+  if (auto cfg = parse_mcp_config(text, path); !cfg)
+    return EditError{"io", cfg.error() + "; fix it (or move it away) and try again"};
+  json::value v = json::parse(text);
+  l.root = std::move(v.as_object());
+  l.existed = true;
+  if (st.st_mode & 077) {
+    l.warning = fmt::format(
+        "{} was readable by others (mode {:04o}) and may hold tokens; oppx wrote it back 0600 (as `chmod 600 {}` "
+        "would)",
+        path, st.st_mode & 07777, path);
+  }
+  return l;
+}
+
+boost::system::result<std::string, EditError> write_back(const std::string& path, const json::object& root,
+                                                         std::string_view name) {
+  std::string text = pretty_json(root);
+  // Read back through the parser: what the daemon will load is exactly what was checked.
+  auto cfg = parse_mcp_config(text, path);
+  if (!cfg) return EditError{"invalid", cfg.error()};
+  std::string canonical;
+  for (auto& d : cfg->connectors) {
+    if (d.name == name) canonical = d.canonical;
+  }
+  std::string dir = dirname_of(path);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (auto r = ensure_private_dir(dir); !r) return EditError{"io", r.error()};
+  }
+  if (auto r = atomic_write(path, text, 0600); !r) return EditError{"io", r.error()};
+  return {boost::system::in_place_value, canonical};
+}
+
+}  // namespace
+
+std::string pretty_json(const json::value& v) {
+  std::string out;
+  pretty(v, out, 0);
+  out += "\n";
+  return out;
+}
+
+boost::system::result<ConnectorDef, EditError> check_definition(std::string_view name, const json::value& entry) {
+  if (!valid_name(name)) {
+    std::string why = name.empty()                               ? "it is empty"
+                      : name.size() > 64                         ? "it is longer than 64 characters"
+                      : name.find(' ') != std::string_view::npos ? "it holds a space"
+                      : name.find('/') != std::string_view::npos ? "it holds a slash"
+                                                                 : "it holds other characters";
+    return EditError{"invalid", fmt::format("the connector name \"{}\" cannot be used: {}; a name may hold only "
+                                            "letters, digits, '-' and '_' (e.g. my-server)",
+                                            escape_controls(name), why)};
+  }
+  auto def = parse_mcp_entry(name, entry);
+  if (!def) return EditError{"invalid", def.error().message};
+  if (def->kind == ConnectorDef::Kind::kHttp && def->url.rfind("http://", 0) != 0 &&
+      def->url.rfind("https://", 0) != 0) {
+    return EditError{"invalid", fmt::format("the URL of {} must start with https:// (or http://); \"{}\" does not. "
+                                            "oppx speaks streamable HTTP only",
+                                            name, escape_controls(def->url))};
+  }
+  auto refuse = [&](std::string_view what) {
+    return EditError{"invalid", fmt::format("{} of {} holds a line break or NUL; write it on one line", what, name)};
+  };
+  if (has_line_break(def->command)) return refuse("the command");
+  for (auto& a : def->args) {
+    if (has_line_break(a)) return refuse("an argument");
+  }
+  for (auto& [k, v] : def->env) {
+    if (has_line_break(k) || k.find('=') != std::string::npos || k.empty())
+      return refuse("the name of an environment variable");
+    if (has_line_break(v)) return refuse("the value of " + k);
+  }
+  if (has_line_break(def->url)) return refuse("the URL");
+  for (auto& [k, v] : def->headers) {
+    if (k.empty() || k.find_first_of(" :\t\r\n") != std::string::npos)
+      return EditError{"invalid", fmt::format("the header name \"{}\" of {} is not a valid HTTP header name",
+                                              escape_controls(k), name)};
+    if (has_line_break(v)) return refuse("the value of header " + k);
+  }
+  return std::move(*def);
+}
+
+boost::system::result<EditOutcome, EditError> add_entry(const std::string& given, std::string_view name,
+                                                        const json::value& entry, bool force, bool follow_symlink) {
+  std::string path = edit_target(given, follow_symlink);
+  auto loaded = load_for_edit(path, follow_symlink);
+  if (!loaded) return loaded.error();
+  json::value& servers = loaded->root["mcpServers"];
+  if (!servers.is_object()) servers = json::object{};
+  EditOutcome out;
+  out.warning = loaded->warning;
+  out.replaced = servers.as_object().contains(name);
+  if (out.replaced && !force) {
+    return EditError{"exists", fmt::format("{} already has a connector named {}; to replace it, add --force "
+                                           "(or remove it first with `oppx mcp remove {}`)",
+                                           path, name, name)};
+  }
+  servers.as_object()[name] = entry;
+  auto written = write_back(path, loaded->root, name);
+  if (!written) return written.error();
+  out.canonical = *written;
+  return out;
+}
+
+boost::system::result<EditOutcome, EditError> remove_entry(const std::string& given, std::string_view name,
+                                                           bool follow_symlink) {
+  std::string path = edit_target(given, follow_symlink);
+  auto loaded = load_for_edit(path, follow_symlink);
+  if (!loaded) return loaded.error();
+  json::value* servers = loaded->root.if_contains("mcpServers");
+  if (!loaded->existed || !servers || !servers->is_object() || !servers->as_object().contains(name))
+    return EditError{"not_found", fmt::format("{} has no connector named {}; `oppx mcp list` shows them", path, name)};
+  servers->as_object().erase(name);
+  EditOutcome out;
+  out.warning = loaded->warning;
+  out.replaced = true;
+  auto written = write_back(path, loaded->root, name);
+  if (!written) return written.error();
+  return out;
+}
+
+}  // namespace oppx::daemon

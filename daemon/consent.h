@@ -1,0 +1,52 @@
+// The consent store ($XDG_STATE_HOME/oppx/mcp-approved.json): which repository connector
+// definitions the user approved, per repository root and name, as the sha256 of the definition's
+// canonical unexpanded JSON. The daemon is its only writer (on its one thread), so a
+// read-modify-write here never races; a corrupt or unsafe file counts as nothing approved.
+#pragma once
+
+#include <boost/json/value.hpp>
+#include <boost/system/result.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace oppx::daemon {
+
+std::string sha256_hex(std::string_view data);
+
+// The repository a folder belongs to: the nearest folder at or above it holding `.git` (a folder,
+// or the file a worktree or submodule has), else the folder itself. Git is not run.
+std::string repository_root(const std::string& folder);
+
+enum class Consent { kNone, kApproved, kDenied };
+
+class ConsentStore {
+ public:
+  explicit ConsentStore(std::string path);
+
+  const std::string& path() const { return path_; }
+  // What the user decided for exactly this definition; another hash counts as no decision.
+  Consent lookup(const std::string& root, const std::string& name, const std::string& sha256);
+  boost::system::result<void, std::string> approve(const std::string& root, const std::string& name,
+                                                   const std::string& sha256);
+  boost::system::result<void, std::string> deny(const std::string& root, const std::string& name,
+                                                const std::string& sha256);
+  // Forgets the decision on (root, name), e.g. when the connector is removed.
+  boost::system::result<void, std::string> forget(const std::string& root, const std::string& name);
+  // The last problem met with the file (corrupt, unsafe, moved aside), for `mcp list`; empty if none.
+  const std::string& problem() const { return problem_; }
+
+ private:
+  // Re-reads the file when it changed on disk (a hand edit counts).
+  void load();
+  boost::system::result<void, std::string> record(const std::string& root, const std::string& name,
+                                                  boost::json::value decision);
+  void set_aside(const std::string& why);
+
+  std::string path_;
+  std::string stamp_;  // inode, size and mtime of what was read last
+  boost::json::value doc_;
+  std::string problem_;
+};
+
+}  // namespace oppx::daemon

@@ -1,0 +1,203 @@
+// mcp/get, mcp/add, mcp/remove, consent/approve, consent/deny. Every write happens here, on the
+// daemon's one thread, so two clients adding or approving at once are applied one after the
+// other and both survive. `mcp/add` answers once the new connector has started or failed: that
+// answer is the probe (its tools) the CLI prints.
+#include "daemon/methods_config.h"
+
+#include "common/log.h"
+#include "daemon/config_write.h"
+#include "daemon/connectors.h"
+#include "daemon/server.h"
+#include "proto/decode.h"
+
+#include <boost/json.hpp>
+
+#include <fmt/format.h>
+
+namespace oppx::daemon {
+
+namespace json = boost::json;
+using proto::ErrorCode;
+using proto::RpcError;
+
+namespace {
+
+template <class T>
+using Decoded = boost::system::result<T, std::string>;
+
+std::string read_cwd(proto::FieldReader& r, std::string& error) {
+  std::string cwd = r.string("cwd", false).value_or("");
+  if (!cwd.empty() && cwd[0] != '/') error = "params.cwd: expected an absolute path";
+  return cwd;
+}
+
+RpcError error_of(ErrorCode code, std::string_view kind, std::string message, std::string_view field = {}) {
+  auto e = RpcError::make(code, kind, std::move(message));
+  if (!field.empty()) e.data["field"] = std::string(field);
+  return e;
+}
+
+RpcError needs_folder(std::string_view what) {
+  return error_of(ErrorCode::kInvalidParams, proto::kind::kInvalidParams,
+                  fmt::format("{} needs the folder you work in (params.cwd, or cwd in hello); run it inside the "
+                              "repository",
+                              what),
+                  "params.cwd");
+}
+
+}  // namespace
+
+std::string request_root(const std::string& cwd_param, const Client& client) {
+  const std::string& cwd = cwd_param.empty() ? client.cwd : cwd_param;
+  return cwd.empty() ? std::string() : repository_root(cwd);
+}
+
+Decoded<GetParams> decode_get_params(const json::value& params) {
+  proto::FieldReader r(params, "params");
+  GetParams p;
+  std::string cwd_error;
+  p.name = r.string("name", true).value_or("");
+  p.cwd = read_cwd(r, cwd_error);
+  if (!r.ok()) return {boost::system::in_place_error, r.error()};
+  if (!cwd_error.empty()) return {boost::system::in_place_error, cwd_error};
+  return p;
+}
+
+Decoded<ConsentParams> decode_consent_params(const json::value& params) {
+  proto::FieldReader r(params, "params");
+  ConsentParams p;
+  std::string cwd_error;
+  p.name = r.string("name", true).value_or("");
+  p.sha256 = r.string("sha256", false).value_or("");
+  p.cwd = read_cwd(r, cwd_error);
+  if (!r.ok()) return {boost::system::in_place_error, r.error()};
+  if (!cwd_error.empty()) return {boost::system::in_place_error, cwd_error};
+  return p;
+}
+
+Decoded<AddParams> decode_add_params(const json::value& params) {
+  proto::FieldReader r(params, "params");
+  AddParams p;
+  std::string cwd_error;
+  p.name = r.string("name", true).value_or("");
+  p.project = r.boolean("project", false).value_or(false);
+  p.force = r.boolean("force", false).value_or(false);
+  p.cwd = read_cwd(r, cwd_error);
+  if (!r.ok()) return {boost::system::in_place_error, r.error()};
+  if (!cwd_error.empty()) return {boost::system::in_place_error, cwd_error};
+  const json::value* d = params.as_object().if_contains("definition");
+  if (!d || !d->is_object()) return {boost::system::in_place_error, "params.definition: expected object"};
+  p.definition = *d;
+  return p;
+}
+
+Decoded<RemoveParams> decode_remove_params(const json::value& params) {
+  proto::FieldReader r(params, "params");
+  RemoveParams p;
+  std::string cwd_error;
+  p.name = r.string("name", true).value_or("");
+  p.project = r.boolean("project", false).value_or(false);
+  p.cwd = read_cwd(r, cwd_error);
+  if (!r.ok()) return {boost::system::in_place_error, r.error()};
+  if (!cwd_error.empty()) return {boost::system::in_place_error, cwd_error};
+  return p;
+}
+
+void mcp_get(Server& s, const GetParams& p, Reply reply, Client& client) {
+  std::string root = request_root(p.cwd, client);
+  s.connectors().refresh(client.env, root);
+  auto o = s.connectors().get_json(p.name, root);
+  if (!o) {
+    return reply.fail(error_of(ErrorCode::kInvalidParams, "unknown_connector",
+                               "no connector named " + p.name + "; `oppx mcp list` shows them", "params.name"));
+  }
+  reply.ok(std::move(*o));
+}
+
+void consent_decide(Server& s, const ConsentParams& p, bool approve, Reply reply, Client& client) {
+  std::string root = request_root(p.cwd, client);
+  if (root.empty()) return reply.fail(needs_folder(approve ? "consent/approve" : "consent/deny"));
+  if (approve && p.sha256.empty()) {
+    // Consent is to what the user saw: the hash from mcp/get or mcp/list, never "whatever is there now".
+    return reply.fail(error_of(ErrorCode::kInvalidParams, proto::kind::kInvalidParams,
+                               "params.sha256: required; pass the sha256 of the definition you showed the user "
+                               "(from mcp/get or mcp/list)",
+                               "params.sha256"));
+  }
+  s.connectors().refresh(client.env, root);
+  auto r = s.connectors().decide(root, p.name, p.sha256, approve, client.env);
+  if (!r) {
+    const auto& e = r.error();
+    ErrorCode code = e.kind == "io" ? ErrorCode::kInternal : ErrorCode::kInvalidParams;
+    return reply.fail(error_of(code, e.kind, e.message, e.kind == "io" ? "" : "params.name"));
+  }
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  s.connectors().when_settled(root, p.name, [&s, shared, name = p.name, root] {
+    auto o = s.connectors().get_json(name, root);
+    shared->ok(o ? std::move(*o) : json::object{});
+  });
+}
+
+void mcp_add(Server& s, const AddParams& p, Reply reply, Client& client) {
+  std::string root = request_root(p.cwd, client);
+  if (p.project && root.empty()) return reply.fail(needs_folder("mcp/add with project"));
+  auto def = check_definition(p.name, p.definition);
+  if (!def) {
+    return reply.fail(
+        error_of(ErrorCode::kInvalidParams, "invalid_definition", def.error().message, "params.definition"));
+  }
+  s.connectors().refresh(client.env, root);  // knows the user's file path for this client
+  std::string path = p.project ? root + "/.mcp.json" : user_mcp_config_path(client.env);
+  auto out = add_entry(path, p.name, p.definition, p.force, !p.project);
+  if (!out) {
+    const auto& e = out.error();
+    ErrorCode code = e.kind == "io" ? ErrorCode::kInternal : ErrorCode::kInvalidParams;
+    return reply.fail(error_of(code, e.kind == "invalid" ? "invalid_definition" : e.kind, e.message,
+                               e.kind == "exists" ? "params.name" : ""));
+  }
+  if (!out->warning.empty()) log::warn("{}", out->warning);
+  log::info("connector {} {} in {}", p.name, out->replaced ? "replaced" : "added", path);
+  json::object result{{"name", p.name}, {"file", path}, {"replaced", out->replaced}};
+  if (!out->warning.empty()) result["warning"] = out->warning;
+  if (p.project) {
+    // Adding it to the repository yourself is consent to exactly what was written.
+    if (auto r = s.connectors().consent().approve(root, p.name, sha256_hex(out->canonical)); !r) {
+      result["consent_error"] = r.error() + "; approve it with `oppx mcp approve " + p.name + "`";
+    }
+  }
+  s.connectors().refresh(client.env, root);
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  s.connectors().when_settled(root, p.name, [&s, shared, root, result, name = p.name]() mutable {
+    auto o = s.connectors().get_json(name, root);
+    if (o) {
+      auto c = s.connectors().find(name, root);
+      (*o)["tools"] = c ? c->tools() : json::array{};
+      result["connector"] = std::move(*o);
+    }
+    shared->ok(std::move(result));
+  });
+}
+
+void mcp_remove(Server& s, const RemoveParams& p, Reply reply, Client& client) {
+  std::string root = request_root(p.cwd, client);
+  if (p.project && root.empty()) return reply.fail(needs_folder("mcp/remove with project"));
+  std::string path = p.project ? root + "/.mcp.json" : user_mcp_config_path(client.env);
+  auto out = remove_entry(path, p.name, !p.project);
+  if (!out) {
+    const auto& e = out.error();
+    bool io = e.kind == "io";
+    return reply.fail(error_of(io ? ErrorCode::kInternal : ErrorCode::kInvalidParams,
+                               e.kind == "not_found" ? "unknown_connector" : e.kind, e.message,
+                               io ? "" : "params.name"));
+  }
+  json::object result{{"name", p.name}, {"file", path}, {"removed", true}};
+  if (!out->warning.empty()) result["warning"] = out->warning;
+  if (p.project) {
+    if (auto r = s.connectors().consent().forget(root, p.name); !r) result["consent_error"] = r.error();
+  }
+  log::info("connector {} removed from {}", p.name, path);
+  s.connectors().refresh(client.env, root);
+  reply.ok(std::move(result));
+}
+
+}  // namespace oppx::daemon

@@ -1,0 +1,299 @@
+// oppx mcp add|add-json|remove as a user runs them: the daemon writes mcp.json (0600, atomic,
+// other keys and entries kept, 2-space JSON) and .mcp.json (--project, which counts as consent);
+// bad names, URLs and values with line breaks are refused; secrets never show; and the probe
+// against a scripted model server (tests/support/fake_model_server.js) and without one.
+#include "tests/support/harness.h"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace oppx::test {
+namespace {
+
+namespace json = boost::json;
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+mode_t mode_of(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_mode & 0777 : 0;
+}
+
+struct McpAdd : ::testing::Test {
+  TempHome home;
+  std::string config = home.root() + "/config/oppx/mcp.json";
+  std::string repo = home.root() + "/repo";
+  char old_cwd[4096] = {};
+
+  void SetUp() override {
+    ::mkdir(repo.c_str(), 0700);
+    ::mkdir((repo + "/.git").c_str(), 0700);
+    ASSERT_NE(::getcwd(old_cwd, sizeof old_cwd), nullptr);
+    ASSERT_EQ(::chdir(repo.c_str()), 0);
+    ::unsetenv("OPPX_SERVER");
+  }
+  void TearDown() override {
+    oppx({"daemon", "stop"});
+    (void)!::chdir(old_cwd);
+  }
+  void write_config(const std::string& text, mode_t mode) {
+    ::mkdir((home.root() + "/config").c_str(), 0700);
+    ::mkdir((home.root() + "/config/oppx").c_str(), 0700);
+    std::ofstream(config) << text;
+    ::chmod(config.c_str(), mode);
+  }
+  json::object servers(const std::string& path) { return json::parse(slurp(path)).at("mcpServers").as_object(); }
+};
+
+TEST_F(McpAdd, WritesTheUsersFile0600KeepingWhatItDoesNotKnow) {
+  write_config(R"({"future":{"x":[1,2]},"mcpServers":{"keep":{"command":"/bin/true","extra":"kept"}}})", 0600);
+  Result r = oppx(
+      {"mcp", "add", "linear", "--url", "https://mcp.linear.app/mcp", "-H", "Authorization: Bearer ${LINEAR_API_KEY}"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Added linear in " + config), std::string::npos) << r.out;
+  std::string text = slurp(config);
+  EXPECT_EQ(mode_of(config), 0600u);
+  auto doc = json::parse(text).as_object();
+  EXPECT_EQ(doc.at("future"), json::parse(R"({"x":[1,2]})"));
+  EXPECT_EQ(doc.at("mcpServers").at("keep"), json::parse(R"({"command":"/bin/true","extra":"kept"})"));
+  // Written as given: the reference stays a reference, expanded only at start.
+  EXPECT_EQ(doc.at("mcpServers").at("linear"), json::parse(R"({"type":"http","url":"https://mcp.linear.app/mcp",
+                            "headers":{"Authorization":"Bearer ${LINEAR_API_KEY}"}})"));
+  EXPECT_NE(text.find("{\n  \"future\": {\n    \"x\": [\n      1,"), std::string::npos) << text;
+  EXPECT_EQ(text.back(), '\n');
+
+  // A stdio one with -e, and add-json with a pasted block.
+  Result s = oppx({"mcp", "add", "fs", "-e", "ROOT=/tmp", "--", FAKE_MCP_SERVER, "ok", "--json"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(servers(config).at("fs"), json::parse(std::string(R"({"command":")") + FAKE_MCP_SERVER +
+                                                  R"(","args":["ok","--json"],"env":{"ROOT":"/tmp"}})"));
+  // After `--` everything is the command's own, --help included.
+  Result h = oppx({"mcp", "add", "helpful", "--", FAKE_MCP_SERVER, "ok", "--help"});
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(servers(config).at("helpful").at("args"), json::parse(R"(["ok","--help"])"));
+  Result j = oppx({"mcp", "add-json", "pasted",
+                   std::string(R"({"mcpServers":{"pasted":{"command":")") + FAKE_MCP_SERVER + R"("}}})"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_EQ(servers(config).size(), 5u);
+}
+
+TEST_F(McpAdd, SymlinksAreFollowedForYourFileButNeverInARepository) {
+  // Yours may be a link into your dotfiles: the edit goes to the target and the link stays.
+  std::string dotfiles = home.root() + "/dotfiles-mcp.json";
+  std::ofstream(dotfiles) << R"({"mcpServers":{"keep":{"command":"/bin/true"}}})";
+  ::chmod(dotfiles.c_str(), 0600);
+  ::mkdir((home.root() + "/config").c_str(), 0700);
+  ::mkdir((home.root() + "/config/oppx").c_str(), 0700);
+  ASSERT_EQ(::symlink(dotfiles.c_str(), config.c_str()), 0);
+  ASSERT_EQ(oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"}).exit_code, 0);
+  struct stat st {};
+  ASSERT_EQ(::lstat(config.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(servers(dotfiles).size(), 2u);
+  // A repository's link could point anywhere (your own files): refused, nothing written.
+  std::string outside = home.root() + "/outside.json";
+  std::ofstream(outside) << R"({"mcpServers":{}})";
+  ASSERT_EQ(::symlink(outside.c_str(), (repo + "/.mcp.json").c_str()), 0);
+  Result r = oppx({"mcp", "add", "--project", "two", "--", FAKE_MCP_SERVER, "ok"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is a symbolic link; oppx does not write through links in a repository"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(slurp(outside), R"({"mcpServers":{}})");
+}
+
+TEST_F(McpAdd, AFileReadableByOthersIsWrittenBack0600WithAWarning) {
+  write_config(R"({"mcpServers":{}})", 0644);
+  Result r = oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("was readable by others (mode 0644)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("`chmod 600 " + config + "`"), std::string::npos) << r.err;
+  EXPECT_EQ(mode_of(config), 0600u);
+}
+
+TEST_F(McpAdd, AnExistingNameNeedsForce) {
+  ASSERT_EQ(oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"}).exit_code, 0);
+  Result again = oppx({"mcp", "add", "one", "--", "/bin/other"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("already has a connector named one; to replace it, add --force"), std::string::npos)
+      << again.err;
+  EXPECT_EQ(servers(config).at("one").at("command"), json::value(FAKE_MCP_SERVER));
+  Result forced = oppx({"mcp", "add", "--force", "one", "--", FAKE_MCP_SERVER, "ok", "x"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_NE(forced.out.find("Replaced one"), std::string::npos);
+  EXPECT_EQ(servers(config).at("one").at("args"), json::parse(R"(["ok","x"])"));
+}
+
+TEST_F(McpAdd, BadNamesUrlsAndLineBreaksAreRefused) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  std::vector<Case> cases = {
+      {{"mcp", "add", "my server", "--", "/bin/true"}, "\"my server\" cannot be used: it holds a space"},
+      {{"mcp", "add", "a/b", "--", "/bin/true"}, "\"a/b\" cannot be used: it holds a slash"},
+      {{"mcp", "add", "../x", "--", "/bin/true"}, "a name may hold only letters, digits, '-' and '_'"},
+      {{"mcp", "add", "web", "--url", "ftp://example.com/mcp"}, "must start with https:// (or http://)"},
+      {{"mcp", "add", "web", "--url", "file:///etc/passwd"}, "must start with https:// (or http://)"},
+      {{"mcp", "add", "web", "--url", "https://x/mcp", "-H", "X-A: one\r\nX-Evil: two"}, "line break"},
+      {{"mcp", "add", "cmd", "-e", "K=a\nb", "--", "/bin/true"}, "the value of K of cmd holds a line break"},
+      {{"mcp", "add", "cmd", "--", "/bin/true", "a\rb"}, "an argument of cmd holds a line break"},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.args[2]);
+    Result r = oppx(c.args);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+  EXPECT_NE(::access(config.c_str(), F_OK), 0) << "nothing may be written for a refused add";
+}
+
+TEST_F(McpAdd, AProjectAddCountsAsConsentAndRemoveUndoesIt) {
+  std::string marker = repo + "/ran";
+  Result r = oppx({"mcp", "add", "--project", "tool", "--", "/bin/sh", "-c",
+                   "echo yes > " + marker + "; exec " FAKE_MCP_SERVER " ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Added tool in " + repo + "/.mcp.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tool.echo: Echoes"), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(marker), "yes\n");
+  auto store = json::parse(slurp(home.root() + "/state/oppx/mcp-approved.json"));
+  EXPECT_EQ(store.at("repositories").at(repo).at("tool").at("decision"), json::value("approve"));
+  // Consent was for exactly what was written: a hand edit waits again.
+  std::string text = slurp(repo + "/.mcp.json");
+  text.replace(text.find("echo yes"), 8, "echo now");
+  std::ofstream(repo + "/.mcp.json") << text;
+  Result get = oppx({"mcp", "get", "tool", "--json"});
+  EXPECT_EQ(json::parse(get.out).at("state"), json::value("waiting")) << get.out;
+
+  Result rm = oppx({"mcp", "remove", "--project", "tool"});
+  ASSERT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_EQ(servers(repo + "/.mcp.json").size(), 0u);
+  EXPECT_FALSE(
+      json::parse(slurp(home.root() + "/state/oppx/mcp-approved.json")).at("repositories").as_object().contains(repo));
+  Result missing = oppx({"mcp", "remove", "tool"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("has no connector named tool"), std::string::npos) << missing.err;
+}
+
+TEST_F(McpAdd, RemoveStopsTheConnector) {
+  ASSERT_EQ(oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok", home.root()}).exit_code, 0);
+  Result ps = run({"pgrep", "-f", std::string(FAKE_MCP_SERVER) + " ok " + home.root()});
+  ASSERT_EQ(ps.exit_code, 0);
+  ASSERT_EQ(oppx({"mcp", "remove", "one"}).exit_code, 0);
+  EXPECT_FALSE(servers(config).contains("one"));
+  EXPECT_TRUE(eventually([&] { return !process_alive(static_cast<pid_t>(std::stol(ps.out))); }));
+}
+
+TEST_F(McpAdd, OneThatDoesNotStartIsSavedWithTheReason) {
+  Result r = oppx({"mcp", "add", "broken", "--", "no-such-program-oppx-add"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("It did not start (failed): "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no-such-program-oppx-add is not installed"), std::string::npos) << r.out;
+  EXPECT_TRUE(servers(config).contains("broken"));
+}
+
+TEST_F(McpAdd, ASecretInConfigAndEnvNeverShows) {
+  const std::string literal = "lit-secret-7f3a9c2e51";
+  const std::string from_env = "env-secret-b81d0c6e44";
+  ::setenv("OPPX_TEST_ADD_SECRET", from_env.c_str(), 1);
+  std::vector<std::string> outputs;
+  auto keep = [&](const Result& r) {
+    outputs.push_back(r.out);
+    outputs.push_back(r.err);
+  };
+  keep(oppx({"mcp", "add", "s1", "-e", "TOKEN=" + literal, "-e", "OTHER=${OPPX_TEST_ADD_SECRET}", "--", FAKE_MCP_SERVER,
+             "ok"}));
+  keep(oppx({"mcp", "add", "s2", "--json", "--url", "http://127.0.0.1:9/mcp", "-H", "Authorization: Bearer " + literal,
+             "-H", "X-Key: ${OPPX_TEST_ADD_SECRET}"}));
+  keep(oppx({"mcp", "add", "--project", "--json", "s3", "-e", "TOKEN=" + literal, "--", FAKE_MCP_SERVER, "ok"}));
+  keep(oppx({"mcp", "list"}));
+  keep(oppx({"mcp", "list", "--json"}));
+  for (const char* n : {"s1", "s2", "s3"}) {
+    keep(oppx({"mcp", "get", n}));
+    keep(oppx({"mcp", "get", n, "--json"}));
+  }
+  keep(oppx({"mcp", "tools", "s1", "--json"}));
+  keep(oppx({"mcp", "reconnect", "--json"}));
+  keep(oppx({"mcp", "remove", "s2", "--json"}));
+  // Every file oppx keeps in its state folder: the daemon log, connector logs, the consent store.
+  std::string state = home.root() + "/state/oppx";
+  if (DIR* d = ::opendir(state.c_str())) {
+    while (dirent* e = ::readdir(d)) outputs.push_back(slurp(state + "/" + e->d_name));
+    ::closedir(d);
+  }
+  ASSERT_GT(outputs.size(), 20u);
+  for (auto& out : outputs) {
+    EXPECT_EQ(out.find(literal), std::string::npos) << out;
+    EXPECT_EQ(out.find(from_env), std::string::npos) << out;
+  }
+  EXPECT_NE(outputs[0].find("Added s1"), std::string::npos) << outputs[0];
+}
+
+// The probe against a scripted model server.
+struct Probe : McpAdd {
+  std::optional<Process> server;
+  void serve(const std::string& mode, int context, int tokenize_count = 0) {
+    std::vector<std::string> argv{"node", std::string(OPPX_TEST_SUPPORT) + "/fake_model_server.js", mode,
+                                  std::to_string(context)};
+    if (tokenize_count) argv.push_back(std::to_string(tokenize_count));
+    server.emplace(argv);
+    ASSERT_TRUE(server->wait_for_stdout("\n")) << server->err();
+    std::string port = server->out().substr(5, server->out().find('\n') - 5);
+    ::setenv("OPPX_SERVER", ("http://127.0.0.1:" + port + "/v1").c_str(), 1);
+  }
+};
+
+TEST_F(Probe, ASmallContextIsWarnedAboutWithTheCost) {
+  serve("info", 32768);
+  Result r = oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // "one.echo: Echoes\n" is 17 characters: about 5 tokens at 4 characters a token.
+  EXPECT_NE(r.out.find("Running, 1 tools:\none.echo: Echoes\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Cost: about 5 tokens a request (an estimate"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Share: 0.0% of the model's context of 32768 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SMALL_CONTEXT: the server's model has a small context window (32k tokens). This connector's "
+                       "tool list takes about 5 tokens of every request (0.0%), and each tool result uses more. Keep "
+                       "only the connectors you need"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("HEAVY_SHARE"), std::string::npos);
+}
+
+TEST_F(Probe, AHeavyListIsWarnedAboutWithTheServersOwnCount) {
+  serve("models", 40000, 5000);  // no /v1/info: the context comes from /v1/models
+  Result r = oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Cost: 5000 tokens a request (counted by the server's tokenizer)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Share: 12.5% of the model's context of 40000 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("HEAVY_SHARE: this connector's tool list takes 12.5%"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("SMALL_CONTEXT"), std::string::npos);
+}
+
+TEST_F(Probe, WithoutAServerTheShareIsUnknown) {
+  Result r = oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Share of the model's context: unknown (no model server is configured"), std::string::npos)
+      << r.out;
+  ::setenv("OPPX_SERVER", "https://models.example/v1", 1);
+  Result https = oppx({"mcp", "add", "two", "--", FAKE_MCP_SERVER, "ok"});
+  EXPECT_NE(https.out.find("unknown (the server is https, which the probe does not speak)"), std::string::npos)
+      << https.out;
+  // The server in config.json is used when OPPX_SERVER is not set.
+  ::unsetenv("OPPX_SERVER");
+  std::ofstream(home.root() + "/config/oppx/config.json") << R"({"server":"http://127.0.0.1:9/v1"})";
+  Result refused = oppx({"mcp", "add", "three", "--", FAKE_MCP_SERVER, "ok"});
+  EXPECT_NE(refused.out.find("unknown (cannot connect to 127.0.0.1:9"), std::string::npos) << refused.out;
+}
+
+}  // namespace
+}  // namespace oppx::test
