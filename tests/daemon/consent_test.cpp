@@ -389,9 +389,13 @@ TEST_F(Consent, YourConnectorAddedElsewhereHidesARunningRepositoryOne) {
     }
   }
   EXPECT_EQ(get("shared").at("source"), json::value("user"));
-  // Removing yours shows the repository's again, still approved.
+  // Removing yours shows the repository's again, still approved: it starts (mcp tools waits for that).
   ASSERT_EQ(oppx({"mcp", "remove", "shared"}).exit_code, 0);
-  EXPECT_EQ(state("shared"), "running");
+  Result tools = oppx({"mcp", "tools", "shared", "--json"});
+  ASSERT_EQ(tools.exit_code, 0) << tools.err;
+  auto o = json::parse(tools.out).as_object();
+  EXPECT_EQ(o.at("state"), json::value("running"));
+  EXPECT_EQ(o.at("source"), json::value("project"));
 }
 
 TEST_F(Consent, ApprovingNeedsARepositoryConnectorAndTheHashShown) {
