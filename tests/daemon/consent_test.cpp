@@ -389,13 +389,15 @@ TEST_F(Consent, YourConnectorAddedElsewhereHidesARunningRepositoryOne) {
     }
   }
   EXPECT_EQ(get("shared").at("source"), json::value("user"));
-  // Removing yours shows the repository's again, still approved: it starts (mcp tools waits for that).
+  // Removing yours shows the repository's again, still approved: it starts (mcp/list waits).
   ASSERT_EQ(oppx({"mcp", "remove", "shared"}).exit_code, 0);
-  Result tools = oppx({"mcp", "tools", "shared", "--json"});
-  ASSERT_EQ(tools.exit_code, 0) << tools.err;
-  auto o = json::parse(tools.out).as_object();
-  EXPECT_EQ(o.at("state"), json::value("running"));
-  EXPECT_EQ(o.at("source"), json::value("project"));
+  auto c = client();
+  auto settled = c.call("mcp/list", json::object{{"wait", true}}, 30s);
+  ASSERT_TRUE(settled) << settled.error().message;
+  const json::array& all = settled->at("connectors").as_array();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].at("source"), json::value("project"));
+  EXPECT_EQ(all[0].at("state"), json::value("running"));
 }
 
 TEST_F(Consent, ApprovingNeedsARepositoryConnectorAndTheHashShown) {
