@@ -82,6 +82,8 @@ void close() {
 
 void set_level(Level level) { state().level = level; }
 
+bool enabled(Level level) { return level >= state().level; }
+
 void write(Level level, std::string_view message) {
   State& s = state();
   if (level < s.level) return;

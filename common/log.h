@@ -17,6 +17,7 @@ std::string open(const std::string& path, bool mirror_stderr);
 void close();
 // Lines below this level are dropped (default kInfo; oppxd --verbose sets kDebug).
 void set_level(Level level);
+bool enabled(Level level);  // false for lines set_level drops, so that they are not even formatted
 void write(Level level, std::string_view message);
 
 inline constexpr std::size_t kRotateBytes = 4u << 20;
@@ -35,7 +36,7 @@ void error(fmt::format_string<Args...> f, Args&&... args) {
 }
 template <class... Args>
 void debug(fmt::format_string<Args...> f, Args&&... args) {
-  write(Level::kDebug, fmt::format(f, std::forward<Args>(args)...));
+  if (enabled(Level::kDebug)) write(Level::kDebug, fmt::format(f, std::forward<Args>(args)...));
 }
 
 }  // namespace oppx::log

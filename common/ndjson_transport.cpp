@@ -1,6 +1,8 @@
 // NdjsonTransport: reads with one outstanding async_read_some, splits lines itself (so a line
 // over the cap is refused before it is buffered whole), and writes the queue in batches. The
 // public handle owns a shared Impl; pending operations keep the Impl alive until they return.
+// A send does not write at once: the write is posted, so that every message sent while one
+// batch of input is handled (8 calls arriving together, their 8 answers) goes out in one writev.
 #include "common/ndjson_transport.h"
 
 #include <boost/asio/io_context.hpp>
@@ -42,7 +44,13 @@ class Impl : public std::enable_shared_from_this<Impl> {
     message.push_back('\n');
     queued_bytes_ += message.size();
     queue_.push_back(std::move(message));
-    write_more();
+    if (!writing_ && !write_posted_) {
+      write_posted_ = true;
+      asio::post(out_.get_executor(), [self = shared_from_this()] {
+        self->write_posted_ = false;
+        self->write_more();
+      });
+    }
     return true;
   }
 
@@ -56,6 +64,7 @@ class Impl : public std::enable_shared_from_this<Impl> {
     close_message_ = std::move(message);
     boost::system::error_code ec;
     in_.cancel(ec);
+    if (!writing_ && !queue_.empty()) write_more();  // a posted write may not have run yet
     if (!writing_) return finish(close_kind_, close_message_);
     close_timer_.expires_after(limits_.close_grace);
     close_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
@@ -183,6 +192,7 @@ class Impl : public std::enable_shared_from_this<Impl> {
   const char* close_kind_ = "closed";
   std::string close_message_;
   bool writing_ = false;
+  bool write_posted_ = false;
   bool closing_ = false;
   bool closed_ = false;
 };

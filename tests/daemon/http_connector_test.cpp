@@ -203,7 +203,7 @@ TEST_F(HttpConnectors, RedirectsKeepTheTokenOnItsOriginAndLoopsAreCapped) {
   ::setenv("OPPX_TEST_HTTP_TOKEN", "redirect-secret-1234", 1);
   json::object headers{{"Authorization", "Bearer ${OPPX_TEST_HTTP_TOKEN}"}, {"X-Secret", "also-secret"}};
   home.write_mcp_config(http_entry("same", same.url(), headers) + "," + http_entry("cross", cross.url(), headers) +
-                             "," + http_entry("loop", "http://127.0.0.1:" + std::to_string(loop.port) + "/a"));
+                        "," + http_entry("loop", "http://127.0.0.1:" + std::to_string(loop.port) + "/a"));
   Result s = oppx({"mcp", "call", "same", "echo", R"({"message":"s"})"});
   EXPECT_EQ(s.out, "echo: s\n") << s.err;
   EXPECT_TRUE(same.proc->wait_for_stdout("POST /real/mcp authorization=yes x-secret=yes"))
@@ -297,7 +297,7 @@ TEST_F(HttpConnectors, HeaderIdleAndTotalTimeoutsFire) {
   Fake ping = fake({"ping"});
   ::setenv("OPPX_HTTP_TIMEOUTS", "headers=500,idle=700,total=2000", 1);
   home.write_mcp_config(http_entry("trickle", trickle.url()) + "," + http_entry("idle", idle.url()) + "," +
-                             http_entry("ping", ping.url()));
+                        http_entry("ping", ping.url()));
   struct Case {
     const char* name;
     const char* says;
