@@ -8,6 +8,8 @@
 
 #include "common/log.h"
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 
 #include <fmt/format.h>
@@ -32,15 +34,18 @@ std::chrono::milliseconds start_timeout(const EnvMap& env) {
   return std::chrono::milliseconds(ms);
 }
 
-std::string stamp_of(const std::string& path) {
-  // lstat and stat both: a swapped symlink with a same-sized target is still a change.
+// lstat and stat both: a swapped symlink with a same-sized target is still a change. Compared
+// as numbers, since this runs at every request.
+FileStamp stamp_of(const std::string& path) {
   struct stat l {
   }, st{};
-  if (::lstat(path.c_str(), &l) != 0) return "missing";
-  std::string s = fmt::format("{}:{}:{}.{}", l.st_ino, l.st_size, l.st_mtim.tv_sec, l.st_mtim.tv_nsec);
+  FileStamp f;
+  if (::lstat(path.c_str(), &l) != 0) return f;
+  f.at = {1, static_cast<long long>(l.st_ino), static_cast<long long>(l.st_size), l.st_mtim.tv_sec, l.st_mtim.tv_nsec};
   if (S_ISLNK(l.st_mode) && ::stat(path.c_str(), &st) == 0)
-    s += fmt::format("->{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-  return s;
+    f.target = {1, static_cast<long long>(st.st_ino), static_cast<long long>(st.st_size), st.st_mtim.tv_sec,
+                st.st_mtim.tv_nsec};
+  return f;
 }
 
 std::string waiting_reason(const std::string& name, const std::string& root, Consent c) {
@@ -84,8 +89,19 @@ std::string Connectors::log_path(const std::string& name, const std::string& roo
   return state_dir_ + "/mcp-" + name + "-" + sha256_hex(root).substr(0, 8) + ".log";
 }
 
+// Looked at once per turn of the event loop: requests that arrived together (8 calls in one
+// read) share one stat, and any request handled in a later turn sees an edit made before it.
 bool Connectors::reread(Source& src, const std::string& path, bool is_user) {
-  std::string stamp = stamp_of(path);
+  if (path == src.path && src.checked_turn == turn_) return false;
+  if (!turn_posted_) {
+    turn_posted_ = true;
+    boost::asio::post(io_, [this] {
+      ++turn_;
+      turn_posted_ = false;
+    });
+  }
+  src.checked_turn = turn_;
+  FileStamp stamp = stamp_of(path);
   if (path == src.path && stamp == src.stamp) return false;
   src.path = path;
   src.stamp = stamp;
@@ -312,23 +328,32 @@ const json::array& Connectors::tools_of(const Connector& c, bool* cached) const 
   return c.tools();
 }
 
+// At once when none is starting (the usual case of a call to a warm connector).
 void Connectors::when_settled(const std::string& root, const std::string& name, std::function<void()> fn) {
+  if (!starting(root, name)) return fn();
   waiters_.push_back(Waiter{root, name, std::move(fn)});
-  settled_check();
 }
 
-void Connectors::settled_check() {
-  auto starting_in = [](const Source& src, const std::string& name) {
+bool Connectors::starting(const std::string& root, const std::string& name) const {
+  auto starting_in = [&name](const Source& src) {
+    if (!name.empty()) {
+      auto it = src.connectors.find(name);
+      return it != src.connectors.end() && it->second->state() == ConnectorState::kStarting;
+    }
     for (auto& [n, c] : src.connectors) {
-      if ((name.empty() || n == name) && c->state() == ConnectorState::kStarting) return true;
+      if (c->state() == ConnectorState::kStarting) return true;
     }
     return false;
   };
+  if (starting_in(user_)) return true;
+  auto repo = root.empty() ? repos_.end() : repos_.find(root);
+  return repo != repos_.end() && starting_in(repo->second);
+}
+
+void Connectors::settled_check() {
   std::vector<std::function<void()>> ready;
   for (auto it = waiters_.begin(); it != waiters_.end();) {
-    auto repo = repos_.find(it->root);
-    bool starting = starting_in(user_, it->name) || (repo != repos_.end() && starting_in(repo->second, it->name));
-    if (!starting) {
+    if (!starting(it->root, it->name)) {
       ready.push_back(std::move(it->fn));
       it = waiters_.erase(it);
     } else {

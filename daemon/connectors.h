@@ -13,6 +13,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,6 +27,12 @@ class io_context;
 
 namespace oppx::daemon {
 
+// Inode, size and mtime of a file (and of its target, when it is a symlink); zero when missing.
+struct FileStamp {
+  std::array<long long, 5> at{}, target{};
+  bool operator==(const FileStamp&) const = default;
+};
+
 class Connectors {
  public:
   Connectors(boost::asio::io_context& io, std::string state_dir);
@@ -37,6 +44,8 @@ class Connectors {
   // also restarts when `env` sets a variable its definition reads to another value than the one it
   // started with (a variable `env` lacks changes nothing). At daemon start: the daemon's own.
   void refresh(const EnvMap& env, const std::string& root);
+  // The daemon wrote a connectors file: the next refresh looks again, even in this turn.
+  void file_written() { ++turn_; }
   // Runs `fn` once no connector of `root` (or the one named) is still starting.
   void when_settled(const std::string& root, const std::string& name, std::function<void()> fn);
   void reconnect(const std::string& name, const EnvMap& env, const std::string& root);  // empty name: all
@@ -66,7 +75,8 @@ class Connectors {
   // One connectors file: the user's, or one repository's.
   struct Source {
     std::string path;
-    std::string stamp;  // inode, size and mtime of what was read last
+    FileStamp stamp;                 // of what was read last
+    std::uint64_t checked_turn = 0;  // the loop turn it was last looked at
     std::string error;
     std::vector<std::string> warnings;
     std::vector<ConnectorDef> defs;                                // as read, in file order
@@ -80,6 +90,7 @@ class Connectors {
                                  const std::string& file) const;
   std::string log_path(const std::string& name, const std::string& root) const;
   void settled_check();
+  bool starting(const std::string& root, const std::string& name) const;  // empty name: any of them
   void restart_changed(Source& src, const EnvMap& env);
   void adopt(const std::shared_ptr<Connector>& c, const std::string& root);
   void start_one(Connector& c, const EnvMap& env, std::chrono::milliseconds timeout);
@@ -100,6 +111,8 @@ class Connectors {
   boost::asio::io_context& io_;
   std::string state_dir_;
   Source user_;
+  std::uint64_t turn_ = 1;  // turns of the event loop in which a file was looked at
+  bool turn_posted_ = false;
   std::uint64_t user_generation_ = 0;    // bumps whenever the user's set changes
   std::map<std::string, Source> repos_;  // by repository root
   mutable ConsentStore consent_;         // reading it may move a bad file aside

@@ -165,6 +165,7 @@ void mcp_add(Server& s, const AddParams& p, Reply reply, Client& client) {
       result["consent_error"] = r.error() + "; approve it with `oppx mcp approve " + p.name + "`";
     }
   }
+  s.connectors().file_written();
   s.connectors().refresh(client.env, root);
   auto shared = std::make_shared<Reply>(std::move(reply));
   s.connectors().when_settled(root, p.name, [&s, shared, root, result, name = p.name]() mutable {
@@ -196,6 +197,7 @@ void mcp_remove(Server& s, const RemoveParams& p, Reply reply, Client& client) {
     if (auto r = s.connectors().consent().forget(root, p.name); !r) result["consent_error"] = r.error();
   }
   log::info("connector {} removed from {}", p.name, path);
+  s.connectors().file_written();
   s.connectors().refresh(client.env, root);
   reply.ok(std::move(result));
 }

@@ -2,7 +2,7 @@
 // method a string, id a string or integer) and liberal elsewhere: unknown members are ignored.
 #include "proto/jsonrpc.h"
 
-#include <boost/json/parse.hpp>
+#include <boost/json/parser.hpp>
 #include <boost/json/serialize.hpp>
 
 namespace oppx::proto {
@@ -50,8 +50,12 @@ Rejection reject(json::value id, ErrorCode code, std::string_view kind, std::str
 }  // namespace
 
 boost::system::result<Message, Rejection> parse_message(std::string_view line) {
+  // One parser per thread, reset for each line: its working stack is allocated once, not per message.
+  thread_local json::parser parser;
   boost::system::error_code ec;
-  json::value v = json::parse(line, ec);
+  parser.reset();
+  parser.write(line.data(), line.size(), ec);
+  json::value v = ec ? json::value() : parser.release();
   if (ec) {
     return reject(nullptr, ErrorCode::kParseError, kind::kParseError,
                   "the line is not valid JSON (" + ec.message() + "); send one JSON object per line");
