@@ -281,7 +281,8 @@ TEST_F(Sessions, ManyClientsAtOnceEachGetTheirOwnAnswersAndNothingIsLeftAfterwar
     }
   }
   EXPECT_TRUE(eventually([&] { return status_of(home.socket()).at("clients") == json::value(1); }));
-  EXPECT_TRUE(eventually([&] { return open_fds(static_cast<pid_t>(*daemon)) == idle_fds; }))
+  // At most as many as before (then a connection of the test's own may still have been closing).
+  EXPECT_TRUE(eventually([&] { return open_fds(static_cast<pid_t>(*daemon)) <= idle_fds; }))
       << open_fds(static_cast<pid_t>(*daemon)) << " fds open, " << idle_fds << " when idle";
   EXPECT_EQ(listed("one").at("requests_waiting"), json::value(0));
   EXPECT_EQ(pids_of("one").size(), 1u);
