@@ -112,6 +112,43 @@ TEST_F(HttpConnectors, ServerEverythingOverStreamableHttp) {
   EXPECT_EQ(entry("everything").at("state"), json::value("running"));
 }
 
+// oppx mcp add --url: the probe runs against the real server, the file keeps the ${VAR}
+// reference as written, and the token it expands to is never shown or written anywhere.
+TEST_F(HttpConnectors, AddedWithAUrlItIsProbedAndTheTokenStaysAReference) {
+  ASSERT_EQ(::access(kEverything.c_str(), R_OK), 0) << kEverything << " is missing: run packaging/bootstrap.sh";
+  int port = free_port();
+  Process server({"env", "PORT=" + std::to_string(port), "node", kEverything, "streamableHttp"});
+  ASSERT_TRUE(server.wait_for_stderr("listening on port")) << server.err();
+  const std::string secret = "tok-4f1c9e-http-add-secret";
+  ::setenv("OPPX_TEST_HTTP_TOKEN", secret.c_str(), 1);
+  std::string url = "http://127.0.0.1:" + std::to_string(port) + "/mcp";
+
+  Result add = oppx({"mcp", "add", "web", "--url", url, "-H", "Authorization: Bearer ${OPPX_TEST_HTTP_TOKEN}"});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  EXPECT_NE(add.out.find("web.echo: Echoes back the input string\n"), std::string::npos) << add.out;
+  EXPECT_NE(add.out.find("tokens a request"), std::string::npos) << add.out;
+  std::string file = read_file(home.root() + "/config/oppx/mcp.json");
+  EXPECT_NE(file.find(R"("Authorization": "Bearer ${OPPX_TEST_HTTP_TOKEN}")"), std::string::npos) << file;
+
+  Result get = oppx({"mcp", "get", "web"});
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_NE(get.out.find("url:      " + url), std::string::npos) << get.out;
+  EXPECT_NE(get.out.find("Authorization: Bearer ${OPPX_TEST_HTTP_TOKEN}"), std::string::npos) << get.out;
+  Result call = oppx({"mcp", "call", "web", "echo", R"({"message":"added"})"});
+  ASSERT_EQ(call.exit_code, 0) << call.err;
+  EXPECT_EQ(call.out, "Echo: added\n");
+  Result list = oppx({"mcp", "list", "--json"});
+  for (const Result* r : {&add, &get, &call, &list}) {
+    EXPECT_EQ((r->out + r->err).find(secret), std::string::npos) << r->out << r->err;
+  }
+  EXPECT_EQ(file.find(secret), std::string::npos);
+  EXPECT_EQ(home.read_log().find(secret), std::string::npos);
+
+  ASSERT_EQ(oppx({"mcp", "remove", "web"}).exit_code, 0);
+  EXPECT_TRUE(server.wait_for_stdout("Received session termination request")) << server.out();
+  ::unsetenv("OPPX_TEST_HTTP_TOKEN");
+}
+
 TEST_F(HttpConnectors, JsonAndEventStreamAnswersAndTheHeadersSent) {
   Fake rec = fake({"record"});
   Fake sse = fake({"sse"});
