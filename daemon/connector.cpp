@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -119,14 +120,18 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
         exit_watch(io),
         start_timer(io),
         restart_timer(io),
-        list_changed_timer(io) {}
+        list_changed_timer(io),
+        deadline_timer(io) {}
 
   using Clock = std::chrono::steady_clock;
 
-  // One tools/call, from its first try to its answer: the caller's time limit (one timer for all
-  // tries), the attempt in flight, progress, and the caller's cancel. Answered once.
+  struct PendingCall;
+  // Deadlines of the calls in flight, earliest first; one timer serves them all (a timer per
+  // call costs a system call and a cancelled wait for every call).
+  using Deadlines = std::multimap<Clock::time_point, std::weak_ptr<PendingCall>>;
+  // One tools/call, from its first try to its answer: the caller's time limit (one deadline for
+  // all tries), the attempt in flight, progress, and the caller's cancel. Answered once.
   struct PendingCall {
-    explicit PendingCall(asio::io_context& io) : timer(io) {}
     std::string tool;
     json::value arguments;
     std::chrono::milliseconds limit{};
@@ -134,7 +139,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     std::weak_ptr<JsonRpcPeer> peer;  // the child the attempt went to, not whichever runs later
     json::value id;                   // of the attempt in flight; null when none is
     std::string progress_token;       // empty when no progress was asked
-    asio::steady_timer timer;
+    Deadlines::iterator deadline;
+    bool timed = false;  // `deadline` is in the map
     std::function<void(CallResult)> done;
     bool finished = false;
   };
@@ -155,7 +161,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   asio::posix::stream_descriptor err_stream;
   asio::posix::stream_descriptor exit_watch;
   asio::steady_timer start_timer;
-  asio::steady_timer restart_timer, list_changed_timer;
+  asio::steady_timer restart_timer, list_changed_timer, deadline_timer;
+  Deadlines deadlines;
+  Clock::time_point deadline_armed = Clock::time_point::max();
   bool list_changed_armed = false;
   std::unordered_map<std::string, std::function<void(const json::object&)>> progress;  // by token
   std::uint64_t next_progress = 0;
@@ -635,7 +643,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   CancelCall call(const std::string& tool, json::value arguments, CallOptions options,
                   std::function<void(CallResult)> done) {
-    auto pc = std::make_shared<PendingCall>(io);
+    auto pc = std::make_shared<PendingCall>();
     pc->tool = tool;
     pc->arguments = std::move(arguments);
     pc->limit = options.timeout;
@@ -644,22 +652,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       pc->progress_token = fmt::format("oppx-{}", ++next_progress);
       progress.emplace(pc->progress_token, std::move(options.on_progress));
     }
-    pc->timer.expires_after(options.timeout);
-    pc->timer.async_wait([w = weak_from_this(), pc](boost::system::error_code ec) {
-      if (ec || pc->finished) return;
-      auto self = w.lock();
-      if (self && pc->id.is_null() && self->state == ConnectorState::kStarting) {
-        return finish(w, *pc,
-                      self->down_error(fmt::format("{} is still starting; try again in a moment", self->def.name)));
-      }
-      // One slow call does not take a connector down: the call is cancelled, the connector stays.
-      abandon(*pc, "the caller's time limit passed");
-      auto ms = pc->limit.count();
-      finish(w, *pc,
-             RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
-                            fmt::format("{} did not answer within {}; the call was cancelled", pc->tool,
-                                        ms % 1000 ? fmt::format("{} ms", ms) : fmt::format("{} s", ms / 1000))));
-    });
+    pc->deadline = deadlines.emplace(Clock::now() + options.timeout, pc);
+    pc->timed = true;
+    arm_deadlines();
     attempt(pc);
     // Weak: a finished call is freed at once, even while its caller's cancel hook lives on.
     return [w = weak_from_this(), weak_call = std::weak_ptr<PendingCall>(pc)] {
@@ -668,6 +663,46 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       abandon(*pc, "the caller went away");
       finish(w, *pc, RpcError::make(ErrorCode::kCancelled, proto::kind::kCancelled, "the caller went away"));
     };
+  }
+
+  void arm_deadlines() {
+    if (deadlines.empty() || deadlines.begin()->first >= deadline_armed) return;
+    deadline_armed = deadlines.begin()->first;
+    deadline_timer.expires_at(deadline_armed);
+    deadline_timer.async_wait([w = weak_from_this()](boost::system::error_code ec) {
+      if (ec) return;  // re-armed for an earlier deadline, or the connector went away
+      if (auto self = w.lock()) self->deadlines_passed();
+    });
+  }
+
+  void deadlines_passed() {
+    deadline_armed = Clock::time_point::max();
+    auto now = Clock::now();
+    std::vector<Call> due;
+    while (!deadlines.empty() && deadlines.begin()->first <= now) {
+      if (auto pc = deadlines.begin()->second.lock()) {
+        pc->timed = false;
+        due.push_back(std::move(pc));
+      }
+      deadlines.erase(deadlines.begin());
+    }
+    for (auto& pc : due) time_out(pc);
+    arm_deadlines();
+  }
+
+  void time_out(const Call& pc) {
+    if (pc->finished) return;
+    auto w = weak_from_this();
+    if (pc->id.is_null() && state == ConnectorState::kStarting) {
+      return finish(w, *pc, down_error(fmt::format("{} is still starting; try again in a moment", def.name)));
+    }
+    // One slow call does not take a connector down: the call is cancelled, the connector stays.
+    abandon(*pc, "the caller's time limit passed");
+    auto ms = pc->limit.count();
+    finish(w, *pc,
+           RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
+                          fmt::format("{} did not answer within {}; the call was cancelled", pc->tool,
+                                      ms % 1000 ? fmt::format("{} ms", ms) : fmt::format("{} s", ms / 1000))));
   }
 
   // One try: waits while it starts, starts a program found stopped (the call has not reached it,
@@ -714,8 +749,11 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   static void finish(const std::weak_ptr<Impl>& w, PendingCall& pc, CallResult r) {
     if (pc.finished) return;
     pc.finished = true;
-    pc.timer.cancel();
-    if (auto self = w.lock(); self && !pc.progress_token.empty()) self->progress.erase(pc.progress_token);
+    if (auto self = w.lock()) {
+      if (pc.timed) self->deadlines.erase(pc.deadline);
+      if (!pc.progress_token.empty()) self->progress.erase(pc.progress_token);
+    }
+    pc.timed = false;
     auto done = std::move(pc.done);
     done(std::move(r));
   }
