@@ -1,8 +1,10 @@
 // NdjsonTransport: reads with one outstanding async_read_some, splits lines itself (so a line
 // over the cap is refused before it is buffered whole), and writes the queue in batches. The
 // public handle owns a shared Impl; pending operations keep the Impl alive until they return.
-// A send does not write at once: the write is posted, so that every message sent while one
-// batch of input is handled (8 calls arriving together, their 8 answers) goes out in one writev.
+// A send writes at once, with a plain non-blocking writev (no completion to dispatch), unless a
+// batch of input is being handled (several lines from one read, e.g. 8 calls arriving
+// together): then what every transport is sent meanwhile waits for the end of the batch and goes
+// out in one writev each. What the peer does not take at once is written asynchronously.
 #include "common/ndjson_transport.h"
 
 #include <boost/asio/io_context.hpp>
@@ -12,7 +14,10 @@
 #include <boost/asio/write.hpp>
 
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <deque>
+#include <sys/uio.h>
 #include <unistd.h>
 
 namespace oppx {
@@ -21,6 +26,11 @@ namespace asio = boost::asio;
 
 namespace {
 
+class Impl;
+// The daemon has one thread; these are per thread for the tests that run transports on several.
+thread_local int batch_depth = 0;                      // > 0 while lines of one read are handled
+thread_local std::vector<std::shared_ptr<Impl>> held;  // sent to during the batch, to flush after
+
 class Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(asio::io_context& io, int read_fd, int write_fd, NdjsonLimits limits)
@@ -28,7 +38,10 @@ class Impl : public std::enable_shared_from_this<Impl> {
         out_(io, read_fd == write_fd ? ::dup(write_fd) : write_fd),
         stall_timer_(io),
         close_timer_(io),
-        limits_(limits) {}
+        limits_(limits) {
+    boost::system::error_code ec;
+    out_.non_blocking(true, ec);  // write_now must never block the daemon
+  }
 
   void start(Transport::Handlers h) {
     handlers_ = std::move(h);
@@ -44,13 +57,13 @@ class Impl : public std::enable_shared_from_this<Impl> {
     message.push_back('\n');
     queued_bytes_ += message.size();
     queue_.push_back(std::move(message));
-    if (!writing_ && !write_posted_) {
-      write_posted_ = true;
-      asio::post(out_.get_executor(), [self = shared_from_this()] {
-        self->write_posted_ = false;
-        self->write_more();
-      });
+    if (writing_ || held_) return true;
+    if (batch_depth > 0) {
+      held_ = true;
+      held.push_back(shared_from_this());
+      return true;
     }
+    write_now();
     return true;
   }
 
@@ -64,7 +77,7 @@ class Impl : public std::enable_shared_from_this<Impl> {
     close_message_ = std::move(message);
     boost::system::error_code ec;
     in_.cancel(ec);
-    if (!writing_ && !queue_.empty()) write_more();  // a posted write may not have run yet
+    if (!writing_ && !queue_.empty()) write_now();  // held for a batch, not written yet
     if (!writing_) return finish(close_kind_, close_message_);
     close_timer_.expires_after(limits_.close_grace);
     close_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
@@ -89,6 +102,26 @@ class Impl : public std::enable_shared_from_this<Impl> {
       return fail("io", ec.message());
     }
     std::string_view data(chunk_.data(), n);
+    // More than one line in this read: what the handlers send is held until all are handled.
+    bool batch = data.find('\n') != data.rfind('\n');
+    if (batch) ++batch_depth;
+    deliver(data);
+    if (batch && --batch_depth == 0) flush_held();
+    if (closed_ || closing_) return;
+    if (partial_.empty()) stall_timer_.cancel();
+    read_more();
+  }
+
+  static void flush_held() {
+    auto all = std::move(held);
+    held.clear();
+    for (auto& t : all) {
+      t->held_ = false;
+      if (!t->writing_ && !t->closed_) t->write_now();
+    }
+  }
+
+  void deliver(std::string_view data) {
     while (!data.empty()) {
       auto nl = data.find('\n');
       if (nl == std::string_view::npos) {
@@ -107,8 +140,6 @@ class Impl : public std::enable_shared_from_this<Impl> {
       if (handlers_.on_line) handlers_.on_line(std::move(line));
       if (closed_ || closing_) return;  // the handler closed us
     }
-    if (partial_.empty()) stall_timer_.cancel();
-    read_more();
   }
 
   void too_large() {
@@ -126,6 +157,35 @@ class Impl : public std::enable_shared_from_this<Impl> {
     stall_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
       if (!ec && !self->partial_.empty()) self->fail("stalled", "the peer sent part of a line and then nothing");
     });
+  }
+
+  // A plain non-blocking writev of the queue; what is left goes to an asynchronous write.
+  void write_now() {
+    while (!queue_.empty() && !closed_) {
+      std::array<iovec, 64> iov{};
+      std::size_t count = 0;
+      for (std::size_t i = 0; i < queue_.size() && count < iov.size(); ++i, ++count)
+        iov[count] = {queue_[i].data(), queue_[i].size()};
+      ssize_t w = ::writev(out_.native_handle(), iov.data(), static_cast<int>(count));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        return fail("io", std::string("write failed: ") + std::strerror(errno));
+      }
+      if (w <= 0) break;  // the peer's buffer is full: wait for it asynchronously
+      auto left = static_cast<std::size_t>(w);
+      while (left > 0 && left >= queue_.front().size()) {
+        left -= queue_.front().size();
+        queued_bytes_ -= queue_.front().size();
+        queue_.pop_front();
+      }
+      if (left > 0) {  // part of a message went: keep the rest
+        queue_.front().erase(0, left);
+        queued_bytes_ -= left;
+        break;
+      }
+    }
+    if (!queue_.empty() && !closed_) return write_more();
+    if (closing_ && !closed_) finish(close_kind_, close_message_);
   }
 
   void write_more() {
@@ -192,7 +252,7 @@ class Impl : public std::enable_shared_from_this<Impl> {
   const char* close_kind_ = "closed";
   std::string close_message_;
   bool writing_ = false;
-  bool write_posted_ = false;
+  bool held_ = false;  // in `held`, to be written at the end of a batch
   bool closing_ = false;
   bool closed_ = false;
 };
