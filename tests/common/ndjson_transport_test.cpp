@@ -117,5 +117,35 @@ TEST(NdjsonTransport, CloseWritesWhatIsQueuedFirst) {
   EXPECT_FALSE(p.transport->send("late"));
 }
 
+// What handlers send while one read's lines are handled goes out in one write: the far end of
+// a SOCK_SEQPACKET pair receives each write as one record, so the records show the writes.
+TEST(NdjsonTransport, WhatABatchOfLinesSendsGoesOutInOneWrite) {
+  boost::asio::io_context io;
+  int in_pair[2], out_pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in_pair), 0);
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, out_pair), 0);
+  auto out = make_ndjson_transport(io, out_pair[0], out_pair[0], {});
+  out->start({[](std::string) {}, [](const TransportError&) {}});
+  auto in = make_ndjson_transport(io, in_pair[0], in_pair[0], {});
+  in->start({[&out](std::string l) { out->send("got " + l); }, [](const TransportError&) {}});
+  auto record = [&] {
+    char buf[4096];
+    for (int i = 0; i < 1000; ++i) {
+      io.poll();
+      ssize_t n = ::recv(out_pair[1], buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) return std::string(buf, static_cast<std::size_t>(n));
+      pollfd p{in_pair[0], POLLIN, 0};
+      ::poll(&p, 1, 10);
+    }
+    return std::string("(nothing)");
+  };
+  ASSERT_EQ(::send(in_pair[1], "1\n2\n3\n", 6, 0), 6);
+  EXPECT_EQ(record(), "got 1\ngot 2\ngot 3\n");
+  ASSERT_EQ(::send(in_pair[1], "4\n", 2, 0), 2);
+  EXPECT_EQ(record(), "got 4\n");
+  ::close(in_pair[1]);
+  ::close(out_pair[1]);
+}
+
 }  // namespace
 }  // namespace oppx
