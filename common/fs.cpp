@@ -15,6 +15,17 @@
 
 namespace oppx {
 
+std::string read_and_close(int fd, std::size_t cap) {
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while (text.size() <= cap && ((n = ::read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))) {
+    if (n > 0) text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
 std::string dirname_of(const std::string& path) {
   auto slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";

@@ -6,6 +6,7 @@
 #include <boost/system/result.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,10 @@ bool lock_within(int fd, std::chrono::milliseconds wait);
 // Readers see the old file or the new one, never half: a temp file in the same folder, fsync,
 // rename, fsync of the folder. A failed fsync is a failure.
 boost::system::result<void, std::string> atomic_write(const std::string& path, std::string_view content, int mode);
+
+// Reads `fd` to its end, or until more than `cap` bytes (then the result is longer than `cap`,
+// so that the caller can tell); closes it.
+std::string read_and_close(int fd, std::size_t cap);
 
 std::string dirname_of(const std::string& path);
 std::string basename_of(const std::string& path);

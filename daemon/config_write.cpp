@@ -93,12 +93,7 @@ boost::system::result<Loaded, EditError> load_for_edit(const std::string& path, 
   if (!S_ISREG(st.st_mode)) return EditError{"io", path + " is not a regular file; move it away and try again"};
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return EditError{"io", fmt::format("cannot read {}: {}", path, std::strerror(errno))};
-  std::string text;
-  char buf[65536];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() <= kMaxConfigBytes)
-    text.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
+  std::string text = read_and_close(fd, kMaxConfigBytes);
   // The same checks and file:line:col errors as at start.
   if (auto cfg = parse_mcp_config(text, path); !cfg)
     return EditError{"io", cfg.error() + "; fix it (or move it away) and try again"};

@@ -112,12 +112,7 @@ void ConsentStore::load() {
   if (file_stamp(st) == stamp_) return;
   int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return set_aside(fmt::format("cannot be read ({})", std::strerror(errno)));
-  std::string text;
-  char buf[65536];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() <= kMaxStoreBytes)
-    text.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
+  std::string text = read_and_close(fd, kMaxStoreBytes);
   if (text.size() > kMaxStoreBytes) return set_aside("is larger than 4 MiB");
   boost::system::error_code ec;
   json::value v = json::parse(text, ec);

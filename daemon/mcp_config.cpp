@@ -2,6 +2,7 @@
 // line:col of a syntax error; type errors name the key path instead.
 #include "daemon/mcp_config.h"
 
+#include "common/fs.h"
 #include "common/paths.h"
 
 #include <boost/json/serialize.hpp>
@@ -141,12 +142,7 @@ boost::system::result<McpConfig, std::string> load_mcp_config(const std::string&
     ::close(fd);
     return fmt::format("{}: not a regular file; a connectors file must be one", path);
   }
-  std::string text;
-  char buf[65536];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() <= kMaxConfigBytes)
-    text.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
+  std::string text = read_and_close(fd, kMaxConfigBytes);
   auto cfg = parse_mcp_config(text, path);
   if (cfg && (st.st_mode & 077)) {
     cfg->warnings.push_back(

@@ -40,12 +40,7 @@ ToolsCache::ToolsCache(std::string path) : path_(std::move(path)) {
       log::warn("tool-list cache {} unreadable ({}); starting without it", path_, std::strerror(errno));
     return;
   }
-  std::string text;
-  char buf[65536];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() <= kMaxFileBytes)
-    text.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
+  std::string text = read_and_close(fd, kMaxFileBytes);
   boost::system::error_code ec;
   json::value v = json::parse(text, ec);
   const json::value* e = !ec && v.is_object() ? v.as_object().if_contains("entries") : nullptr;
