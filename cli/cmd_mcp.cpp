@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/probe.h"
+#include "common/tool_text.h"
 #include "common/text.h"
 
 #include <boost/json.hpp>

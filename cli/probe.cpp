@@ -6,6 +6,7 @@
 
 #include "common/paths.h"
 #include "common/text.h"
+#include "common/tool_text.h"
 
 #include <boost/json.hpp>
 
@@ -32,18 +33,6 @@ namespace {
 constexpr std::chrono::milliseconds kServerLimit{4000};
 constexpr std::size_t kMaxBody = 1u << 20;
 constexpr std::int64_t kSmallContext = 32 * 1024;
-
-std::string first_sentence(std::string_view d, std::size_t max) {
-  auto end = d.find(". ");
-  if (auto nl = d.find('\n'); nl < end) end = nl;
-  std::string s(d.substr(0, end == std::string_view::npos ? d.size() : end));
-  if (s.size() > max) {
-    std::size_t cut = max - 1;
-    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
-    s = s.substr(0, cut) + "…";
-  }
-  return escape_controls(s);
-}
 
 struct Url {
   std::string host, port, base;
@@ -214,25 +203,13 @@ std::optional<std::int64_t> find_context(const json::value& v, int depth = 0) {
   return std::nullopt;
 }
 
-std::string k_tokens(std::int64_t n) { return n >= 1024 ? fmt::format("{}k", (n + 512) / 1024) : fmt::format("{}", n); }
+// "32k" for 32768 and for 32000 alike, as model cards name them.
+std::string k_tokens(std::int64_t n) {
+  if (n < 1000) return fmt::format("{}", n);
+  return n % 1024 == 0 ? fmt::format("{}k", n / 1024) : fmt::format("{}k", (n + 500) / 1000);
+}
 
 }  // namespace
-
-std::string tool_line(std::string_view connector, const json::object& tool) {
-  auto str = [&](std::string_view k) {
-    const json::value* v = tool.if_contains(k);
-    return v && v->is_string() ? std::string(v->as_string()) : std::string();
-  };
-  return fmt::format("{}.{}: {}", connector, escape_controls(str("name")), first_sentence(str("description"), 140));
-}
-
-std::string tool_list_text(std::string_view connector, const json::array& tools) {
-  std::string text;
-  for (auto& t : tools) {
-    if (t.is_object()) text += tool_line(connector, t.as_object()) + "\n";
-  }
-  return text;
-}
 
 std::string model_server_url() {
   if (const char* s = std::getenv("OPPX_SERVER"); s && *s) return s;
@@ -249,7 +226,7 @@ std::string model_server_url() {
 
 ProbeReport probe_cost(std::string_view connector, const std::string& list_text, const std::string& server) {
   ProbeReport r;
-  r.tokens = static_cast<std::int64_t>((list_text.size() + 3) / 4);
+  r.tokens = estimate_tokens(list_text);
   if (server.empty()) {
     r.context_note = "no model server is configured (set \"server\" in config.json or OPPX_SERVER)";
   } else if (std::string why; auto url = parse_http_url(server, why)) {
@@ -302,14 +279,15 @@ ProbeReport probe_cost(std::string_view connector, const std::string& list_text,
         "This connector's tool list takes about {} tokens of every request ({:.1f}%), and each tool result uses "
         "more. Keep only the connectors you need (`oppx mcp remove {}` drops this one).",
         r.tokens, share, connector);
+    // Either or both: a small window, a heavy share of it.
     if (*r.context <= kSmallContext) {
       r.warnings.push_back(fmt::format("SMALL_CONTEXT: the server's model has a small context window ({} tokens). {}",
                                        k_tokens(*r.context), cost));
-    } else if (share >= 10.0) {
+    }
+    if (share >= 10.0) {
       r.warnings.push_back(fmt::format(
-          "HEAVY_SHARE: this connector's tool list takes {:.1f}% of the server's model's context window ({} tokens). "
-          "{}",
-          share, k_tokens(*r.context), cost));
+          "HEAVY_SHARE: the tool list takes a tenth or more of the server's model's context window ({} tokens). {}",
+          k_tokens(*r.context), cost));
     }
   }
   return r;
@@ -345,8 +323,15 @@ int print_added(const json::value& v) {
   if (!cv || !cv->is_object()) return 0;
   const json::object& c = cv->as_object();
   if (str(c, "state") != "running") {
-    fmt::print("It did not start ({}): {}\nIt is saved anyway; fix it and run `oppx mcp reconnect {}`.\n",
-               str(c, "state"), escape_controls(str(c, "reason")), name);
+    fmt::print("It did not start ({}): {}\n", str(c, "state"), escape_controls(str(c, "reason")));
+    const json::value* steps = c.if_contains("steps");
+    int n = 0;
+    if (steps && steps->is_array()) {
+      for (auto& st : steps->as_array()) {
+        if (st.is_string()) fmt::print("  {}. {}\n", ++n, escape_controls(std::string(st.as_string())));
+      }
+    }
+    fmt::print("It is saved anyway; {}run `oppx mcp reconnect {}`.\n", n ? "after those steps, " : "fix it and ", name);
     return 0;
   }
   const json::array& tools = c.at("tools").as_array();

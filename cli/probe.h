@@ -14,10 +14,6 @@
 
 namespace oppx::cli {
 
-// `<connector>.<tool>: <first sentence of its description, at most 140 characters>`, escaped.
-std::string tool_line(std::string_view connector, const boost::json::object& tool);
-std::string tool_list_text(std::string_view connector, const boost::json::array& tools);
-
 // The model server: $OPPX_SERVER, else "server" in $XDG_CONFIG_HOME/oppx/config.json; empty if none.
 std::string model_server_url();
 

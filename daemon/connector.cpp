@@ -257,9 +257,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     auto expanded = [&](const std::string& v) -> std::optional<std::string> {
       auto r = expand(v, client_env);
       if (r) return *r;
-      fail(down::kConfig, fmt::format("it needs ${{{}}}, which is not set in the environment of the oppx command that "
-                                      "started it; set it and run `oppx mcp reconnect {}`",
-                                      r.error().variable, def.name));
+      fail(down::kConfig,
+           fmt::format("{}; {} it and run `oppx mcp reconnect {}`", r.error().describe(),
+                       r.error().problem == ExpandError::Problem::kUnclosed ? "correct" : "set", def.name));
       return std::nullopt;
     };
     if (def.kind == ConnectorDef::Kind::kHttp) return start_http(client_env, timeout, expanded);
@@ -284,9 +284,10 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     auto spawned = spawn_child(spec);
     if (!spawned) {
       bool missing = spawned.error().not_installed;
-      return fail(missing ? down::kNotInstalled : down::kStopped,
-                  spawned.error().message +
-                      (missing ? "; install it, or correct the command of " + def.name + " in mcp.json" : ""));
+      return fail(
+          missing ? down::kNotInstalled : down::kStopped,
+          spawned.error().message +
+              (missing ? "; install it, or correct the command of " + def.name + " in " + file_name_of(def) : ""));
     }
     child = *spawned;
     exited = false;
@@ -316,8 +317,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     }
     auto t = make_http_transport(io, std::move(o));
     if (!t)
-      return fail(down::kConfig,
-                  fmt::format("{}; correct \"url\" or \"headers\" of {} in mcp.json", t.error(), def.name));
+      return fail(down::kConfig, fmt::format("{}; correct \"url\" or \"headers\" of {} in {}", t.error(), def.name,
+                                             file_name_of(def)));
     connect_peer(std::move(*t));
     handshake(timeout);
   }

@@ -384,14 +384,14 @@ json::object Connectors::entry_json(const ConnectorDef& d, const Connector* c, c
   o["tools"] = c ? tools_of(*c, &cached).size() : 0;
   o["cached"] = cached;
   if (d.kind == ConnectorDef::Kind::kHttp) {
-    o["url"] = d.url;
+    o["url"] = mask_url(d.url);
     json::object h;
     for (auto& [k, v] : d.headers) h[k] = mask_value(v);
     o["headers"] = std::move(h);
   } else {
     o["command"] = d.command;
     json::array args;
-    for (auto& a : d.args) args.emplace_back(a);
+    for (auto& a : mask_args(d.args)) args.emplace_back(std::move(a));
     o["args"] = std::move(args);
     json::object e;
     for (auto& [k, v] : d.env) e[k] = mask_value(v);

@@ -76,8 +76,8 @@ std::vector<std::string> login_steps(const ConnectorDef& def, std::string_view l
       scheme = sp != std::string::npos && h->second.substr(0, 2) != "${" ? h->second.substr(0, sp + 1) : "";
     }
     std::string header = h ? h->first : "Authorization";
-    std::string add =
-        fmt::format("`oppx mcp add {} --url {} -H '{}: {}<new token>' --force`", def.name, def.url, header, scheme);
+    std::string add = fmt::format("`oppx mcp add {} --url {} -H '{}: {}<new token>' --force`", def.name,
+                                  mask_url(def.url), header, scheme);
     if (std::string var = h ? variable_in(h->second) : ""; !var.empty()) {
       return {fmt::format("Its token is read from the environment variable {} (header {}): put a new token in {} "
                           "in the shell you run oppx from, then run {}.",
@@ -110,7 +110,8 @@ std::string install_step(const ConnectorDef& def) {
            "https://docs.astral.sh/uv/.";
   if (program == "python" || program == "python3") return "Install Python 3 (it brings " + program + ").";
   if (program == "docker") return "Install Docker and start it.";
-  return fmt::format("Install {}, or correct the command of {} in your mcp.json.", program, def.name);
+  return fmt::format("Install {}, or correct the command of {} in {}.", program, def.name,
+                     def.file.empty() ? "your mcp.json" : def.file);
 }
 
 }  // namespace
@@ -153,10 +154,11 @@ Diagnosis diagnose(std::string_view kind, std::string_view message, const Connec
                "If it still does not answer, " + lower(log_step.substr(0, 1)) + log_step.substr(1)};
   } else if (d.kind == down::kUnreachable) {
     d.steps = {fmt::format("Check that {} is right and reachable from here (network, VPN, the server is up).",
-                           def.url.empty() ? "its address" : def.url),
+                           def.url.empty() ? "its address" : mask_url(def.url)),
                fmt::format("Then run {}.", reconnect(def))};
   } else if (d.kind == down::kConfig) {
-    d.steps = {"Correct what the reason names (your mcp.json, or a variable in the shell you run oppx from).",
+    d.steps = {fmt::format("Correct what the reason names ({}, or a variable in the shell you run oppx from).",
+                           def.file.empty() ? "your mcp.json" : def.file),
                fmt::format("Then run {}.", reconnect(def))};
   } else if (d.kind == down::kUnsupported) {
     d.steps = {"This build of oppx cannot run it; update oppx (`oppx --version` shows yours).", log_step};

@@ -125,6 +125,7 @@ boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view 
   for (auto& [name, entry] : servers->as_object()) {
     auto d = parse_mcp_entry(name, entry);
     if (!d) return fmt::format("{}: {}", path, d.error().message);
+    d->file = path;
     cfg.connectors.push_back(std::move(*d));
   }
   return cfg;
@@ -163,12 +164,34 @@ std::string user_mcp_config_path(const EnvMap& env) {
   return paths::config_dir() + "/mcp.json";
 }
 
+std::string file_name_of(const ConnectorDef& def) {
+  if (def.file.empty()) return "mcp.json";
+  auto slash = def.file.rfind('/');
+  return slash == std::string::npos ? def.file : def.file.substr(slash + 1);
+}
+
+std::string ExpandError::describe() const {
+  switch (problem) {
+    case Problem::kLineBreak:
+      return fmt::format(
+          "it reads ${{{}}}, whose value in the environment of the oppx command that started it holds "
+          "a line break or NUL, which no command line or header may carry",
+          variable);
+    case Problem::kUnclosed:
+      return "its definition has a \"${\" without a closing \"}\"";
+    case Problem::kUnset:
+      break;
+  }
+  return fmt::format("it needs ${{{}}}, which is not set in the environment of the oppx command that started it",
+                     variable);
+}
+
 boost::system::result<std::string, ExpandError> expand(std::string_view s, const EnvMap& env) {
   std::string out;
   for (std::size_t i = 0; i < s.size();) {
     if (s[i] == '$' && i + 1 < s.size() && s[i + 1] == '{') {
       auto close = s.find('}', i + 2);
-      if (close == std::string_view::npos) return ExpandError{"${ without a closing }"};
+      if (close == std::string_view::npos) return ExpandError{"", ExpandError::Problem::kUnclosed};
       std::string_view inner = s.substr(i + 2, close - i - 2);
       std::string_view name = inner, fallback;
       bool has_default = false;
@@ -180,13 +203,13 @@ boost::system::result<std::string, ExpandError> expand(std::string_view s, const
       auto it = env.find(name);
       if (it != env.end() && !(has_default && it->second.empty())) {
         if (it->second.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
-          return ExpandError{std::string(name) + " (its value holds a line break or NUL)"};
+          return ExpandError{std::string(name), ExpandError::Problem::kLineBreak};
         }
         out += it->second;
       } else if (has_default) {
         out += fallback;
       } else {
-        return ExpandError{std::string(name)};
+        return ExpandError{std::string(name), ExpandError::Problem::kUnset};
       }
       i = close + 1;
     } else {
@@ -215,8 +238,11 @@ std::vector<std::string> referenced_variables(const ConnectorDef& def) {
   return names;
 }
 
-std::string mask_value(std::string_view v) {
-  if (v.find("${") != std::string_view::npos) return std::string(v);  // references are not secrets
+namespace {
+
+// A literal piece of a value without references: the scheme word kept ("Bearer "), at most four
+// characters of a long secret, the rest hidden.
+std::string mask_literal(std::string_view v) {
   std::string_view prefix;
   if (auto sp = v.find(' '); sp != std::string_view::npos) {  // "Bearer xyz": keep the scheme
     prefix = v.substr(0, sp + 1);
@@ -224,6 +250,113 @@ std::string mask_value(std::string_view v) {
   }
   std::size_t keep = v.size() >= 12 ? 4 : 0;
   return std::string(prefix) + std::string(v.substr(0, keep)) + (keep ? "…***" : "***");
+}
+
+bool only_separators(std::string_view s) { return s.find_first_not_of(" :/.,;=-_@") == std::string_view::npos; }
+
+bool secret_word(std::string_view name) {
+  std::string n;
+  for (char ch : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (std::string_view w :
+       {"token", "key", "secret", "password", "passwd", "auth", "bearer", "credential", "cookie"}) {
+    if (n.find(w) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string mask_value(std::string_view v) {
+  if (v.find("${") == std::string_view::npos) return mask_literal(v);
+  // References are shown as written (they are not secrets); literal text beside them is not:
+  // "Bearer ${T}" stays, "Bearer sk-live-1 ${T}" becomes "Bearer ***${T}".
+  std::string out;
+  bool first = true;
+  while (!v.empty()) {
+    auto open = v.find("${");
+    auto close = open == std::string_view::npos ? open : v.find('}', open + 2);
+    std::string_view literal = close == std::string_view::npos ? v : v.substr(0, open);
+    if (!literal.empty()) {
+      if (only_separators(literal)) {
+        out += literal;
+      } else if (auto sp = literal.find(' '); first && sp != std::string_view::npos && sp + 1 == literal.size()) {
+        out += literal;  // a scheme word alone: "Bearer "
+      } else if (first && sp != std::string_view::npos) {
+        out += std::string(literal.substr(0, sp + 1)) + "***";
+      } else {
+        out += "***";
+      }
+    }
+    if (close == std::string_view::npos) break;
+    out += v.substr(open, close - open + 1);
+    v.remove_prefix(close + 1);
+    first = false;
+  }
+  return out;
+}
+
+std::string mask_url(std::string_view url) {
+  std::string out(url);
+  // user:password@ before the host
+  if (auto scheme = out.find("://"); scheme != std::string::npos) {
+    auto host_end = out.find_first_of("/?#", scheme + 3);
+    auto at = out.rfind('@', host_end == std::string::npos ? out.size() : host_end);
+    if (at != std::string::npos && at > scheme) {
+      auto colon = out.find(':', scheme + 3);
+      if (colon != std::string::npos && colon < at)
+        out.replace(colon + 1, at - colon - 1, mask_value(out.substr(colon + 1, at - colon - 1)));
+    }
+  }
+  // query values: ?api_key=… (a reference stays as written)
+  auto q = out.find('?');
+  if (q == std::string::npos) return out;
+  auto frag = out.find('#', q);
+  std::string query = out.substr(q + 1, frag == std::string::npos ? std::string::npos : frag - q - 1);
+  std::string masked;
+  std::size_t pos = 0;
+  while (pos <= query.size()) {
+    auto amp = query.find('&', pos);
+    std::string pair = query.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
+    if (auto eq = pair.find('='); eq != std::string::npos && eq + 1 < pair.size()) {
+      pair = pair.substr(0, eq + 1) + mask_value(pair.substr(eq + 1));
+    }
+    masked += pair;
+    if (amp == std::string::npos) break;
+    masked += '&';
+    pos = amp + 1;
+  }
+  return out.substr(0, q + 1) + masked + (frag == std::string::npos ? "" : out.substr(frag));
+}
+
+std::vector<std::string> mask_args(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  out.reserve(args.size());
+  bool next_is_secret = false;
+  for (const auto& a : args) {
+    if (next_is_secret) {
+      out.push_back(mask_value(a));
+      next_is_secret = false;
+      continue;
+    }
+    if (a.starts_with("-")) {
+      if (auto eq = a.find('='); eq != std::string::npos) {  // --token=…
+        out.push_back(secret_word(a.substr(0, eq)) ? a.substr(0, eq + 1) + mask_value(a.substr(eq + 1)) : a);
+      } else {
+        out.push_back(a);
+        next_is_secret = secret_word(a);
+      }
+    } else if (auto colon = a.find(':'); colon != std::string::npos && colon > 0 && colon + 1 < a.size() &&
+                                         a.find_first_of(" /", 0) >= colon && secret_word(a.substr(0, colon))) {
+      // "Authorization: Bearer …", as given to mcp-remote's --header
+      std::size_t v = a.find_first_not_of(' ', colon + 1);
+      out.push_back(a.substr(0, v) + mask_value(a.substr(v == std::string::npos ? a.size() : v)));
+    } else if (a.find("://") != std::string::npos) {
+      out.push_back(mask_url(a));
+    } else {
+      out.push_back(a);
+    }
+  }
+  return out;
 }
 
 }  // namespace oppx::daemon

@@ -26,7 +26,11 @@ struct ConnectorDef {
   std::string url;
   Pairs headers;
   std::string canonical;  // the entry as written (unexpanded, key order kept): its identity
+  std::string file;       // the file it came from (not part of its identity)
 };
+
+// "mcp.json" or ".mcp.json": the file a definition came from, as a person names it in a step.
+std::string file_name_of(const ConnectorDef& def);
 
 struct McpConfig {
   std::vector<ConnectorDef> connectors;
@@ -45,7 +49,11 @@ std::string user_mcp_config_path(const EnvMap& env);
 // Expands ${VAR} and ${VAR:-default}. The error names the variable, never a value: unset
 // without a default, or a value holding CR, LF or NUL.
 struct ExpandError {
-  std::string variable;  // the name, with why when it is set but unusable
+  enum class Problem { kUnset, kLineBreak, kUnclosed };
+  std::string variable;  // the name (empty for an unclosed "${")
+  Problem problem = Problem::kUnset;
+  // What is wrong, for a reason: "it needs ${X}, which is not set in …" and the like.
+  std::string describe() const;
 };
 boost::system::result<std::string, ExpandError> expand(std::string_view s, const EnvMap& env);
 
@@ -54,7 +62,15 @@ boost::system::result<std::string, ExpandError> expand(std::string_view s, const
 std::vector<std::string> referenced_variables(const ConnectorDef& def);
 
 // For display: a value with its secret part hidden ("Bearer lin_…***"), except ${VAR} references.
+// Literal text beside a reference is hidden too ("Bearer ***${T}").
 std::string mask_value(std::string_view value);
+
+// A URL with a password and query values masked ("https://h/mcp?api_key=***").
+std::string mask_url(std::string_view url);
+
+// Arguments with the value after a flag that names a secret (--token, --api-key, --password=…),
+// a "Authorization: …" header argument, and URLs masked; the rest as given.
+std::vector<std::string> mask_args(const std::vector<std::string>& args);
 
 // One mcpServers entry. Its own error type: a result<ConnectorDef, std::string> could not tell a
 // message from a definition. The message starts with the key path ("mcpServers.x.url: …").

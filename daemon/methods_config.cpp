@@ -5,6 +5,7 @@
 #include "daemon/methods_config.h"
 
 #include "common/log.h"
+#include "common/tool_text.h"
 #include "daemon/config_write.h"
 #include "daemon/connectors.h"
 #include "daemon/server.h"
@@ -172,7 +173,22 @@ void mcp_add(Server& s, const AddParams& p, Reply reply, Client& client) {
     auto o = s.connectors().get_json(name, root);
     if (o) {
       auto c = s.connectors().find(name, root);
-      (*o)["tools"] = c ? c->tools() : json::array{};
+      json::array tools = c ? c->tools() : json::array{};
+      if (c && c->state() == ConnectorState::kRunning) {
+        // The probe's part that needs no model server: the lines the model sees and their cost.
+        // The share of the model's context is the client's to ask (the daemon never waits on a
+        // model server); docs/protocol.md says how.
+        std::string text = tool_list_text(name, tools);
+        json::array lines;
+        for (std::size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
+          lines.emplace_back(text.substr(at, nl - at));
+        }
+        result["probe"] = json::object{{"lines", std::move(lines)},
+                                       {"tokens", estimate_tokens(text)},
+                                       {"estimated", true},
+                                       {"estimate", "about 4 characters a token"}};
+      }
+      (*o)["tools"] = std::move(tools);
       result["connector"] = std::move(*o);
     }
     shared->ok(std::move(result));
@@ -187,9 +203,20 @@ void mcp_remove(Server& s, const RemoveParams& p, Reply reply, Client& client) {
   if (!out) {
     const auto& e = out.error();
     bool io = e.kind == "io";
+    std::string message = e.message;
+    if (e.kind == "not_found" && !p.project && !root.empty()) {
+      // Not yours, but the repository's: say how to remove that one.
+      s.connectors().refresh(client.env, root);
+      if (auto g = s.connectors().get_json(p.name, root);
+          g && g->if_contains("source") && g->at("source") == "project") {
+        message += fmt::format(
+            "; {} is the repository's (in {}/.mcp.json): remove it with `oppx mcp remove {} "
+            "--project`",
+            p.name, root, p.name);
+      }
+    }
     return reply.fail(error_of(io ? ErrorCode::kInternal : ErrorCode::kInvalidParams,
-                               e.kind == "not_found" ? "unknown_connector" : e.kind, e.message,
-                               io ? "" : "params.name"));
+                               e.kind == "not_found" ? "unknown_connector" : e.kind, message, io ? "" : "params.name"));
   }
   json::object result{{"name", p.name}, {"file", path}, {"removed", true}};
   if (!out->warning.empty()) result["warning"] = out->warning;

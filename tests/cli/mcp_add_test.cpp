@@ -4,8 +4,15 @@
 // against a scripted model server (tests/support/fake_model_server.js) and without one.
 #include "tests/support/harness.h"
 
+#include "common/tool_text.h"
+
 #include <boost/json.hpp>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <csignal>
+#include <thread>
 
 #include <dirent.h>
 #include <fstream>
@@ -199,7 +206,85 @@ TEST_F(McpAdd, OneThatDoesNotStartIsSavedWithTheReason) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("It did not start (failed): "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no-such-program-oppx-add is not installed"), std::string::npos) << r.out;
+  // With the steps that fix it, numbered, and what to run after them.
+  EXPECT_NE(r.out.find("\n  1. "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("It is saved anyway; after those steps, run `oppx mcp reconnect broken`"), std::string::npos)
+      << r.out;
   EXPECT_TRUE(servers(config).contains("broken"));
+}
+
+TEST_F(McpAdd, Kill9MidWriteLeavesTheOldOrTheNewFile) {
+  write_config(R"({"future_key": {"x": 1}, "mcpServers": {"keep": {"command": "true"}}})", 0600);
+  auto pid = [&] {
+    Result r = oppx({"daemon", "status", "--json"});
+    return daemon_pid(home.socket());
+  }();
+  ASSERT_TRUE(pid);
+  std::atomic<int> writes{0};
+  std::atomic<bool> stop{false};
+  std::string last_error;
+  std::thread writer([&] {
+    auto c = hello_client(home);
+    if (!c) return;
+    for (int i = 0; !stop; ++i) {
+      // An HTTP connector on a closed loopback port: it fails at once, so the adds follow quickly.
+      json::object def{{"type", "http"}, {"url", fmt::format("http://127.0.0.1:9/mcp{}", i)}};
+      auto r = c->call("mcp/add", json::object{{"name", "churn"}, {"definition", def}, {"force", true}}, 5s);
+      if (!r) {
+        last_error = r.error().message;
+        break;
+      }
+      ++writes;
+    }
+  });
+  bool wrote = eventually([&] { return writes > 25; }, 20s);
+  ::kill(static_cast<pid_t>(*pid), SIGKILL);
+  stop = true;
+  writer.join();
+  ASSERT_TRUE(wrote) << last_error;
+  boost::system::error_code ec;
+  json::value doc = json::parse(slurp(config), ec);
+  ASSERT_FALSE(ec) << "torn mcp.json after kill -9: " << slurp(config);
+  EXPECT_EQ(doc.at("future_key"), json::parse(R"({"x":1})"));
+  EXPECT_TRUE(doc.at("mcpServers").as_object().contains("keep"));
+  EXPECT_TRUE(doc.at("mcpServers").as_object().contains("churn"));
+  EXPECT_EQ(mode_of(config), 0600u);
+}
+
+TEST_F(McpAdd, AProjectFileIsWritten0600AndRemovedWithProject) {
+  Result r = oppx({"mcp", "add", "--project", "p1", "--", FAKE_MCP_SERVER, "ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(mode_of(repo + "/.mcp.json"), 0600u);
+  EXPECT_TRUE(servers(repo + "/.mcp.json").contains("p1"));
+  // Without --project, the error says it is the repository's and how to remove it.
+  Result mine = oppx({"mcp", "remove", "p1"});
+  EXPECT_NE(mine.exit_code, 0);
+  EXPECT_NE(mine.err.find("remove it with `oppx mcp remove p1 --project`"), std::string::npos) << mine.err;
+  EXPECT_TRUE(servers(repo + "/.mcp.json").contains("p1"));
+  EXPECT_EQ(oppx({"mcp", "remove", "p1", "--project"}).exit_code, 0);
+  EXPECT_FALSE(servers(repo + "/.mcp.json").contains("p1"));
+}
+
+TEST_F(McpAdd, ALoadedFileReadableByOthersIsWarnedAboutInTheList) {
+  write_config(R"({"mcpServers": {"keep": {"command": "true"}}})", 0644);
+  Result r = oppx({"mcp", "list"});
+  EXPECT_NE((r.out + r.err).find("chmod 600"), std::string::npos) << r.out << r.err;
+}
+
+TEST_F(McpAdd, ABrokenFileKeepsTheLastGoodConnectorsRunning) {
+  ASSERT_EQ(oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"}).exit_code, 0);
+  std::string good = slurp(config);
+  std::ofstream(config) << good.substr(0, good.size() / 2);  // a half-written hand edit
+  Result r = oppx({"mcp", "list", "--json"});
+  json::value v = json::parse(r.out);
+  EXPECT_TRUE(v.as_object().contains("error")) << r.out;
+  bool running = false;
+  for (auto& c : v.at("connectors").as_array()) {
+    if (c.at("name") == "one" && c.at("state") == "running") running = true;
+  }
+  EXPECT_TRUE(running) << r.out;
+  Result call = oppx({"mcp", "call", "one", "echo", R"({"text":"still here"})"});
+  EXPECT_EQ(call.exit_code, 0) << call.out << call.err;
 }
 
 TEST_F(McpAdd, ASecretInConfigAndEnvNeverShows) {
@@ -216,9 +301,13 @@ TEST_F(McpAdd, ASecretInConfigAndEnvNeverShows) {
   keep(oppx({"mcp", "add", "s2", "--json", "--url", "http://127.0.0.1:9/mcp", "-H", "Authorization: Bearer " + literal,
              "-H", "X-Key: ${OPPX_TEST_ADD_SECRET}"}));
   keep(oppx({"mcp", "add", "--project", "--json", "s3", "-e", "TOKEN=" + literal, "--", FAKE_MCP_SERVER, "ok"}));
+  // In a URL's query and after a secret flag in the arguments, too.
+  keep(oppx({"mcp", "add", "s4", "--url", "http://127.0.0.1:9/mcp?api_key=" + literal}));
+  keep(oppx({"mcp", "add", "s5", "--", "no-such-program-oppx-secret", "--api-key", literal, "--header",
+             "Authorization: Bearer " + literal}));
   keep(oppx({"mcp", "list"}));
   keep(oppx({"mcp", "list", "--json"}));
-  for (const char* n : {"s1", "s2", "s3"}) {
+  for (const char* n : {"s1", "s2", "s3", "s4", "s5"}) {
     keep(oppx({"mcp", "get", n}));
     keep(oppx({"mcp", "get", n, "--json"}));
   }
@@ -275,8 +364,59 @@ TEST_F(Probe, AHeavyListIsWarnedAboutWithTheServersOwnCount) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Cost: 5000 tokens a request (counted by the server's tokenizer)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Share: 12.5% of the model's context of 40000 tokens"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("HEAVY_SHARE: this connector's tool list takes 12.5%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("HEAVY_SHARE: the tool list takes a tenth or more of the server's model's context window "
+                       "(40k tokens). This connector's tool list takes about 5000 tokens of every request (12.5%)"),
+            std::string::npos)
+      << r.out;
   EXPECT_EQ(r.out.find("SMALL_CONTEXT"), std::string::npos);
+}
+
+TEST_F(Probe, ASmallContextAndAHeavyShareAreBothWarnedAbout) {
+  serve("info", 16000, 4000);
+  Result r = oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("SMALL_CONTEXT: the server's model has a small context window (16k tokens)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("HEAVY_SHARE: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(25.0%)"), std::string::npos) << r.out;
+}
+
+TEST_F(Probe, AServerThatDoesNotAnswerCostsAtMostItsLimit) {
+  serve("hang", 0);
+  Result r = oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"}, 30s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Running, 1 tools:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Share of the model's context: unknown ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("did not answer within 4 s"), std::string::npos) << r.out;
+}
+
+// The socket's mcp/add carries the probe's lines and count, for editors and the chat.
+TEST_F(Probe, TheReplyOverTheSocketCarriesTheLinesAndTheirCount) {
+  Result r = oppx({"mcp", "add", "one", "--json", "--", FAKE_MCP_SERVER, "ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json::value v = json::parse(r.out);
+  const json::object& probe = v.at("probe").as_object();
+  EXPECT_EQ(probe.at("lines"), json::parse(R"(["one.echo: Echoes"])"));
+  EXPECT_EQ(probe.at("tokens"), 5);
+  EXPECT_EQ(probe.at("estimated"), true);
+}
+
+TEST(ToolLine, TheFirstSentenceAtMost140Characters) {
+  json::object t{{"name", "read"}, {"description", "Reads a file. Then more.\nAnd more."}};
+  EXPECT_EQ(tool_line("fs", t), "fs.read: Reads a file");
+  t["description"] = "First line\nsecond line";
+  EXPECT_EQ(tool_line("fs", t), "fs.read: First line");
+  std::string long_text;
+  for (int i = 0; i < 200; ++i) long_text += "é";  // two bytes each
+  t["description"] = long_text;
+  std::string line = tool_line("fs", t);
+  std::string expect = "fs.read: ";
+  for (int i = 0; i < 139; ++i) expect += "é";
+  EXPECT_EQ(line, expect + "…");
+  t["description"] = std::string(140, 'x');  // exactly the limit: not cut
+  EXPECT_EQ(tool_line("fs", t), "fs.read: " + std::string(140, 'x'));
+  t["name"] = "bad\x1b[2J";
+  EXPECT_EQ(tool_line("fs", t).find('\x1b'), std::string::npos);
 }
 
 TEST_F(Probe, WithoutAServerTheShareIsUnknown) {

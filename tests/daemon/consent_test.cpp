@@ -423,7 +423,11 @@ TEST_F(Consent, AnApprovedConnectorWithAnUnsetOrMultilineVariableDoesNotStart) {
   EXPECT_NE(a.out.find("${OPPX_TEST_NOT_SET}"), std::string::npos) << a.out;
   Result b = oppx({"mcp", "approve", "crlf"});
   EXPECT_EQ(b.exit_code, 1);
-  EXPECT_NE(b.out.find("OPPX_TEST_TWO_LINES (its value holds a line break or NUL)"), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("it reads ${OPPX_TEST_TWO_LINES}, whose value in the environment of the oppx command that "
+                       "started it holds a line break or NUL"),
+            std::string::npos)
+      << b.out;
+  EXPECT_EQ(b.out.find("not set"), std::string::npos) << b.out;
   EXPECT_EQ(b.out.find("second-line-value"), std::string::npos);
   EXPECT_EQ(home.read_log().find("second-line-value"), std::string::npos);
   EXPECT_FALSE(exists(repo + "/ran1"));

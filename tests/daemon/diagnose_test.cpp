@@ -108,6 +108,11 @@ TEST(Diagnose, AMissingProgramSaysWhatToInstall) {
   auto d = diagnose(down::kNotInstalled, "x", command("tool", "/opt/bin/frobnicate"), "/l");
   EXPECT_EQ(d.steps[0], "Install frobnicate, or correct the command of tool in your mcp.json.");
   EXPECT_EQ(d.steps[1], "Then run `oppx mcp reconnect tool`.");
+  // A repository's connector: the step names its own file.
+  auto def = command("tool", "/opt/bin/frobnicate");
+  def.file = "/src/app/.mcp.json";
+  EXPECT_EQ(diagnose(down::kNotInstalled, "x", def, "/l").steps[0],
+            "Install frobnicate, or correct the command of tool in /src/app/.mcp.json.");
 }
 
 TEST(Diagnose, StoppedUnreachableAndConfigGiveTheirSteps) {

@@ -72,9 +72,14 @@ TEST(McpConfig, ExpandsVariablesAndNamesTheMissingOne) {
   EXPECT_EQ(missing.error().variable, "NOPE");
   auto bad = expand("${BAD}", env);
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().variable.find("BAD"), std::string::npos);
-  EXPECT_EQ(bad.error().variable.find("a\nb"), std::string::npos) << "never the value";
-  EXPECT_FALSE(expand("${UNCLOSED", env));
+  EXPECT_EQ(bad.error().variable, "BAD");
+  EXPECT_EQ(bad.error().problem, ExpandError::Problem::kLineBreak);
+  EXPECT_EQ(bad.error().describe().find("a\nb"), std::string::npos) << "never the value";
+  EXPECT_EQ(missing.error().describe(),
+            "it needs ${NOPE}, which is not set in the environment of the oppx command that started it");
+  auto unclosed = expand("${UNCLOSED", env);
+  ASSERT_FALSE(unclosed);
+  EXPECT_EQ(unclosed.error().describe(), "its definition has a \"${\" without a closing \"}\"");
 }
 
 TEST(McpConfig, NamesTheVariablesADefinitionReads) {
@@ -92,6 +97,45 @@ TEST(McpConfig, MasksSecretsButNotReferences) {
   EXPECT_EQ(mask_value("Bearer ${LINEAR_API_KEY}"), "Bearer ${LINEAR_API_KEY}");
   EXPECT_EQ(mask_value("short"), "***");
   EXPECT_EQ(mask_value("abcdefghijklmnop").find("mnop"), std::string::npos);
+  // Literal text beside a reference is a secret like any other.
+  EXPECT_EQ(mask_value("Bearer sk-live-XYZ123 ${X}"), "Bearer ***${X}");
+  EXPECT_EQ(mask_value("sk-live-XYZ123${X}"), "***${X}");
+  EXPECT_EQ(mask_value("${USER}:${PASS}"), "${USER}:${PASS}");
+  EXPECT_EQ(mask_value("${A}hunter2"), "${A}***");
+}
+
+TEST(McpConfig, MasksPasswordsAndQueryValuesInUrls) {
+  EXPECT_EQ(mask_url("https://example.test/mcp"), "https://example.test/mcp");
+  EXPECT_EQ(mask_url("https://example.test/mcp?api_key=sk-live-XYZ123456&v=2#top"),
+            "https://example.test/mcp?api_key=sk-l…***&v=***#top");
+  EXPECT_EQ(mask_url("https://me:hunter2@example.test/mcp"), "https://me:***@example.test/mcp");
+  EXPECT_EQ(mask_url("https://example.test/mcp?key=${KEY}"), "https://example.test/mcp?key=${KEY}");
+}
+
+TEST(McpConfig, MasksTheValuesOfSecretFlagsInArguments) {
+  std::vector<std::string> args{"-y",
+                                "mcp-remote",
+                                "https://example.test/sse?token=abcdefghijklmnop",
+                                "--header",
+                                "Authorization: Bearer abcdefghijklmnop",
+                                "--api-key",
+                                "sk-live-XYZ123456",
+                                "--password=hunter2",
+                                "--dir",
+                                "/tmp/x",
+                                "--token",
+                                "${TOKEN}"};
+  auto m = mask_args(args);
+  ASSERT_EQ(m.size(), args.size());
+  EXPECT_EQ(m[0], "-y");
+  EXPECT_EQ(m[1], "mcp-remote");
+  EXPECT_EQ(m[2], "https://example.test/sse?token=abcd…***");
+  EXPECT_EQ(m[4], "Authorization: Bearer abcd…***");
+  EXPECT_EQ(m[6], "sk-l…***");
+  EXPECT_EQ(m[7], "--password=***");
+  EXPECT_EQ(m[9], "/tmp/x");
+  EXPECT_EQ(m[11], "${TOKEN}");
+  for (auto& a : m) EXPECT_EQ(a.find("hunter2"), std::string::npos) << a;
 }
 
 TEST(McpConfig, TheUserFileFollowsTheClientsEnvironment) {

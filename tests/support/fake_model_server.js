@@ -3,6 +3,7 @@
 //   node fake_model_server.js <info|models> <context> [tokenize-count]
 // info: GET /v1/info → {"context_length": <context>}; models: /v1/info is 404 and GET /v1/models
 // names max_model_len. With a tokenize count, POST /tokenize answers {"count": <n>}; else 404.
+// hang: accepts connections and never answers (the probe's 4 s limit).
 const http = require("http");
 const [mode, context, count] = process.argv.slice(2);
 const json = (res, code, body) => {
@@ -10,6 +11,7 @@ const json = (res, code, body) => {
   res.end(JSON.stringify(body));
 };
 const server = http.createServer((req, res) => {
+  if (mode === "hang") return;
   let body = "";
   req.on("data", (d) => (body += d));
   req.on("end", () => {
