@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <dirent.h>
 #include <fcntl.h>
 #include <csignal>
 #include <sys/file.h>
@@ -85,6 +86,38 @@ boost::system::result<void, std::string> check_private_dir(const std::string& di
   return {};
 }
 
+namespace {
+
+// "<file>.<pid>.tmp" left by a writer that was killed mid-write (kill -9, power loss): removed
+// once that pid is gone, so they do not pile up beside the file.
+// Gone, or a zombie that nobody has reaped yet: it will write nothing more.
+bool writer_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;
+  std::string stat = read_and_close(::open(fmt::format("/proc/{}/stat", pid).c_str(), O_RDONLY | O_CLOEXEC), 4096);
+  auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
+void remove_stale_temps(const std::string& path) {
+  std::string dir = dirname_of(path);
+  std::string prefix = path.substr(path.rfind('/') + 1) + ".";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view n(e->d_name);
+    if (!n.starts_with(prefix) || !n.ends_with(".tmp")) continue;
+    std::string_view digits = n.substr(prefix.size(), n.size() - prefix.size() - 4);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos || digits.size() > 9) {
+      continue;
+    }
+    auto pid = static_cast<pid_t>(std::stol(std::string(digits)));
+    if (pid != ::getpid() && writer_gone(pid)) ::unlinkat(::dirfd(d), e->d_name, 0);
+  }
+  ::closedir(d);
+}
+
+}  // namespace
+
 boost::system::result<void, std::string> atomic_write(const std::string& path, std::string_view content, int mode) {
   std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
@@ -108,6 +141,7 @@ boost::system::result<void, std::string> atomic_write(const std::string& path, s
     ::unlink(tmp.c_str());
     return e;
   }
+  remove_stale_temps(path);
   int dir = ::open(dirname_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     int rc = ::fsync(dir);

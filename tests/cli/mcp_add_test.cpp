@@ -4,6 +4,7 @@
 // against a scripted model server (tests/support/fake_model_server.js) and without one.
 #include "tests/support/harness.h"
 
+#include "cli/daemon_client.h"
 #include "common/tool_text.h"
 
 #include <boost/json.hpp>
@@ -18,6 +19,7 @@
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace oppx::test {
@@ -249,6 +251,26 @@ TEST_F(McpAdd, Kill9MidWriteLeavesTheOldOrTheNewFile) {
   EXPECT_TRUE(doc.at("mcpServers").as_object().contains("keep"));
   EXPECT_TRUE(doc.at("mcpServers").as_object().contains("churn"));
   EXPECT_EQ(mode_of(config), 0600u);
+  ASSERT_TRUE(cli::wait_for_exit(*pid, 10s));
+  // What a killed writer left beside it goes at the next write (the dead daemon's, and one more of
+  // a pid known to be gone); nothing else in the folder is touched.
+  pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  ::waitpid(gone, nullptr, 0);
+  std::string leftover = fmt::format("{}.{}.tmp", config, gone);
+  std::ofstream(leftover) << "{";
+  std::ofstream(config + ".notes") << "mine";
+  Result after = oppx({"mcp", "add", "after", "--", "true"});
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  std::string dir = home.root() + "/config/oppx";
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
+    ::closedir(d);
+  }
+  for (auto& n : names) EXPECT_FALSE(n.ends_with(".tmp")) << n;
+  EXPECT_EQ(slurp(config + ".notes"), "mine");
 }
 
 TEST_F(McpAdd, AProjectFileIsWritten0600AndRemovedWithProject) {
