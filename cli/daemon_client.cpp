@@ -55,7 +55,8 @@ std::string find_oppxd() {
   return {};
 }
 
-boost::system::result<Connection, ClientError> greet(SyncClient client) {
+// `closed`, when given, is set when the connection ended during hello (the daemon went away).
+boost::system::result<Connection, ClientError> greet(SyncClient client, std::string* closed = nullptr) {
   // The daemon expands ${VAR} in connector definitions from this environment, never its own.
   proto::HelloParams hp{proto::kProtocolVersion, "oppx " OPPX_VERSION, kBuildId, {}};
   for (char** e = environ; e && *e; ++e) {
@@ -68,6 +69,7 @@ boost::system::result<Connection, ClientError> greet(SyncClient client) {
   auto r = client.call("hello", params, kCallTimeout);
   if (!r) {
     if (r.error().kind == proto::kind::kVersionMismatch) return ClientError{kExitMismatch, r.error().message};
+    if (closed && r.error().kind == proto::kind::kDisconnected) *closed = r.error().message;
     return ClientError{kExitNoDaemon, "the daemon did not answer hello: " + r.error().message};
   }
   auto hello = proto::decode_hello_result(*r);
@@ -181,7 +183,15 @@ boost::system::result<Connection, ClientError> connect_daemon(const std::string&
     if (auto r = check_private_dir(dirname_of(socket)); !r) return ClientError{kExitNoDaemon, r.error()};
   }
   auto c = SyncClient::connect(socket);
-  if (c) return greet(std::move(*c));
+  for (int again = 0; c && again < 2; ++again) {
+    // A daemon dying as we connect (a crash, kill -9) can have its socket take the connection and
+    // then close it: once its socket refuses, one is started below.
+    std::string was_closed;
+    auto conn = greet(std::move(*c), &was_closed);
+    if (conn || was_closed.empty() || start == Start::kNever) return conn;
+    c = SyncClient::connect(socket);
+    if (c && again == 1) return ClientError{kExitNoDaemon, "the daemon did not answer hello: " + was_closed};
+  }
   const ConnectError& e = c.error();
   if (e.kind != ConnectError::Kind::kNoDaemon) {
     std::string hint = e.kind == ConnectError::Kind::kPermission
