@@ -1,5 +1,6 @@
 // Reading mcp.json. Boost.JSON's incremental parser says how far it got, which gives the
-// line:col of a syntax error; type errors name the key path instead.
+// line:col of a syntax error; a type error names the key path and, found by a small scanner of
+// the same text, the line:col of that value.
 #include "daemon/mcp_config.h"
 
 #include "common/fs.h"
@@ -44,6 +45,101 @@ boost::system::result<Pairs, std::string> string_map(const json::value& v, const
     out.emplace_back(std::string(k), std::string(val.as_string()));
   }
   return out;
+}
+
+// Where a value sits in well-formed JSON text: the offset of the value under `keys` (object
+// keys, outermost first), for a type error's line:col. Boost.JSON keeps no positions.
+class Locator {
+ public:
+  explicit Locator(std::string_view t) : t_(t) {}
+
+  std::optional<std::size_t> find(const std::vector<std::string>& keys) {
+    ws();
+    for (const auto& key : keys) {
+      if (!member(key)) return std::nullopt;
+    }
+    return i_;
+  }
+
+ private:
+  void ws() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r')) ++i_;
+  }
+  // A string at i_, its raw content (escapes kept, which is enough to compare plain keys).
+  std::optional<std::string_view> str() {
+    if (i_ >= t_.size() || t_[i_] != '"') return std::nullopt;
+    std::size_t start = ++i_;
+    while (i_ < t_.size() && t_[i_] != '"') i_ += t_[i_] == '\\' ? 2 : 1;
+    if (i_ >= t_.size()) return std::nullopt;
+    return t_.substr(start, i_++ - start);
+  }
+  bool skip() {
+    ws();
+    if (i_ >= t_.size()) return false;
+    if (t_[i_] == '"') return str().has_value();
+    if (t_[i_] == '{' || t_[i_] == '[') {
+      char close = t_[i_] == '{' ? '}' : ']';
+      ++i_;
+      ws();
+      if (i_ < t_.size() && t_[i_] == close) return ++i_, true;
+      while (i_ < t_.size()) {
+        if (close == '}') {
+          ws();
+          if (!str()) return false;
+          ws();
+          if (i_ >= t_.size() || t_[i_++] != ':') return false;
+        }
+        if (!skip()) return false;
+        ws();
+        if (i_ < t_.size() && t_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        return i_ < t_.size() && t_[i_++] == close;
+      }
+      return false;
+    }
+    while (i_ < t_.size() && std::string_view(",]} \t\r\n").find(t_[i_]) == std::string_view::npos) ++i_;
+    return true;
+  }
+  // In the object at i_, moves i_ to the value of `key`.
+  bool member(const std::string& key) {
+    ws();
+    if (i_ >= t_.size() || t_[i_] != '{') return false;
+    ++i_;
+    while (true) {
+      ws();
+      auto k = str();
+      if (!k) return false;
+      ws();
+      if (i_ >= t_.size() || t_[i_++] != ':') return false;
+      ws();
+      if (*k == key) return true;
+      if (!skip()) return false;
+      ws();
+      if (i_ >= t_.size() || t_[i_++] != ',') return false;
+    }
+  }
+
+  std::string_view t_;
+  std::size_t i_ = 0;
+};
+
+// "mcpServers.<name>.args: …" → "<line>:<col>: " of that value, when it can be found.
+std::string where_in(std::string_view text, std::string_view name, std::string_view message) {
+  std::string prefix = fmt::format("mcpServers.{}", name);
+  auto colon = message.find(": ");
+  if (message.substr(0, prefix.size()) != prefix || colon == std::string_view::npos || colon < prefix.size()) return {};
+  std::vector<std::string> keys{"mcpServers", std::string(name)};
+  std::string_view rest = message.substr(prefix.size(), colon - prefix.size());
+  while (!rest.empty() && rest[0] == '.') {
+    rest.remove_prefix(1);
+    auto dot = rest.find('.');
+    keys.emplace_back(rest.substr(0, dot));
+    rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot);
+  }
+  auto at = Locator(text).find(keys);
+  return at ? position(text, *at) + ": " : std::string();
 }
 
 }  // namespace
@@ -124,7 +220,10 @@ boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view 
   if (!servers->is_object()) return fmt::format("{}: mcpServers: expected an object", path);
   for (auto& [name, entry] : servers->as_object()) {
     auto d = parse_mcp_entry(name, entry);
-    if (!d) return fmt::format("{}: {}", path, d.error().message);
+    if (!d) {
+      std::string at = where_in(text, name, d.error().message);  // "3:12: " when found
+      return fmt::format("{}:{}{}", path, at.empty() ? " " : at, d.error().message);
+    }
     d->file = path;
     cfg.connectors.push_back(std::move(*d));
   }

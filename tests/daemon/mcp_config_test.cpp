@@ -1,4 +1,4 @@
-// daemon/mcp_config: the mcpServers format, errors with file:line:col or the key path,
+// daemon/mcp_config: the mcpServers format, errors with file:line:col and the key path,
 // ${VAR} expansion that names variables and never values, masking for display.
 #include "daemon/mcp_config.h"
 
@@ -43,11 +43,15 @@ TEST(McpConfig, ErrorsSayWhere) {
 
   auto args = parse_mcp_config(R"({"mcpServers":{"a":{"command":"x","args":"-y"}}})", "m.json");
   ASSERT_FALSE(args);
-  EXPECT_EQ(args.error(), "m.json: mcpServers.a.args: expected an array of strings");
+  EXPECT_EQ(args.error(), "m.json:1:42: mcpServers.a.args: expected an array of strings");
 
-  auto env = parse_mcp_config(R"({"mcpServers":{"a":{"command":"x","env":{"K":1}}}})", "m.json");
+  // A wrong type is placed too, after other entries, nested values and escaped strings.
+  auto env = parse_mcp_config(
+      "{\n  \"x\": [1, {\"k\": \"}\\\"\"}],\n  \"mcpServers\": {\n    \"ok\": {\"command\": \"a\", \"args\": []},\n"
+      "    \"a\": {\"command\": \"x\",\n      \"env\": {\"J\": \"j\", \"K\": 1}}}}",
+      "m.json");
   ASSERT_FALSE(env);
-  EXPECT_EQ(env.error(), "m.json: mcpServers.a.env.K: expected a string");
+  EXPECT_EQ(env.error(), "m.json:6:30: mcpServers.a.env.K: expected a string");
 
   auto sse = parse_mcp_config(R"({"mcpServers":{"a":{"type":"sse","url":"https://x"}}})", "m.json");
   ASSERT_FALSE(sse);
@@ -56,6 +60,7 @@ TEST(McpConfig, ErrorsSayWhere) {
   auto name = parse_mcp_config(R"({"mcpServers":{"a b":{"command":"x"}}})", "m.json");
   ASSERT_FALSE(name);
   EXPECT_NE(name.error().find("letters, digits"), std::string::npos);
+  EXPECT_EQ(name.error().rfind("m.json:1:22: ", 0), 0u) << name.error();
 
   EXPECT_FALSE(parse_mcp_config(std::string(kMaxConfigBytes + 1, ' '), "m.json"));
   EXPECT_TRUE(parse_mcp_config("{}", "m.json"));
