@@ -137,6 +137,10 @@ struct State : std::enable_shared_from_this<State> {
   }
 };
 
+// MCP 2025-06-18 added the MCP-Protocol-Version header to every request after initialize;
+// 2025-03-26 has none (its servers assume that version when it is missing), so it goes unsent.
+inline bool sends_version_header(std::string_view version) { return !version.empty() && version != "2025-03-26"; }
+
 // The next bytes of the body; empty with `done` at its end.
 struct Chunk {
   std::string data;

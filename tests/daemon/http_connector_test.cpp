@@ -176,6 +176,36 @@ TEST_F(HttpConnectors, JsonAndEventStreamAnswersAndTheHeadersSent) {
   EXPECT_TRUE(rec.proc->wait_for_stdout("DELETE session sess-1")) << rec.proc->out();
 }
 
+// MCP-Protocol-Version came with 2025-06-18: after a 2025-03-26 initialize no request carries it
+// (POST, the server-stream GET, the DELETE); after a later one every request carries that version.
+TEST_F(HttpConnectors, TheVersionHeaderFollowsTheNegotiatedVersion) {
+  Fake v0326 = fake({"record", "--version=2025-03-26"});
+  Fake v0618 = fake({"record", "--version=2025-06-18"});
+  Fake v1125 = fake({"record"});
+  home.write_mcp_config(http_entry("v0326", v0326.url()) + "," + http_entry("v0618", v0618.url()) + "," +
+                        http_entry("v1125", v1125.url()));
+  struct Case {
+    const char* name;
+    Fake* f;
+    const char* version;
+  };
+  for (const Case& c :
+       {Case{"v0326", &v0326, "-"}, Case{"v0618", &v0618, "2025-06-18"}, Case{"v1125", &v1125, "2025-11-25"}}) {
+    Result call = oppx({"mcp", "call", c.name, "echo", R"({"message":"v"})"});
+    EXPECT_EQ(call.exit_code, 0) << c.name << ": " << call.err;
+    EXPECT_EQ(call.out, "echo: v\n") << c.name;
+    std::string v = std::string("version=") + c.version + " session=sess-1";
+    for (const std::string& line : {"notifications/initialized accept=application/json, text/event-stream " + v,
+                                    "tools/call accept=application/json, text/event-stream " + v, "GET " + v}) {
+      EXPECT_TRUE(c.f->proc->wait_for_stdout(line)) << c.name << ": " << line << "\n" << c.f->proc->out();
+    }
+  }
+  home.write_mcp_config(http_entry("v0618", v0618.url()) + "," + http_entry("v1125", v1125.url()));
+  oppx({"mcp", "list"});
+  EXPECT_TRUE(v0326.proc->wait_for_stdout("DELETE version=- session=sess-1")) << v0326.proc->out();
+  EXPECT_EQ(v0326.proc->out().find("version=2025"), std::string::npos) << v0326.proc->out();
+}
+
 TEST_F(HttpConnectors, TheServersOwnStreamBringsListChanged) {
   Fake f = fake({"notify"});
   home.write_mcp_config(http_entry("notify", f.url()));

@@ -1,13 +1,16 @@
 // A fake MCP server over streamable HTTP that makes faults on purpose, for the HTTP connector
 // tests (real servers are used for everything else). Node built-ins only. Listens on port 0 of
 // 127.0.0.1 and prints "ports N M ready" on stdout (M: the second origin, for redirects).
-//   usage: node fake_http_mcp.js MODE [ARG...]     (modes: see the switch in answer() below)
+//   usage: node fake_http_mcp.js MODE [ARG...] [--version=V]   (modes: see the switch in answer())
+//   --version=V: initialize answers with protocol version V, whatever the client asked for.
 "use strict";
 const http = require("http");
 const https = require("https");
 const fs = require("fs");
 
-const [mode, ...args] = process.argv.slice(2);
+const argv = process.argv.slice(2);
+const forcedVersion = (argv.find((a) => a.startsWith("--version=")) || "").slice("--version=".length);
+const [mode, ...args] = argv.filter((a) => !a.startsWith("--version="));
 const say = (s) => process.stdout.write(s + "\n");
 
 let sessions = new Set();
@@ -29,7 +32,7 @@ function mcpResult(msg) {
       const asked = msg.params && msg.params.protocolVersion;
       const known = ["2025-11-25", "2025-06-18", "2025-03-26"];
       return {
-        protocolVersion: known.includes(asked) ? asked : "2025-11-25",
+        protocolVersion: forcedVersion || (known.includes(asked) ? asked : "2025-11-25"),
         capabilities: { tools: {} },
         serverInfo: { name: "fake-http", version: "1" },
       };
@@ -246,6 +249,8 @@ function handle(req, res) {
     if (mode === "redirect-loop") return redirect(res, url === "/a" ? "/b" : "/a");
     if (mode === "redirect-to-http") return redirect(res, `http://127.0.0.1:${second.address().port}/mcp`);
   }
+  if (mode === "record" && req.method !== "POST")
+    say(`${req.method} version=${req.headers["mcp-protocol-version"] || "-"} session=${req.headers["mcp-session-id"] || "-"}`);
   if (req.method === "DELETE") {
     say(`DELETE session ${req.headers["mcp-session-id"]}`);
     sessions.delete(req.headers["mcp-session-id"]);
