@@ -305,6 +305,36 @@ TEST_F(HttpConnectors, ADroppedStreamIsResumedWithLastEventIdOrTheCallFails) {
   EXPECT_EQ(entry("noid").at("state"), json::value("running"));
 }
 
+// A server that sends an event (not the response) and drops, on every resumption: the events
+// are no progress toward the response, so the resumptions are counted over the whole request.
+TEST_F(HttpConnectors, AStreamThatKeepsDroppingIsResumedABoundedNumberOfTimes) {
+  Fake f = fake({"drop-forever"});
+  home.write_mcp_config(http_entry("flaky", f.url()));
+  Result call = oppx({"mcp", "call", "flaky", "echo"});
+  EXPECT_EQ(call.exit_code, 1);
+  EXPECT_NE(call.err.find("ended the event stream before the response"), std::string::npos) << call.err;
+  EXPECT_NE(call.err.find("resumed 5 times already"), std::string::npos) << call.err;
+  EXPECT_TRUE(f.proc->wait_for_stdout("resume #5 ")) << f.proc->out();
+  EXPECT_EQ(f.proc->out().find("resume #6 "), std::string::npos) << f.proc->out();
+  EXPECT_EQ(entry("flaky").at("state"), json::value("running")) << "one failed call does not take it down";
+}
+
+// MCP 2025-11-25 lets a server end a stream cleanly after an event id and the client poll; 2025-06-18
+// says it should not, so there the same ends are drops, with the drop budget.
+TEST_F(HttpConnectors, PollingFollowsTheNegotiatedVersion) {
+  Fake v1125 = fake({"poll", "7"});
+  Fake v0618 = fake({"poll", "7", "--version=2025-06-18"});
+  home.write_mcp_config(http_entry("v1125", v1125.url()) + "," + http_entry("v0618", v0618.url()));
+  Result polled = oppx({"mcp", "call", "v1125", "echo", R"({"message":"polled"})"});
+  EXPECT_EQ(polled.exit_code, 0) << polled.err;
+  EXPECT_EQ(polled.out, "echo: polled\n");
+  EXPECT_TRUE(v1125.proc->wait_for_stdout("poll #7 ")) << v1125.proc->out();
+  Result dropped = oppx({"mcp", "call", "v0618", "echo"});
+  EXPECT_EQ(dropped.exit_code, 1);
+  EXPECT_NE(dropped.err.find("resumed 5 times already"), std::string::npos) << dropped.err;
+  EXPECT_EQ(v0618.proc->out().find("poll #6 "), std::string::npos) << v0618.proc->out();
+}
+
 TEST_F(HttpConnectors, TortureEventStreamsAreParsed) {
   Fake t = fake({"torture"});
   home.write_mcp_config(http_entry("torture", t.url()));

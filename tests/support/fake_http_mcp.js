@@ -19,6 +19,8 @@ let initializeCount = 0;
 let sessionRequests = 0;
 let nextEventId = 1;
 const replay = new Map();
+let resumes = 0; // GETs with Last-Event-ID (modes drop-forever, poll)
+let pollAnswer = null; // the response that mode "poll" sends once it is done polling
 const extraTools = []; // grows in mode "notify", announced on the server's own stream
 const listeners = []; // open GET streams (mode "notify") // event id -> [lines still to send after it] (drop-stream mode)
 
@@ -82,6 +84,18 @@ function answerOk(req, res, msg, sse) {
   res.writeHead(200, { "Content-Type": "text/event-stream", ...headers });
   res.write(": a comment first\n\n");
   res.end(sseEvent(body, String(nextEventId++)));
+}
+
+function oneEventThenDrop(req, res) {
+  res.writeHead(200, { "Content-Type": "text/event-stream" });
+  res.write("retry: 100\n");
+  res.write(sseEvent(JSON.stringify({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "working" } }), String(nextEventId++)));
+  setTimeout(() => req.socket.destroy(), 20);
+}
+
+function primeThenEnd(res) {
+  res.writeHead(200, { "Content-Type": "text/event-stream" });
+  res.end(`retry: 100\nid: ${nextEventId++}\ndata:\n\n`);
 }
 
 function rawResponse(req, lines, body) {
@@ -193,6 +207,18 @@ function answer(req, res, msg) {
         return setTimeout(() => req.socket.destroy(), 20);
       }
       return answerOk(req, res, msg, true);
+    case "drop-forever":
+      // One event that is not the response, then the connection breaks; every resumption alike.
+      if (isCall) return oneEventThenDrop(req, res);
+      break;
+    case "poll":
+      // MCP 2025-11-25 polling: a priming event (an id, empty data), then the stream ends cleanly
+      // without the response; the response comes on the resumption number ARG.
+      if (isCall) {
+        pollAnswer = result(msg.id, mcpResult(msg));
+        return primeThenEnd(res);
+      }
+      break;
     case "drop-stream-noid":
       if (isCall) {
         res.writeHead(200, { "Content-Type": "text/event-stream" });
@@ -265,6 +291,16 @@ function handle(req, res) {
       res.end(replay.get(last));
       replay.delete(last);
       return;
+    }
+    if (mode === "drop-forever" && last) {
+      say(`resume #${++resumes} after event ${last}`);
+      return oneEventThenDrop(req, res);
+    }
+    if (mode === "poll" && last) {
+      say(`poll #${++resumes} after event ${last}`);
+      if (resumes < Number(args[0] || 3)) return primeThenEnd(res);
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      return res.end(sseEvent(pollAnswer, String(nextEventId++)));
     }
     if (mode === "notify" && sessions.has(req.headers["mcp-session-id"])) {
       res.writeHead(200, { "Content-Type": "text/event-stream" });
