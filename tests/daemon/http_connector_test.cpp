@@ -335,6 +335,21 @@ TEST_F(HttpConnectors, PollingFollowsTheNegotiatedVersion) {
   EXPECT_EQ(v0618.proc->out().find("poll #6 "), std::string::npos) << v0618.proc->out();
 }
 
+// The server's `retry` (2.5 s here, inside the clamp of 100 ms to 60 s) is waited before the
+// resumption, not the 1 s used when a stream gives none.
+TEST_F(HttpConnectors, TheServersRetryIsWaitedBeforeResuming) {
+  Fake f = fake({"drop-stream", "2500"});
+  home.write_mcp_config(http_entry("slow-retry", f.url()));
+  Result call = oppx({"mcp", "call", "slow-retry", "echo", R"({"message":"later"})"});
+  EXPECT_EQ(call.exit_code, 0) << call.err;
+  EXPECT_EQ(call.out, "echo: later\n");
+  ASSERT_TRUE(f.proc->wait_for_stdout(" ms after the drop\n")) << f.proc->out();
+  const std::string& out = f.proc->out();
+  auto at = out.find(", ", out.find("resumed after event"));
+  ASSERT_NE(at, std::string::npos) << out;
+  EXPECT_GE(std::stol(out.substr(at + 2)), 2000) << out;
+}
+
 TEST_F(HttpConnectors, TortureEventStreamsAreParsed) {
   Fake t = fake({"torture"});
   home.write_mcp_config(http_entry("torture", t.url()));

@@ -19,6 +19,7 @@ let initializeCount = 0;
 let sessionRequests = 0;
 let nextEventId = 1;
 const replay = new Map();
+let droppedAt = 0; // when drop-stream cut its stream, to measure the client's wait before resuming
 let resumes = 0; // GETs with Last-Event-ID (modes drop-forever, poll)
 let pollAnswer = null; // the response that mode "poll" sends once it is done polling
 const extraTools = []; // grows in mode "notify", announced on the server's own stream
@@ -204,7 +205,10 @@ function answer(req, res, msg) {
         res.write(`retry: ${args[0] || "50"}\n`);
         res.write(sseEvent(JSON.stringify({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "working" } }), first));
         say(`dropping the stream after event ${first}`);
-        return setTimeout(() => req.socket.destroy(), 20);
+        return setTimeout(() => {
+          droppedAt = Date.now();
+          req.socket.destroy();
+        }, 20);
       }
       return answerOk(req, res, msg, true);
     case "drop-forever":
@@ -286,7 +290,7 @@ function handle(req, res) {
   if (req.method === "GET") {
     const last = req.headers["last-event-id"];
     if (mode === "drop-stream" && last && replay.has(last)) {
-      say(`resumed after event ${last}`);
+      say(`resumed after event ${last}, ${Date.now() - droppedAt} ms after the drop`);
       res.writeHead(200, { "Content-Type": "text/event-stream" });
       res.end(replay.get(last));
       replay.delete(last);
