@@ -447,6 +447,41 @@ TEST_F(HttpConnectors, NothingListeningIsUnreachable) {
   EXPECT_NE(reason(e).find("refused"), std::string::npos) << reason(e);
 }
 
+// Sequential calls share one keep-alive connection; the startup (initialize, then initialized,
+// tools/list and the server-stream GET at once) may use three at most.
+TEST_F(HttpConnectors, SequentialCallsReuseAKeptAliveConnection) {
+  Fake f = fake({"count"});
+  home.write_mcp_config(http_entry("reuse", f.url()));
+  for (int i = 1; i <= 6; ++i) {
+    Result call = oppx({"mcp", "call", "reuse", "echo", R"({"message":")" + std::to_string(i) + R"("})"});
+    EXPECT_EQ(call.out, "echo: " + std::to_string(i) + "\n") << call.err;
+  }
+  ASSERT_TRUE(f.proc->wait_for_stdout("tools/call #6 on connection #")) << f.proc->out();
+  const std::string& out = f.proc->out();
+  EXPECT_EQ(out.find("connection #4\n"), std::string::npos) << out;
+  auto first = out.find("tools/call #1 on connection #");
+  ASSERT_NE(first, std::string::npos) << out;
+  std::string on = out.substr(first + 13, out.find('\n', first) - first - 13);  // " on connection #N"
+  for (int i = 2; i <= 6; ++i)
+    EXPECT_NE(out.find("tools/call #" + std::to_string(i) + on + "\n"), std::string::npos) << on << "\n" << out;
+}
+
+// The server closes the kept-alive connection after each call; the next call finds it dead
+// when it reuses it, and goes through on a fresh connection.
+TEST_F(HttpConnectors, AKeptAliveConnectionTheServerClosedIsReplaced) {
+  Fake f = fake({"close-idle"});
+  home.write_mcp_config(http_entry("closes", f.url()));
+  for (int i = 1; i <= 3; ++i) {
+    Result call = oppx({"mcp", "call", "closes", "echo", R"({"message":")" + std::to_string(i) + R"("})"});
+    EXPECT_EQ(call.exit_code, 0) << call.err;
+    EXPECT_EQ(call.out, "echo: " + std::to_string(i) + "\n") << call.err;
+    ASSERT_TRUE(f.proc->wait_for_stdout(" after call #" + std::to_string(i) + "\n")) << f.proc->out();
+  }
+  EXPECT_TRUE(f.proc->wait_for_stdout("connection #3\n")) << "each call after the first needed a new one\n"
+                                                          << f.proc->out();
+  EXPECT_EQ(entry("closes").at("state"), json::value("running"));
+}
+
 TEST_F(HttpConnectors, TlsVerificationFailsClosedAndPassesWithTheTrustedCa) {
   std::string cert = home.root() + "/cert.pem", key = home.root() + "/key.pem";
   Result gen = run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days",

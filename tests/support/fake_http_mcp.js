@@ -22,6 +22,8 @@ const replay = new Map();
 let droppedAt = 0; // when drop-stream cut its stream, to measure the client's wait before resuming
 let resumes = 0; // GETs with Last-Event-ID (modes drop-forever, poll)
 let pollAnswer = null; // the response that mode "poll" sends once it is done polling
+let connections = 0; // TCP connections accepted (modes count, close-idle)
+let calls = 0;
 const extraTools = []; // grows in mode "notify", announced on the server's own stream
 const listeners = []; // open GET streams (mode "notify") // event id -> [lines still to send after it] (drop-stream mode)
 
@@ -223,6 +225,20 @@ function answer(req, res, msg) {
         return primeThenEnd(res);
       }
       break;
+    case "count":
+      if (isCall) say(`tools/call #${++calls} on connection #${req.socket.number}`);
+      break;
+    case "close-idle":
+      // The keep-alive connection is closed once the answer went out, as a server does to idle
+      // ones; a request sent on it afterwards is never read (the client must use a new connection).
+      if (isCall) {
+        const n = ++calls;
+        res.on("finish", () => {
+          say(`closing connection #${req.socket.number} after call #${n}`);
+          req.socket.destroy();
+        });
+      }
+      break;
     case "drop-stream-noid":
       if (isCall) {
         res.writeHead(200, { "Content-Type": "text/event-stream" });
@@ -351,6 +367,11 @@ function handle2(req, res) {
   }
   readBody(req, (text) => answerOk(req, res, JSON.parse(text), false));
 }
+if (mode === "count" || mode === "close-idle")
+  server.on("connection", (socket) => {
+    socket.number = ++connections;
+    say(`connection #${connections}`);
+  });
 second.listen(0, "127.0.0.1", () => {
   server.listen(0, "127.0.0.1", () => {
     say(`ports ${server.address().port} ${second.address().port} ready`);
