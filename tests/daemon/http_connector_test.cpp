@@ -482,6 +482,36 @@ TEST_F(HttpConnectors, AKeptAliveConnectionTheServerClosedIsReplaced) {
   EXPECT_EQ(entry("closes").at("state"), json::value("running"));
 }
 
+// A listening socket whose accept queue is full (backlog 0, one connection waiting in it): Linux
+// drops further SYNs, so a connect to it hangs until the connect limit ends it.
+TEST_F(HttpConnectors, AServerThatAcceptsNoConnectionFailsWithinTheConnectLimit) {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  int filler = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(::connect(filler, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << "the one the queue holds";
+  ::setenv("OPPX_HTTP_TIMEOUTS", "connect=700", 1);
+  home.write_mcp_config(http_entry("silent", "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/mcp"));
+  auto started = std::chrono::steady_clock::now();
+  auto e = entry("silent");
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_EQ(e.at("reason_kind"), json::value("unreachable"));
+  EXPECT_NE(reason(e).find("did not accept a connection within 0.7 s"), std::string::npos) << reason(e);
+  ASSERT_TRUE(e.contains("steps"));
+  EXPECT_FALSE(e.at("steps").as_array().empty());
+  // The connect limit ended it, not the 30 s limit on a start (a loaded machine is given slack).
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(took).count(), 15'000);
+  ::unsetenv("OPPX_HTTP_TIMEOUTS");
+  ::close(filler);
+  ::close(listener);
+}
+
 TEST_F(HttpConnectors, TlsVerificationFailsClosedAndPassesWithTheTrustedCa) {
   std::string cert = home.root() + "/cert.pem", key = home.root() + "/key.pem";
   Result gen = run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days",
