@@ -512,6 +512,36 @@ TEST_F(HttpConnectors, AServerThatAcceptsNoConnectionFailsWithinTheConnectLimit)
   ::close(listener);
 }
 
+// The session started, then a call is refused with 401: the login is lost. The connector goes
+// down with kind login, the call says so with the steps back, and the token shows nowhere.
+TEST_F(HttpConnectors, ALoginLostInTheMiddleOfASessionTakesTheConnectorDown) {
+  Fake f = fake({"login-lost"});
+  const std::string secret = "tok-mid-session-secret-5150";
+  ::setenv("OPPX_TEST_HTTP_TOKEN", secret.c_str(), 1);
+  json::object headers{{"Authorization", "Bearer ${OPPX_TEST_HTTP_TOKEN}"}};
+  home.write_mcp_config(http_entry("expires", f.url(), headers));
+  EXPECT_EQ(entry("expires").at("state"), json::value("running"));
+  auto c = hello_client(home);
+  ASSERT_TRUE(c);
+  auto r = c->call("tools/call", json::object{{"connector", "expires"}, {"tool", "echo"}}, 20s);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, "connector_down") << r.error().message;
+  EXPECT_EQ(r.error().data.at("reason_kind"), json::value("login")) << json::serialize(r.error().data);
+  EXPECT_NE(r.error().message.find("HTTP 401"), std::string::npos) << r.error().message;
+  ASSERT_TRUE(r.error().data.contains("steps"));
+  EXPECT_FALSE(r.error().data.at("steps").as_array().empty());
+  Result call = oppx({"mcp", "call", "expires", "echo"});
+  EXPECT_EQ(call.exit_code, 1);
+  auto e = entry("expires");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_EQ(e.at("reason_kind"), json::value("login"));
+  Result list = oppx({"mcp", "list"});
+  for (const std::string& out : {r.error().message, json::serialize(r.error().data), call.out, call.err, list.out,
+                                 list.err, json::serialize(e), home.read_log(), f.proc->out()})
+    EXPECT_EQ(out.find(secret), std::string::npos) << "the token leaked into:\n" << out;
+  ::unsetenv("OPPX_TEST_HTTP_TOKEN");
+}
+
 TEST_F(HttpConnectors, TlsVerificationFailsClosedAndPassesWithTheTrustedCa) {
   std::string cert = home.root() + "/cert.pem", key = home.root() + "/key.pem";
   Result gen = run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days",

@@ -225,6 +225,13 @@ function answer(req, res, msg) {
         return primeThenEnd(res);
       }
       break;
+    case "login-lost":
+      // The login is lost in the middle of a session: the session started, a call is refused.
+      if (isCall) {
+        say("refusing a call with 401");
+        return sendJson(res, 401, JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Unauthorized" } }));
+      }
+      break;
     case "count":
       if (isCall) say(`tools/call #${++calls} on connection #${req.socket.number}`);
       break;
