@@ -329,7 +329,8 @@ std::string error_line(const json::value& id, const Failure& f) {
 // MCP "Listening for Messages from the Server": a GET opens a stream for what the server sends
 // outside any POST (list_changed, log messages, its own requests). 405 means it offers none.
 // It lives as long as the session; drops are resumed from the last event id, a few times in a
-// row at most; a quiet stream (the idle limit) is simply opened again.
+// row at most; a quiet stream (the idle limit) is simply opened again, and so is one that a
+// 2025-11-25 server ended cleanly after an event id (polling, as for a request's stream).
 bool live(const State& st, std::uint64_t gen) { return !st.stopped && !st.closing && gen == st.listen_gen; }
 
 awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
@@ -347,6 +348,7 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
       co_return;
     }
     bool progress = false;
+    bool polled = false;
     if (got) {
       Answer a = *got;
       if (a.status != 200 || a.media_type != "text/event-stream") {
@@ -374,12 +376,15 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
         events.clear();
         last_id = parser.last_event_id();
         retry = parser.retry_ms() ? parser.retry_ms() : retry;
-        if (ch->done) break;
+        if (ch->done) {
+          polled = !last_id.empty() && server_may_poll(st->protocol_version);
+          break;
+        }
       }
       a.conn->close();
       st->active.erase(a.conn);
     }
-    failures = progress ? 0 : failures + 1;
+    failures = progress || polled ? 0 : failures + 1;
     asio::steady_timer timer(st->io, sse::clamp_retry(retry, std::chrono::milliseconds(1000)));
     co_await timer.async_wait(kTuple);
   }

@@ -217,6 +217,20 @@ TEST_F(HttpConnectors, TheServersOwnStreamBringsListChanged) {
       << "list_changed on the GET stream makes the connector fetch its tools again";
 }
 
+// A 2025-11-25 server may end its own stream cleanly after an event id and expect the client to
+// poll it: that is no failure, so the stream is polled on past the limit of drops in a row (5).
+TEST_F(HttpConnectors, TheServersOwnStreamIsPolledWhenItEndsItCleanly) {
+  Fake f = fake({"notify-poll"});
+  home.write_mcp_config(http_entry("polled", f.url()));
+  EXPECT_EQ(entry("polled").at("tools").as_array().size(), 2u);
+  ASSERT_TRUE(f.proc->wait_for_stdout("server stream poll #8\n")) << f.proc->out();
+  Result call = oppx({"mcp", "call", "polled", "echo", R"({"message":"x"})"});
+  EXPECT_EQ(call.out, "echo: x\n") << call.err;
+  EXPECT_TRUE(eventually([&] { return entry("polled").at("tools").as_array().size() == 3u; }))
+      << "list_changed came on a later poll\n"
+      << f.proc->out();
+}
+
 TEST_F(HttpConnectors, ALoginRefusedIsDiagnosedAndTheTokenIsNeverShown) {
   const std::string token = "tok-s3cr3t-value-0123456789";
   Fake f = fake({"auth", token});

@@ -24,6 +24,7 @@ let resumes = 0; // GETs with Last-Event-ID (modes drop-forever, poll)
 let pollAnswer = null; // the response that mode "poll" sends once it is done polling
 let connections = 0; // TCP connections accepted (modes count, close-idle)
 let calls = 0;
+const notes = []; // notifications waiting for the next poll of the server's stream (mode notify-poll)
 const extraTools = []; // grows in mode "notify", announced on the server's own stream
 const listeners = []; // open GET streams (mode "notify") // event id -> [lines still to send after it] (drop-stream mode)
 
@@ -170,6 +171,12 @@ function answer(req, res, msg) {
         extraTools.push({ name: "added", description: "Added after a call", inputSchema: { type: "object" } });
         const note = JSON.stringify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
         for (const l of listeners) l.write(sseEvent(note, String(nextEventId++)));
+      }
+      break;
+    case "notify-poll":
+      if (isCall) {
+        extraTools.push({ name: "added", description: "Added after a call", inputSchema: { type: "object" } });
+        notes.push(JSON.stringify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" }));
       }
       break;
     case "html":
@@ -328,6 +335,14 @@ function handle(req, res) {
       if (resumes < Number(args[0] || 3)) return primeThenEnd(res);
       res.writeHead(200, { "Content-Type": "text/event-stream" });
       return res.end(sseEvent(pollAnswer, String(nextEventId++)));
+    }
+    if (mode === "notify-poll" && sessions.has(req.headers["mcp-session-id"])) {
+      // MCP 2025-11-25 polling of the server's own stream: each GET gets what is waiting (or
+      // only a priming event) and ends cleanly; the client comes back after `retry`.
+      say(`server stream poll #${++resumes}`);
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      const waiting = notes.splice(0).map((n) => sseEvent(n, String(nextEventId++))).join("");
+      return res.end(`retry: 100\nid: ${nextEventId++}\ndata:\n\n` + waiting);
     }
     if (mode === "notify" && sessions.has(req.headers["mcp-session-id"])) {
       res.writeHead(200, { "Content-Type": "text/event-stream" });
