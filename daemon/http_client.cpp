@@ -241,7 +241,8 @@ awaitable<Outcome<Answer>> open(std::shared_ptr<State> st, Ask ask, Clock::time_
              ask.verb == http::verb::get ? "text/event-stream" : "application/json, text/event-stream");
     if (!ask.initialize && !st->session_id.empty() && t.origin == st->session_origin)
       req->set("Mcp-Session-Id", st->session_id);
-    if (!ask.initialize && !st->protocol_version.empty()) req->set("MCP-Protocol-Version", st->protocol_version);
+    if (!ask.initialize && sends_version_header(st->protocol_version))
+      req->set("MCP-Protocol-Version", st->protocol_version);
     if (!ask.last_event_id.empty()) req->set("Last-Event-ID", ask.last_event_id);
     if (ask.verb == http::verb::post) {
       req->set(http::field::content_type, "application/json");

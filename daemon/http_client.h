@@ -137,6 +137,15 @@ struct State : std::enable_shared_from_this<State> {
   }
 };
 
+// MCP 2025-06-18 added the MCP-Protocol-Version header to every request after initialize;
+// 2025-03-26 has none (its servers assume that version when it is missing), so it goes unsent.
+inline bool sends_version_header(std::string_view version) { return !version.empty() && version != "2025-03-26"; }
+
+// MCP 2025-11-25 (SEP-1699): once it sent an event with an id, a server may end the connection
+// of a stream before the response and the client polls (GET with Last-Event-ID after `retry`).
+// Earlier versions say the server SHOULD NOT end it early: there every early end is a drop.
+inline bool server_may_poll(std::string_view version) { return version == "2025-11-25"; }
+
 // The next bytes of the body; empty with `done` at its end.
 struct Chunk {
   std::string data;

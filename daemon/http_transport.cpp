@@ -1,7 +1,8 @@
 // The streamable HTTP transport. One coroutine per message sent (a POST and its answer, read to
 // the end), all on the daemon's io_context; a State shared by them holds the session, the idle
 // connections and the remembered initialize. Every wait has a deadline; every body is capped.
-// Spec: MCP 2025-11-25 "Transports" (also 2025-06-18 and 2025-03-26, whose HTTP rules agree).
+// Spec: MCP 2025-11-25 "Transports", also 2025-06-18 and 2025-03-26, which differ in the
+// MCP-Protocol-Version header and in whether a server may end a stream early (http_client.h).
 #include "daemon/http_transport.h"
 
 #include "common/log.h"
@@ -147,12 +148,14 @@ awaitable<bool> reinitialize(std::shared_ptr<State> st, std::string stale) {
 }
 
 // Reads an event stream, handing on its messages, resuming it with Last-Event-ID when it drops
-// before the response to a request (MCP: "Resumability and Redelivery").
+// before the response to a request (MCP: "Resumability and Redelivery"). The resumptions are
+// counted over the whole request, not in a row: a server that sends an event and drops, again
+// and again, would otherwise be resumed until the total limit.
 awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch* w, bool deliver,
                                      Clock::time_point deadline) {
   std::string last_id;
   std::optional<std::uint64_t> retry;
-  int resumes = 0;
+  int drops = 0, polls = 0;
   for (;;) {
     sse::Parser parser(st->opt.max_body);
     std::vector<sse::Event> events;
@@ -170,7 +173,6 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch*
         co_return fail("protocol", fmt::format("{} sent an event over {} MiB; the stream was closed", a.at.origin,
                                                st->opt.max_body >> 20));
       }
-      if (!events.empty()) resumes = 0;  // progress: the resume budget is for drops in a row
       for (auto& e : events) {
         // Events of another type, and the empty "priming" event that only carries an id, are not messages.
         if (e.type != "message" || e.data.find_first_not_of(" \t\r\n") == std::string::npos) continue;
@@ -195,16 +197,26 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch*
     if (w->key.empty()) co_return ended;         // a notification's stream: nothing to wait for
     bool gave_up = st->closing || st->cancelled.count(w->key) || (failed && ended.error().kind == "timeout");
     if (gave_up && failed) co_return ended.error();
-    if (gave_up || last_id.empty() || resumes >= st->opt.max_resumes) {
+    // A clean end after an event id is the server polling when the version allows it; any other
+    // end before the response is a drop. Each has its own budget for the request.
+    bool poll = !failed && server_may_poll(st->protocol_version);
+    int& used = poll ? polls : drops;
+    int limit = poll ? st->opt.max_polls : st->opt.max_resumes;
+    if (gave_up || last_id.empty() || used >= limit) {
+      std::string why;
+      if (last_id.empty())
+        why = "; its events had no ids, so it cannot be resumed";
+      else if (used > 0 && poll)
+        why = fmt::format("; it did so {} times already, the most oppx follows for one request", used);
+      else if (used > 0)
+        why = fmt::format("; it was resumed {} times already, the most oppx does for one request", used);
       co_return fail("protocol", fmt::format("{} ended the event stream before the response{}{}", a.at.origin,
-                                             failed ? " (" + ended.error().message + ")" : "",
-                                             last_id.empty() ? "; its events had no ids, so it cannot be resumed"
-                                                             : fmt::format("; resumed {} times", resumes)));
+                                             failed ? " (" + ended.error().message + ")" : "", why));
     }
-    ++resumes;
+    ++used;
     auto wait = sse::clamp_retry(retry, std::chrono::milliseconds(1000));
-    log::info("http transport: {} dropped a stream; resuming after {} ms from event {}", a.at.origin, wait.count(),
-              escape_controls(last_id.substr(0, 100)));
+    log::info("http transport: {} {} a stream; resuming after {} ms from event {}", a.at.origin,
+              poll ? "ended (polling)" : "dropped", wait.count(), escape_controls(last_id.substr(0, 100)));
     asio::steady_timer timer(st->io, wait);
     co_await timer.async_wait(kTuple);
     if (st->stopped) co_return fail("cancelled", "the connector was stopped");
@@ -317,7 +329,8 @@ std::string error_line(const json::value& id, const Failure& f) {
 // MCP "Listening for Messages from the Server": a GET opens a stream for what the server sends
 // outside any POST (list_changed, log messages, its own requests). 405 means it offers none.
 // It lives as long as the session; drops are resumed from the last event id, a few times in a
-// row at most; a quiet stream (the idle limit) is simply opened again.
+// row at most; a quiet stream (the idle limit) is simply opened again, and so is one that a
+// 2025-11-25 server ended cleanly after an event id (polling, as for a request's stream).
 bool live(const State& st, std::uint64_t gen) { return !st.stopped && !st.closing && gen == st.listen_gen; }
 
 awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
@@ -335,6 +348,7 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
       co_return;
     }
     bool progress = false;
+    bool polled = false;
     if (got) {
       Answer a = *got;
       if (a.status != 200 || a.media_type != "text/event-stream") {
@@ -362,12 +376,15 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
         events.clear();
         last_id = parser.last_event_id();
         retry = parser.retry_ms() ? parser.retry_ms() : retry;
-        if (ch->done) break;
+        if (ch->done) {
+          polled = !last_id.empty() && server_may_poll(st->protocol_version);
+          break;
+        }
       }
       a.conn->close();
       st->active.erase(a.conn);
     }
-    failures = progress ? 0 : failures + 1;
+    failures = progress || polled ? 0 : failures + 1;
     asio::steady_timer timer(st->io, sse::clamp_retry(retry, std::chrono::milliseconds(1000)));
     co_await timer.async_wait(kTuple);
   }

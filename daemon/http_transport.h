@@ -36,7 +36,12 @@ struct HttpOptions {
   HttpTimeouts timeouts;
   std::size_t max_body = 16u << 20;  // a JSON answer, and one event of a stream
   int max_redirects = 5;
-  int max_resumes = 3;  // reconnections of a dropped stream without progress, per request
+  // Reconnections (GET with Last-Event-ID) of a request's stream that broke before its response,
+  // per request however many events came; also the server stream's drops in a row.
+  int max_resumes = 5;
+  // Reconnections a 2025-11-25 server asks for by ending a stream cleanly before the response
+  // (SEP-1699 polling, each after its `retry` wait), per request.
+  int max_polls = 100;
   std::size_t max_idle_connections = 4;
   std::chrono::milliseconds close_timeout{2'000};  // the DELETE that ends the session
 };

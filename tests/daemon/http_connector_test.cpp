@@ -176,6 +176,36 @@ TEST_F(HttpConnectors, JsonAndEventStreamAnswersAndTheHeadersSent) {
   EXPECT_TRUE(rec.proc->wait_for_stdout("DELETE session sess-1")) << rec.proc->out();
 }
 
+// MCP-Protocol-Version came with 2025-06-18: after a 2025-03-26 initialize no request carries it
+// (POST, the server-stream GET, the DELETE); after a later one every request carries that version.
+TEST_F(HttpConnectors, TheVersionHeaderFollowsTheNegotiatedVersion) {
+  Fake v0326 = fake({"record", "--version=2025-03-26"});
+  Fake v0618 = fake({"record", "--version=2025-06-18"});
+  Fake v1125 = fake({"record"});
+  home.write_mcp_config(http_entry("v0326", v0326.url()) + "," + http_entry("v0618", v0618.url()) + "," +
+                        http_entry("v1125", v1125.url()));
+  struct Case {
+    const char* name;
+    Fake* f;
+    const char* version;
+  };
+  for (const Case& c :
+       {Case{"v0326", &v0326, "-"}, Case{"v0618", &v0618, "2025-06-18"}, Case{"v1125", &v1125, "2025-11-25"}}) {
+    Result call = oppx({"mcp", "call", c.name, "echo", R"({"message":"v"})"});
+    EXPECT_EQ(call.exit_code, 0) << c.name << ": " << call.err;
+    EXPECT_EQ(call.out, "echo: v\n") << c.name;
+    std::string v = std::string("version=") + c.version + " session=sess-1";
+    for (const std::string& line : {"notifications/initialized accept=application/json, text/event-stream " + v,
+                                    "tools/call accept=application/json, text/event-stream " + v, "GET " + v}) {
+      EXPECT_TRUE(c.f->proc->wait_for_stdout(line)) << c.name << ": " << line << "\n" << c.f->proc->out();
+    }
+  }
+  home.write_mcp_config(http_entry("v0618", v0618.url()) + "," + http_entry("v1125", v1125.url()));
+  oppx({"mcp", "list"});
+  EXPECT_TRUE(v0326.proc->wait_for_stdout("DELETE version=- session=sess-1")) << v0326.proc->out();
+  EXPECT_EQ(v0326.proc->out().find("version=2025"), std::string::npos) << v0326.proc->out();
+}
+
 TEST_F(HttpConnectors, TheServersOwnStreamBringsListChanged) {
   Fake f = fake({"notify"});
   home.write_mcp_config(http_entry("notify", f.url()));
@@ -185,6 +215,20 @@ TEST_F(HttpConnectors, TheServersOwnStreamBringsListChanged) {
   EXPECT_EQ(call.out, "echo: x\n") << call.err;
   EXPECT_TRUE(eventually([&] { return entry("notify").at("tools").as_array().size() == 3u; }))
       << "list_changed on the GET stream makes the connector fetch its tools again";
+}
+
+// A 2025-11-25 server may end its own stream cleanly after an event id and expect the client to
+// poll it: that is no failure, so the stream is polled on past the limit of drops in a row (5).
+TEST_F(HttpConnectors, TheServersOwnStreamIsPolledWhenItEndsItCleanly) {
+  Fake f = fake({"notify-poll"});
+  home.write_mcp_config(http_entry("polled", f.url()));
+  EXPECT_EQ(entry("polled").at("tools").as_array().size(), 2u);
+  ASSERT_TRUE(f.proc->wait_for_stdout("server stream poll #8\n")) << f.proc->out();
+  Result call = oppx({"mcp", "call", "polled", "echo", R"({"message":"x"})"});
+  EXPECT_EQ(call.out, "echo: x\n") << call.err;
+  EXPECT_TRUE(eventually([&] { return entry("polled").at("tools").as_array().size() == 3u; }))
+      << "list_changed came on a later poll\n"
+      << f.proc->out();
 }
 
 TEST_F(HttpConnectors, ALoginRefusedIsDiagnosedAndTheTokenIsNeverShown) {
@@ -273,6 +317,51 @@ TEST_F(HttpConnectors, ADroppedStreamIsResumedWithLastEventIdOrTheCallFails) {
   EXPECT_EQ(lost.exit_code, 1);
   EXPECT_NE(lost.err.find("cannot be resumed"), std::string::npos) << lost.err;
   EXPECT_EQ(entry("noid").at("state"), json::value("running"));
+}
+
+// A server that sends an event (not the response) and drops, on every resumption: the events
+// are no progress toward the response, so the resumptions are counted over the whole request.
+TEST_F(HttpConnectors, AStreamThatKeepsDroppingIsResumedABoundedNumberOfTimes) {
+  Fake f = fake({"drop-forever"});
+  home.write_mcp_config(http_entry("flaky", f.url()));
+  Result call = oppx({"mcp", "call", "flaky", "echo"});
+  EXPECT_EQ(call.exit_code, 1);
+  EXPECT_NE(call.err.find("ended the event stream before the response"), std::string::npos) << call.err;
+  EXPECT_NE(call.err.find("resumed 5 times already"), std::string::npos) << call.err;
+  EXPECT_TRUE(f.proc->wait_for_stdout("resume #5 ")) << f.proc->out();
+  EXPECT_EQ(f.proc->out().find("resume #6 "), std::string::npos) << f.proc->out();
+  EXPECT_EQ(entry("flaky").at("state"), json::value("running")) << "one failed call does not take it down";
+}
+
+// MCP 2025-11-25 lets a server end a stream cleanly after an event id and the client poll; 2025-06-18
+// says it should not, so there the same ends are drops, with the drop budget.
+TEST_F(HttpConnectors, PollingFollowsTheNegotiatedVersion) {
+  Fake v1125 = fake({"poll", "7"});
+  Fake v0618 = fake({"poll", "7", "--version=2025-06-18"});
+  home.write_mcp_config(http_entry("v1125", v1125.url()) + "," + http_entry("v0618", v0618.url()));
+  Result polled = oppx({"mcp", "call", "v1125", "echo", R"({"message":"polled"})"});
+  EXPECT_EQ(polled.exit_code, 0) << polled.err;
+  EXPECT_EQ(polled.out, "echo: polled\n");
+  EXPECT_TRUE(v1125.proc->wait_for_stdout("poll #7 ")) << v1125.proc->out();
+  Result dropped = oppx({"mcp", "call", "v0618", "echo"});
+  EXPECT_EQ(dropped.exit_code, 1);
+  EXPECT_NE(dropped.err.find("resumed 5 times already"), std::string::npos) << dropped.err;
+  EXPECT_EQ(v0618.proc->out().find("poll #6 "), std::string::npos) << v0618.proc->out();
+}
+
+// The server's `retry` (2.5 s here, inside the clamp of 100 ms to 60 s) is waited before the
+// resumption, not the 1 s used when a stream gives none.
+TEST_F(HttpConnectors, TheServersRetryIsWaitedBeforeResuming) {
+  Fake f = fake({"drop-stream", "2500"});
+  home.write_mcp_config(http_entry("slow-retry", f.url()));
+  Result call = oppx({"mcp", "call", "slow-retry", "echo", R"({"message":"later"})"});
+  EXPECT_EQ(call.exit_code, 0) << call.err;
+  EXPECT_EQ(call.out, "echo: later\n");
+  ASSERT_TRUE(f.proc->wait_for_stdout(" ms after the drop\n")) << f.proc->out();
+  const std::string& out = f.proc->out();
+  auto at = out.find(", ", out.find("resumed after event"));
+  ASSERT_NE(at, std::string::npos) << out;
+  EXPECT_GE(std::stol(out.substr(at + 2)), 2000) << out;
 }
 
 TEST_F(HttpConnectors, TortureEventStreamsAreParsed) {
@@ -370,6 +459,101 @@ TEST_F(HttpConnectors, NothingListeningIsUnreachable) {
   EXPECT_EQ(e.at("state"), json::value("failed"));
   EXPECT_EQ(e.at("reason_kind"), json::value("unreachable"));
   EXPECT_NE(reason(e).find("refused"), std::string::npos) << reason(e);
+}
+
+// Sequential calls share one keep-alive connection; the startup (initialize, then initialized,
+// tools/list and the server-stream GET at once) may use three at most.
+TEST_F(HttpConnectors, SequentialCallsReuseAKeptAliveConnection) {
+  Fake f = fake({"count"});
+  home.write_mcp_config(http_entry("reuse", f.url()));
+  for (int i = 1; i <= 6; ++i) {
+    Result call = oppx({"mcp", "call", "reuse", "echo", R"({"message":")" + std::to_string(i) + R"("})"});
+    EXPECT_EQ(call.out, "echo: " + std::to_string(i) + "\n") << call.err;
+  }
+  ASSERT_TRUE(f.proc->wait_for_stdout("tools/call #6 on connection #")) << f.proc->out();
+  const std::string& out = f.proc->out();
+  EXPECT_EQ(out.find("connection #4\n"), std::string::npos) << out;
+  auto first = out.find("tools/call #1 on connection #");
+  ASSERT_NE(first, std::string::npos) << out;
+  std::string on = out.substr(first + 13, out.find('\n', first) - first - 13);  // " on connection #N"
+  for (int i = 2; i <= 6; ++i)
+    EXPECT_NE(out.find("tools/call #" + std::to_string(i) + on + "\n"), std::string::npos) << on << "\n" << out;
+}
+
+// The server closes the kept-alive connection after each call; the next call finds it dead
+// when it reuses it, and goes through on a fresh connection.
+TEST_F(HttpConnectors, AKeptAliveConnectionTheServerClosedIsReplaced) {
+  Fake f = fake({"close-idle"});
+  home.write_mcp_config(http_entry("closes", f.url()));
+  for (int i = 1; i <= 3; ++i) {
+    Result call = oppx({"mcp", "call", "closes", "echo", R"({"message":")" + std::to_string(i) + R"("})"});
+    EXPECT_EQ(call.exit_code, 0) << call.err;
+    EXPECT_EQ(call.out, "echo: " + std::to_string(i) + "\n") << call.err;
+    ASSERT_TRUE(f.proc->wait_for_stdout(" after call #" + std::to_string(i) + "\n")) << f.proc->out();
+  }
+  EXPECT_TRUE(f.proc->wait_for_stdout("connection #3\n")) << "each call after the first needed a new one\n"
+                                                          << f.proc->out();
+  EXPECT_EQ(entry("closes").at("state"), json::value("running"));
+}
+
+// A listening socket whose accept queue is full (backlog 0, one connection waiting in it): Linux
+// drops further SYNs, so a connect to it hangs until the connect limit ends it.
+TEST_F(HttpConnectors, AServerThatAcceptsNoConnectionFailsWithinTheConnectLimit) {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  int filler = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(::connect(filler, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << "the one the queue holds";
+  ::setenv("OPPX_HTTP_TIMEOUTS", "connect=700", 1);
+  home.write_mcp_config(http_entry("silent", "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/mcp"));
+  auto started = std::chrono::steady_clock::now();
+  auto e = entry("silent");
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_EQ(e.at("reason_kind"), json::value("unreachable"));
+  EXPECT_NE(reason(e).find("did not accept a connection within 0.7 s"), std::string::npos) << reason(e);
+  ASSERT_TRUE(e.contains("steps"));
+  EXPECT_FALSE(e.at("steps").as_array().empty());
+  // The connect limit ended it, not the 30 s limit on a start (a loaded machine is given slack).
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(took).count(), 15'000);
+  ::unsetenv("OPPX_HTTP_TIMEOUTS");
+  ::close(filler);
+  ::close(listener);
+}
+
+// The session started, then a call is refused with 401: the login is lost. The connector goes
+// down with kind login, the call says so with the steps back, and the token shows nowhere.
+TEST_F(HttpConnectors, ALoginLostInTheMiddleOfASessionTakesTheConnectorDown) {
+  Fake f = fake({"login-lost"});
+  const std::string secret = "tok-mid-session-secret-5150";
+  ::setenv("OPPX_TEST_HTTP_TOKEN", secret.c_str(), 1);
+  json::object headers{{"Authorization", "Bearer ${OPPX_TEST_HTTP_TOKEN}"}};
+  home.write_mcp_config(http_entry("expires", f.url(), headers));
+  EXPECT_EQ(entry("expires").at("state"), json::value("running"));
+  auto c = hello_client(home);
+  ASSERT_TRUE(c);
+  auto r = c->call("tools/call", json::object{{"connector", "expires"}, {"tool", "echo"}}, 20s);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, "connector_down") << r.error().message;
+  EXPECT_EQ(r.error().data.at("reason_kind"), json::value("login")) << json::serialize(r.error().data);
+  EXPECT_NE(r.error().message.find("HTTP 401"), std::string::npos) << r.error().message;
+  ASSERT_TRUE(r.error().data.contains("steps"));
+  EXPECT_FALSE(r.error().data.at("steps").as_array().empty());
+  Result call = oppx({"mcp", "call", "expires", "echo"});
+  EXPECT_EQ(call.exit_code, 1);
+  auto e = entry("expires");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_EQ(e.at("reason_kind"), json::value("login"));
+  Result list = oppx({"mcp", "list"});
+  for (const std::string& out : {r.error().message, json::serialize(r.error().data), call.out, call.err, list.out,
+                                 list.err, json::serialize(e), home.read_log(), f.proc->out()})
+    EXPECT_EQ(out.find(secret), std::string::npos) << "the token leaked into:\n" << out;
+  ::unsetenv("OPPX_TEST_HTTP_TOKEN");
 }
 
 TEST_F(HttpConnectors, TlsVerificationFailsClosedAndPassesWithTheTrustedCa) {

@@ -1,13 +1,16 @@
 // A fake MCP server over streamable HTTP that makes faults on purpose, for the HTTP connector
 // tests (real servers are used for everything else). Node built-ins only. Listens on port 0 of
 // 127.0.0.1 and prints "ports N M ready" on stdout (M: the second origin, for redirects).
-//   usage: node fake_http_mcp.js MODE [ARG...]     (modes: see the switch in answer() below)
+//   usage: node fake_http_mcp.js MODE [ARG...] [--version=V]   (modes: see the switch in answer())
+//   --version=V: initialize answers with protocol version V, whatever the client asked for.
 "use strict";
 const http = require("http");
 const https = require("https");
 const fs = require("fs");
 
-const [mode, ...args] = process.argv.slice(2);
+const argv = process.argv.slice(2);
+const forcedVersion = (argv.find((a) => a.startsWith("--version=")) || "").slice("--version=".length);
+const [mode, ...args] = argv.filter((a) => !a.startsWith("--version="));
 const say = (s) => process.stdout.write(s + "\n");
 
 let sessions = new Set();
@@ -16,6 +19,12 @@ let initializeCount = 0;
 let sessionRequests = 0;
 let nextEventId = 1;
 const replay = new Map();
+let droppedAt = 0; // when drop-stream cut its stream, to measure the client's wait before resuming
+let resumes = 0; // GETs with Last-Event-ID (modes drop-forever, poll)
+let pollAnswer = null; // the response that mode "poll" sends once it is done polling
+let connections = 0; // TCP connections accepted (modes count, close-idle)
+let calls = 0;
+const notes = []; // notifications waiting for the next poll of the server's stream (mode notify-poll)
 const extraTools = []; // grows in mode "notify", announced on the server's own stream
 const listeners = []; // open GET streams (mode "notify") // event id -> [lines still to send after it] (drop-stream mode)
 
@@ -29,7 +38,7 @@ function mcpResult(msg) {
       const asked = msg.params && msg.params.protocolVersion;
       const known = ["2025-11-25", "2025-06-18", "2025-03-26"];
       return {
-        protocolVersion: known.includes(asked) ? asked : "2025-11-25",
+        protocolVersion: forcedVersion || (known.includes(asked) ? asked : "2025-11-25"),
         capabilities: { tools: {} },
         serverInfo: { name: "fake-http", version: "1" },
       };
@@ -79,6 +88,18 @@ function answerOk(req, res, msg, sse) {
   res.writeHead(200, { "Content-Type": "text/event-stream", ...headers });
   res.write(": a comment first\n\n");
   res.end(sseEvent(body, String(nextEventId++)));
+}
+
+function oneEventThenDrop(req, res) {
+  res.writeHead(200, { "Content-Type": "text/event-stream" });
+  res.write("retry: 100\n");
+  res.write(sseEvent(JSON.stringify({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "working" } }), String(nextEventId++)));
+  setTimeout(() => req.socket.destroy(), 20);
+}
+
+function primeThenEnd(res) {
+  res.writeHead(200, { "Content-Type": "text/event-stream" });
+  res.end(`retry: 100\nid: ${nextEventId++}\ndata:\n\n`);
 }
 
 function rawResponse(req, lines, body) {
@@ -152,6 +173,12 @@ function answer(req, res, msg) {
         for (const l of listeners) l.write(sseEvent(note, String(nextEventId++)));
       }
       break;
+    case "notify-poll":
+      if (isCall) {
+        extraTools.push({ name: "added", description: "Added after a call", inputSchema: { type: "object" } });
+        notes.push(JSON.stringify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" }));
+      }
+      break;
     case "html":
       if (isCall) {
         res.writeHead(502, { "Content-Type": "text/html; charset=utf-8" });
@@ -187,9 +214,45 @@ function answer(req, res, msg) {
         res.write(`retry: ${args[0] || "50"}\n`);
         res.write(sseEvent(JSON.stringify({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "working" } }), first));
         say(`dropping the stream after event ${first}`);
-        return setTimeout(() => req.socket.destroy(), 20);
+        return setTimeout(() => {
+          droppedAt = Date.now();
+          req.socket.destroy();
+        }, 20);
       }
       return answerOk(req, res, msg, true);
+    case "drop-forever":
+      // One event that is not the response, then the connection breaks; every resumption alike.
+      if (isCall) return oneEventThenDrop(req, res);
+      break;
+    case "poll":
+      // MCP 2025-11-25 polling: a priming event (an id, empty data), then the stream ends cleanly
+      // without the response; the response comes on the resumption number ARG.
+      if (isCall) {
+        pollAnswer = result(msg.id, mcpResult(msg));
+        return primeThenEnd(res);
+      }
+      break;
+    case "login-lost":
+      // The login is lost in the middle of a session: the session started, a call is refused.
+      if (isCall) {
+        say("refusing a call with 401");
+        return sendJson(res, 401, JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Unauthorized" } }));
+      }
+      break;
+    case "count":
+      if (isCall) say(`tools/call #${++calls} on connection #${req.socket.number}`);
+      break;
+    case "close-idle":
+      // The keep-alive connection is closed once the answer went out, as a server does to idle
+      // ones; a request sent on it afterwards is never read (the client must use a new connection).
+      if (isCall) {
+        const n = ++calls;
+        res.on("finish", () => {
+          say(`closing connection #${req.socket.number} after call #${n}`);
+          req.socket.destroy();
+        });
+      }
+      break;
     case "drop-stream-noid":
       if (isCall) {
         res.writeHead(200, { "Content-Type": "text/event-stream" });
@@ -246,6 +309,8 @@ function handle(req, res) {
     if (mode === "redirect-loop") return redirect(res, url === "/a" ? "/b" : "/a");
     if (mode === "redirect-to-http") return redirect(res, `http://127.0.0.1:${second.address().port}/mcp`);
   }
+  if (mode === "record" && req.method !== "POST")
+    say(`${req.method} version=${req.headers["mcp-protocol-version"] || "-"} session=${req.headers["mcp-session-id"] || "-"}`);
   if (req.method === "DELETE") {
     say(`DELETE session ${req.headers["mcp-session-id"]}`);
     sessions.delete(req.headers["mcp-session-id"]);
@@ -255,11 +320,29 @@ function handle(req, res) {
   if (req.method === "GET") {
     const last = req.headers["last-event-id"];
     if (mode === "drop-stream" && last && replay.has(last)) {
-      say(`resumed after event ${last}`);
+      say(`resumed after event ${last}, ${Date.now() - droppedAt} ms after the drop`);
       res.writeHead(200, { "Content-Type": "text/event-stream" });
       res.end(replay.get(last));
       replay.delete(last);
       return;
+    }
+    if (mode === "drop-forever" && last) {
+      say(`resume #${++resumes} after event ${last}`);
+      return oneEventThenDrop(req, res);
+    }
+    if (mode === "poll" && last) {
+      say(`poll #${++resumes} after event ${last}`);
+      if (resumes < Number(args[0] || 3)) return primeThenEnd(res);
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      return res.end(sseEvent(pollAnswer, String(nextEventId++)));
+    }
+    if (mode === "notify-poll" && sessions.has(req.headers["mcp-session-id"])) {
+      // MCP 2025-11-25 polling of the server's own stream: each GET gets what is waiting (or
+      // only a priming event) and ends cleanly; the client comes back after `retry`.
+      say(`server stream poll #${++resumes}`);
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      const waiting = notes.splice(0).map((n) => sseEvent(n, String(nextEventId++))).join("");
+      return res.end(`retry: 100\nid: ${nextEventId++}\ndata:\n\n` + waiting);
     }
     if (mode === "notify" && sessions.has(req.headers["mcp-session-id"])) {
       res.writeHead(200, { "Content-Type": "text/event-stream" });
@@ -306,6 +389,11 @@ function handle2(req, res) {
   }
   readBody(req, (text) => answerOk(req, res, JSON.parse(text), false));
 }
+if (mode === "count" || mode === "close-idle")
+  server.on("connection", (socket) => {
+    socket.number = ++connections;
+    say(`connection #${connections}`);
+  });
 second.listen(0, "127.0.0.1", () => {
   server.listen(0, "127.0.0.1", () => {
     say(`ports ${server.address().port} ${second.address().port} ready`);
