@@ -100,13 +100,20 @@ std::string result_text(const json::value& result, std::size_t limit, bool* trun
       }
     }
   }
-  *truncated = text.size() > limit;
+  // Characters are UTF-8 code points: each starts with a byte that is not a continuation byte
+  // (10xxxxxx), so the cut falls before one and never inside a multi-byte sequence. An invalid
+  // byte counts as one character.
+  auto starts_char = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; };
+  std::size_t chars = 0, cut = text.size();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (!starts_char(text[i])) continue;
+    if (chars == limit) cut = i;
+    ++chars;
+  }
+  *truncated = chars > limit;
   if (*truncated) {
-    std::size_t cut = limit;
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
-    std::size_t total = text.size();
     text.resize(cut);
-    text += fmt::format("\n[… cut at {} of {} characters …]", limit, total);
+    text += fmt::format("\n[… cut at {} of {} characters …]", limit, chars);
   }
   return text;
 }
