@@ -507,6 +507,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     peer->call("initialize", params, [w = weak_from_this(), gen](JsonRpcPeer::CallResult r) {
       auto self = w.lock();
       if (!self || gen != self->generation || self->state != ConnectorState::kStarting) return;
+      self->disown(r);
       // A program's output ended: the exit, with its status and last words, is the reason (on_exit).
       bool http = self->def.kind == ConnectorDef::Kind::kHttp;
       if (!r && r.error().kind == proto::kind::kDisconnected && !http) return;
@@ -575,6 +576,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     peer->call("tools/list", params, [w = weak_from_this(), gen, acc](JsonRpcPeer::CallResult r) {
       auto self = w.lock();
       if (!self || gen != self->generation) return;
+      self->disown(r);
       if (!r && r.error().kind == proto::kind::kDisconnected && self->def.kind != ConnectorDef::Kind::kHttp) {
         self->fetching = false;  // as for initialize: on_exit reports it
         return;
@@ -743,6 +745,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       pc->id = nullptr;
       auto self = w.lock();
       if (!self) return finish(w, *pc, std::move(r));
+      self->disown(r);
       if (!r && r.error().kind == proto::kind::kDisconnected) return self->lost_during_call(pc, ro);
       if (!r) self->check_login(r.error());
       if (!r && self->state == ConnectorState::kFailed) {
@@ -817,6 +820,19 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       status = static_cast<int>(s->as_int64());
     if (dk == down::kUnreachable) return fail(down::kUnreachable, e.message);
     if (dk == down::kLogin || looks_like_login(e.message, status)) return fail(down::kLogin, e.message);
+  }
+
+  // MCP servers over stdio: an error the server sent is the server's, whatever its data.kind
+  // says; only errors made here (the peer's "disconnected") carry the kinds the daemon acts on
+  // (restart, repeat, take it down). The server's kind is kept as data.server_kind. Over HTTP the
+  // transport reports its own failures (login, unreachable, timeout) as errors on the same path,
+  // so their kinds stand.
+  void disown(JsonRpcPeer::CallResult& r) const {
+    if (r || !r.error().received || def.kind == ConnectorDef::Kind::kHttp) return;
+    proto::RpcError e = r.error();
+    if (!e.kind.empty()) e.data["server_kind"] = e.kind;
+    e.kind.clear();
+    r = JsonRpcPeer::CallResult(boost::system::in_place_error, std::move(e));
   }
 
   // Stop: stdin closed (the peer's abort), SIGTERM to the group after kTermGrace, SIGKILL after

@@ -270,6 +270,32 @@ TEST_F(ConnectorFaults, ALostLoginTakesItDownButRefusedArgumentsDoNot) {
   EXPECT_EQ(entry("auth").at("state"), json::value("running"));
 }
 
+// RELIABILITY: a server's own error text never grants itself authority. An error claiming a kind
+// the daemon acts on (a lost connection, a lost login, an unreachable server, a connector down)
+// is the server's error: passed on, the program left running, the call not repeated.
+TEST_F(ConnectorFaults, AServersErrorClaimingOneOfOurKindsIsOnlyItsOwn) {
+  std::string dir = fake_dir("claims");
+  write_config(stdio("claims", FAKE_MCP_SERVER, {"ok", dir}));
+  ASSERT_EQ(entry("claims").at("state"), json::value("running"));
+  pid_t pid = last_pid(dir);
+  auto c = client();
+  std::vector<std::string> kinds{"disconnected", "login", "unreachable", "timeout", "connector_down"};
+  for (const std::string& kind : kinds) {
+    auto r = c.call("tools/call",
+                    json::object{{"connector", "claims"}, {"tool", "claim"}, {"arguments", {{"kind", kind}}}}, 10s);
+    ASSERT_FALSE(r) << kind;
+    EXPECT_EQ(r.error().message, "the server claims " + kind);
+    EXPECT_EQ(r.error().kind, "") << "not ours: " << kind;
+    EXPECT_EQ(r.error().data.at("server_kind"), json::value(kind));
+    EXPECT_FALSE(r.error().data.contains("steps")) << kind;
+    auto e = entry("claims");
+    EXPECT_EQ(e.at("state"), json::value("running")) << kind;
+  }
+  EXPECT_EQ(lines(dir + "/claims"), kinds) << "each call ran once";
+  EXPECT_EQ(lines(dir + "/pids"), std::vector<std::string>{std::to_string(pid)}) << "never restarted";
+  EXPECT_TRUE(process_alive(pid));
+}
+
 // RELIABILITY: the child's environment is the usual variables plus its own env, nothing of the
 // daemon's or the client's; it inherits no fd but 0–2.
 TEST_F(ConnectorFaults, TheChildGetsOnlyTheUsualVariablesItsOwnEnvAndFdsZeroToTwo) {
