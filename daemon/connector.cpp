@@ -812,14 +812,11 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   // A call's error that says the login is gone (or, over HTTP, the server is out of reach) takes
   // the connector down; any other error, such as a tool refusing its arguments, leaves it running.
+  // The kinds are the transport's own (disown() took any a stdio server sent); the words are the
+  // tool's, so only words count there, never a bare number such as 403.
   void check_login(const proto::RpcError& e) {
-    const json::value* k = e.data.if_contains("kind");
-    std::string dk = k && k->is_string() ? std::string(k->as_string()) : "";
-    int status = 0;
-    if (const json::value* s = e.data.if_contains("http_status"); s && s->is_int64())
-      status = static_cast<int>(s->as_int64());
-    if (dk == down::kUnreachable) return fail(down::kUnreachable, e.message);
-    if (dk == down::kLogin || looks_like_login(e.message, status)) return fail(down::kLogin, e.message);
+    if (e.kind == down::kUnreachable) return fail(down::kUnreachable, e.message);
+    if (e.kind == down::kLogin || tool_error_looks_like_login(e.message)) return fail(down::kLogin, e.message);
   }
 
   // MCP servers over stdio: an error the server sent is the server's, whatever its data.kind

@@ -255,6 +255,10 @@ TEST_F(ConnectorFaults, ALostLoginTakesItDownButRefusedArgumentsDoNot) {
   EXPECT_EQ(field.exit_code, 1);
   EXPECT_NE(field.err.find("the login field is required"), std::string::npos) << field.err;
   EXPECT_EQ(entry("auth").at("state"), json::value("running")) << "a tool refusing its arguments is not a lost login";
+  Result forbidden = oppx({"mcp", "call", "auth", "forbidden"});
+  EXPECT_EQ(forbidden.exit_code, 1);
+  EXPECT_NE(forbidden.err.find("API error 403: resource not accessible"), std::string::npos) << forbidden.err;
+  EXPECT_EQ(entry("auth").at("state"), json::value("running")) << "a 403 of the API a tool talks to is not our login";
   auto c = client();
   auto r = c.call("tools/call", json::object{{"connector", "auth"}, {"tool", "expired"}}, 10s);
   ASSERT_FALSE(r);
