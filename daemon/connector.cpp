@@ -78,7 +78,21 @@ constexpr const char* kPassedVariables[] = {"HOME", "LOGNAME", "PATH", "SHELL", 
 // the call; those take the connector down. Anything else (a timeout, a bad answer) fails one call.
 bool takes_it_down(const RpcError& e) { return e.kind == down::kLogin || e.kind == down::kUnreachable; }
 
+std::string duration_text(std::chrono::milliseconds limit) {
+  auto ms = limit.count();
+  return ms % 1000 ? fmt::format("{} ms", ms) : fmt::format("{} s", ms / 1000);
+}
+
 }  // namespace
+
+proto::RpcError start_outlasted_call(const std::string& connector, std::chrono::milliseconds limit) {
+  auto e = RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
+                          fmt::format("{} was still starting when the call's time limit of {} passed, so the call was "
+                                      "not sent; try again in a moment, or with a longer time limit",
+                                      connector, duration_text(limit)));
+  e.data["connector"] = connector;
+  return e;
+}
 
 std::string result_text(const json::value& result, std::size_t limit, bool* truncated) {
   std::string text;
@@ -702,16 +716,14 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   void time_out(const Call& pc) {
     if (pc->finished) return;
     auto w = weak_from_this();
-    if (pc->id.is_null() && state == ConnectorState::kStarting) {
-      return finish(w, *pc, down_error(fmt::format("{} is still starting; try again in a moment", def.name)));
-    }
+    if (pc->id.is_null() && state == ConnectorState::kStarting)
+      return finish(w, *pc, start_outlasted_call(def.name, pc->limit));
     // One slow call does not take a connector down: the call is cancelled, the connector stays.
     abandon(*pc, "the caller's time limit passed");
-    auto ms = pc->limit.count();
     finish(w, *pc,
-           RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
-                          fmt::format("{} did not answer within {}; the call was cancelled", pc->tool,
-                                      ms % 1000 ? fmt::format("{} ms", ms) : fmt::format("{} s", ms / 1000))));
+           RpcError::make(
+               ErrorCode::kInternal, proto::kind::kTimeout,
+               fmt::format("{} did not answer within {}; the call was cancelled", pc->tool, duration_text(pc->limit))));
   }
 
   // One try: waits while it starts, starts a program found stopped (the call has not reached it,
