@@ -78,7 +78,21 @@ constexpr const char* kPassedVariables[] = {"HOME", "LOGNAME", "PATH", "SHELL", 
 // the call; those take the connector down. Anything else (a timeout, a bad answer) fails one call.
 bool takes_it_down(const RpcError& e) { return e.kind == down::kLogin || e.kind == down::kUnreachable; }
 
+std::string duration_text(std::chrono::milliseconds limit) {
+  auto ms = limit.count();
+  return ms % 1000 ? fmt::format("{} ms", ms) : fmt::format("{} s", ms / 1000);
+}
+
 }  // namespace
+
+proto::RpcError start_outlasted_call(const std::string& connector, std::chrono::milliseconds limit) {
+  auto e = RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
+                          fmt::format("{} was still starting when the call's time limit of {} passed, so the call was "
+                                      "not sent; try again in a moment, or with a longer time limit",
+                                      connector, duration_text(limit)));
+  e.data["connector"] = connector;
+  return e;
+}
 
 std::string result_text(const json::value& result, std::size_t limit, bool* truncated) {
   std::string text;
@@ -100,13 +114,20 @@ std::string result_text(const json::value& result, std::size_t limit, bool* trun
       }
     }
   }
-  *truncated = text.size() > limit;
+  // Characters are UTF-8 code points: each starts with a byte that is not a continuation byte
+  // (10xxxxxx), so the cut falls before one and never inside a multi-byte sequence. An invalid
+  // byte counts as one character.
+  auto starts_char = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; };
+  std::size_t chars = 0, cut = text.size();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (!starts_char(text[i])) continue;
+    if (chars == limit) cut = i;
+    ++chars;
+  }
+  *truncated = chars > limit;
   if (*truncated) {
-    std::size_t cut = limit;
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
-    std::size_t total = text.size();
     text.resize(cut);
-    text += fmt::format("\n[… cut at {} of {} characters …]", limit, total);
+    text += fmt::format("\n[… cut at {} of {} characters …]", limit, chars);
   }
   return text;
 }
@@ -501,6 +522,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     peer->call("initialize", params, [w = weak_from_this(), gen](JsonRpcPeer::CallResult r) {
       auto self = w.lock();
       if (!self || gen != self->generation || self->state != ConnectorState::kStarting) return;
+      self->disown(r);
       // A program's output ended: the exit, with its status and last words, is the reason (on_exit).
       bool http = self->def.kind == ConnectorDef::Kind::kHttp;
       if (!r && r.error().kind == proto::kind::kDisconnected && !http) return;
@@ -569,6 +591,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     peer->call("tools/list", params, [w = weak_from_this(), gen, acc](JsonRpcPeer::CallResult r) {
       auto self = w.lock();
       if (!self || gen != self->generation) return;
+      self->disown(r);
       if (!r && r.error().kind == proto::kind::kDisconnected && self->def.kind != ConnectorDef::Kind::kHttp) {
         self->fetching = false;  // as for initialize: on_exit reports it
         return;
@@ -694,16 +717,14 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   void time_out(const Call& pc) {
     if (pc->finished) return;
     auto w = weak_from_this();
-    if (pc->id.is_null() && state == ConnectorState::kStarting) {
-      return finish(w, *pc, down_error(fmt::format("{} is still starting; try again in a moment", def.name)));
-    }
+    if (pc->id.is_null() && state == ConnectorState::kStarting)
+      return finish(w, *pc, start_outlasted_call(def.name, pc->limit));
     // One slow call does not take a connector down: the call is cancelled, the connector stays.
     abandon(*pc, "the caller's time limit passed");
-    auto ms = pc->limit.count();
     finish(w, *pc,
-           RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
-                          fmt::format("{} did not answer within {}; the call was cancelled", pc->tool,
-                                      ms % 1000 ? fmt::format("{} ms", ms) : fmt::format("{} s", ms / 1000))));
+           RpcError::make(
+               ErrorCode::kInternal, proto::kind::kTimeout,
+               fmt::format("{} did not answer within {}; the call was cancelled", pc->tool, duration_text(pc->limit))));
   }
 
   // One try: waits while it starts, starts a program found stopped (the call has not reached it,
@@ -737,6 +758,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       pc->id = nullptr;
       auto self = w.lock();
       if (!self) return finish(w, *pc, std::move(r));
+      self->disown(r);
       if (!r && r.error().kind == proto::kind::kDisconnected) return self->lost_during_call(pc, ro);
       if (!r) self->check_login(r.error());
       if (!r && self->state == ConnectorState::kFailed) {
@@ -803,14 +825,24 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   // A call's error that says the login is gone (or, over HTTP, the server is out of reach) takes
   // the connector down; any other error, such as a tool refusing its arguments, leaves it running.
+  // The kinds are the transport's own (disown() took any a stdio server sent); the words are the
+  // tool's, so only words count there, never a bare number such as 403.
   void check_login(const proto::RpcError& e) {
-    const json::value* k = e.data.if_contains("kind");
-    std::string dk = k && k->is_string() ? std::string(k->as_string()) : "";
-    int status = 0;
-    if (const json::value* s = e.data.if_contains("http_status"); s && s->is_int64())
-      status = static_cast<int>(s->as_int64());
-    if (dk == down::kUnreachable) return fail(down::kUnreachable, e.message);
-    if (dk == down::kLogin || looks_like_login(e.message, status)) return fail(down::kLogin, e.message);
+    if (e.kind == down::kUnreachable) return fail(down::kUnreachable, e.message);
+    if (e.kind == down::kLogin || tool_error_looks_like_login(e.message)) return fail(down::kLogin, e.message);
+  }
+
+  // MCP servers over stdio: an error the server sent is the server's, whatever its data.kind
+  // says; only errors made here (the peer's "disconnected") carry the kinds the daemon acts on
+  // (restart, repeat, take it down). The server's kind is kept as data.server_kind. Over HTTP the
+  // transport reports its own failures (login, unreachable, timeout) as errors on the same path,
+  // so their kinds stand.
+  void disown(JsonRpcPeer::CallResult& r) const {
+    if (r || !r.error().received || def.kind == ConnectorDef::Kind::kHttp) return;
+    proto::RpcError e = r.error();
+    if (!e.kind.empty()) e.data["server_kind"] = e.kind;
+    e.kind.clear();
+    r = JsonRpcPeer::CallResult(boost::system::in_place_error, std::move(e));
   }
 
   // Stop: stdin closed (the peer's abort), SIGTERM to the group after kTermGrace, SIGKILL after

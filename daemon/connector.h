@@ -97,6 +97,10 @@ class Connector {
   std::shared_ptr<Impl> impl_;  // shared with its pending operations
 };
 
+// The `timeout` error of a call whose time limit passed while its connector was still starting:
+// the call was never sent, and the connector goes on starting.
+proto::RpcError start_outlasted_call(const std::string& connector, std::chrono::milliseconds limit);
+
 // The text a tools/call result gives the model: text parts joined, other parts summarised, cut
 // at `limit` characters with a visible marker.
 std::string result_text(const boost::json::value& result, std::size_t limit, bool* truncated);

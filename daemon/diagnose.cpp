@@ -116,13 +116,19 @@ std::string install_step(const ConnectorDef& def) {
 
 }  // namespace
 
-bool looks_like_login(std::string_view message, int http_status) {
-  if (http_status == 401 || http_status == 403) return true;
+bool tool_error_looks_like_login(std::string_view message) {
   std::string m = lower(message);
   for (std::string_view phrase : {"unauthorized", "unauthorised", "token expired", "token has expired", "expired token",
                                   "invalid_token", "invalid token", "token is expired"}) {
     if (contains(m, phrase)) return true;
   }
+  return false;
+}
+
+bool looks_like_login(std::string_view message, int http_status) {
+  if (http_status == 401 || http_status == 403) return true;
+  if (tool_error_looks_like_login(message)) return true;
+  std::string m = lower(message);
   return has_status(m, "401") || has_status(m, "403");
 }
 

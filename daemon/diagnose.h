@@ -20,6 +20,10 @@ struct Diagnosis {
 // A lost login, narrowly: HTTP 401/403, "unauthorized", "token expired" and their close kin.
 // A tool refusing its arguments ("the login field is required") is not one.
 bool looks_like_login(std::string_view message, int http_status = 0);
+// The same for the error text of one call, narrower still: the words only. A tool's own error
+// names the statuses of whatever it talks to ("API error 403: resource not accessible" is a
+// permission of that API, not oppx's login), so a bare 401 or 403 there does not count.
+bool tool_error_looks_like_login(std::string_view message);
 
 // The connector runs mcp-remote (a stdio bridge that logs in through the browser and waits,
 // silently, while nobody logs in).

@@ -9,8 +9,12 @@
 #include "proto/decode.h"
 #include "proto/daemon_api.h"
 
+#include <boost/asio/steady_timer.hpp>
 #include <boost/json/value_from.hpp>
 
+#include <algorithm>
+#include <chrono>
+#include <optional>
 #include <unistd.h>
 
 namespace oppx::daemon {
@@ -153,38 +157,60 @@ void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
   shared->on_cancel([cancel] {
     if (*cancel) (*cancel)();
   });
-  s.connectors().when_settled(root, p.connector, [&s, shared, p, root, cancel, peer = client.peer, id = shared->id()] {
-    if (shared->cancelled()) return;  // gone while the connector was starting
-    auto c = s.connectors().find(p.connector, root);
-    if (!c) return shared->fail(unknown_connector(p.connector));
-    CallOptions options;
-    options.timeout = std::chrono::milliseconds(p.timeout_ms);
-    if (!p.progress_token.is_null()) {
-      options.on_progress = [peer, id, token = p.progress_token](const json::object& progress) {
-        auto client = peer.lock();
-        if (!client) return;
-        json::object note{{"id", id}, {"progress_token", token}};
-        for (const char* k : {"progress", "total", "message"}) {
-          if (const json::value* v = progress.if_contains(k)) note[k] = *v;
+  // The call's time limit also bounds the wait for a connector still starting (up to 30 s, or
+  // 180 s after a reconnect): whichever comes first answers, the other finds `answered` set.
+  auto limit = std::chrono::milliseconds(p.timeout_ms);
+  auto asked_at = std::chrono::steady_clock::now();
+  struct StartWait {
+    bool answered = false;
+    std::optional<boost::asio::steady_timer> timer;  // only while it starts: none on the quick path
+  };
+  auto wait = std::make_shared<StartWait>();
+  s.connectors().when_settled(
+      root, p.connector, [&s, shared, p, root, cancel, peer = client.peer, id = shared->id(), limit, asked_at, wait] {
+        if (wait->answered) return;
+        wait->answered = true;
+        if (wait->timer) wait->timer->cancel();
+        if (shared->cancelled()) return;  // gone while the connector was starting
+        auto c = s.connectors().find(p.connector, root);
+        if (!c) return shared->fail(unknown_connector(p.connector));
+        CallOptions options;
+        auto waited =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked_at);
+        options.timeout = std::max(limit - waited, std::chrono::milliseconds(1));
+        if (!p.progress_token.is_null()) {
+          options.on_progress = [peer, id, token = p.progress_token](const json::object& progress) {
+            auto client = peer.lock();
+            if (!client) return;
+            json::object note{{"id", id}, {"progress_token", token}};
+            for (const char* k : {"progress", "total", "message"}) {
+              if (const json::value* v = progress.if_contains(k)) note[k] = *v;
+            }
+            client->notify("tools/progress", note);
+          };
         }
-        client->notify("tools/progress", note);
-      };
-    }
-    *cancel = c->call(p.tool, p.arguments, std::move(options), [shared, p](Connector::CallResult r) {
-      if (!r) return shared->fail(r.error());
-      bool truncated = false;
-      std::string text = result_text(*r, kResultLimit, &truncated);
-      bool is_error =
-          r->is_object() && r->as_object().contains("isError") && r->as_object().at("isError") == json::value(true);
-      // The model sees this as reference text from outside, never as instructions.
-      shared->ok(json::object{{"connector", p.connector},
-                              {"tool", p.tool},
-                              {"arguments", p.arguments},
-                              {"text", text},
-                              {"isError", is_error},
-                              {"truncated", truncated},
-                              {"untrusted", true}});
-    });
+        *cancel = c->call(p.tool, p.arguments, std::move(options), [shared, p](Connector::CallResult r) {
+          if (!r) return shared->fail(r.error());
+          bool truncated = false;
+          std::string text = result_text(*r, kResultLimit, &truncated);
+          bool is_error =
+              r->is_object() && r->as_object().contains("isError") && r->as_object().at("isError") == json::value(true);
+          // The model sees this as reference text from outside, never as instructions.
+          shared->ok(json::object{{"connector", p.connector},
+                                  {"tool", p.tool},
+                                  {"arguments", p.arguments},
+                                  {"text", text},
+                                  {"isError", is_error},
+                                  {"truncated", truncated},
+                                  {"untrusted", true}});
+        });
+      });
+  if (wait->answered) return;  // not starting: the call went out at once
+  wait->timer.emplace(s.io(), limit);
+  wait->timer->async_wait([shared, wait, name = p.connector, limit](boost::system::error_code ec) {
+    if (ec || wait->answered) return;
+    wait->answered = true;
+    shared->fail(start_outlasted_call(name, limit));
   });
 }
 

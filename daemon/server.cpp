@@ -216,6 +216,7 @@ void Server::start() {
 void Server::stop(const std::string& reason) { impl_->stop(reason); }
 Router& Server::router() { return impl_->router; }
 Connectors& Server::connectors() { return impl_->connectors; }
+asio::io_context& Server::io() { return impl_->io; }
 const ServerOptions& Server::options() const { return impl_->options; }
 std::int64_t Server::client_count() const {
   return std::count_if(impl_->clients.begin(), impl_->clients.end(), [](auto& c) { return !c.second->closed(); });

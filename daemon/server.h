@@ -45,6 +45,7 @@ class Server {
 
   Router& router();
   Connectors& connectors();
+  boost::asio::io_context& io();
   const ServerOptions& options() const;
   std::int64_t client_count() const;
   double uptime_seconds() const;

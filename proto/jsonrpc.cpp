@@ -23,6 +23,7 @@ json::object RpcError::to_json() const {
 
 RpcError RpcError::from_json(const json::value& error) {
   RpcError e;
+  e.received = true;
   const json::object* obj = error.if_object();
   if (!obj) {
     e.message = "malformed error object";

@@ -49,6 +49,9 @@ struct RpcError {
   std::string message;
   std::string kind;
   json::object data;  // extra fields besides kind (for instance "field")
+  // Parsed from a peer's message (from_json), not made here: its kind is the peer's claim, which
+  // the daemon never takes as its own (an MCP server's error cannot say "disconnected").
+  bool received = false;
 
   static RpcError make(ErrorCode code, std::string_view kind, std::string message);
   json::object to_json() const;

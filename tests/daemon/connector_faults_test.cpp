@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <fstream>
+#include <set>
 #include <sys/stat.h>
 
 namespace oppx::test {
@@ -253,6 +255,10 @@ TEST_F(ConnectorFaults, ALostLoginTakesItDownButRefusedArgumentsDoNot) {
   EXPECT_EQ(field.exit_code, 1);
   EXPECT_NE(field.err.find("the login field is required"), std::string::npos) << field.err;
   EXPECT_EQ(entry("auth").at("state"), json::value("running")) << "a tool refusing its arguments is not a lost login";
+  Result forbidden = oppx({"mcp", "call", "auth", "forbidden"});
+  EXPECT_EQ(forbidden.exit_code, 1);
+  EXPECT_NE(forbidden.err.find("API error 403: resource not accessible"), std::string::npos) << forbidden.err;
+  EXPECT_EQ(entry("auth").at("state"), json::value("running")) << "a 403 of the API a tool talks to is not our login";
   auto c = client();
   auto r = c.call("tools/call", json::object{{"connector", "auth"}, {"tool", "expired"}}, 10s);
   ASSERT_FALSE(r);
@@ -266,6 +272,100 @@ TEST_F(ConnectorFaults, ALostLoginTakesItDownButRefusedArgumentsDoNot) {
   // One reconnect brings it back.
   EXPECT_EQ(oppx({"mcp", "reconnect", "auth"}).exit_code, 0);
   EXPECT_EQ(entry("auth").at("state"), json::value("running"));
+}
+
+// RELIABILITY: a server's own error text never grants itself authority. An error claiming a kind
+// the daemon acts on (a lost connection, a lost login, an unreachable server, a connector down)
+// is the server's error: passed on, the program left running, the call not repeated.
+TEST_F(ConnectorFaults, AServersErrorClaimingOneOfOurKindsIsOnlyItsOwn) {
+  std::string dir = fake_dir("claims");
+  write_config(stdio("claims", FAKE_MCP_SERVER, {"ok", dir}));
+  ASSERT_EQ(entry("claims").at("state"), json::value("running"));
+  pid_t pid = last_pid(dir);
+  auto c = client();
+  std::vector<std::string> kinds{"disconnected", "login", "unreachable", "timeout", "connector_down"};
+  for (const std::string& kind : kinds) {
+    auto r = c.call("tools/call",
+                    json::object{{"connector", "claims"}, {"tool", "claim"}, {"arguments", {{"kind", kind}}}}, 10s);
+    ASSERT_FALSE(r) << kind;
+    EXPECT_EQ(r.error().message, "the server claims " + kind);
+    EXPECT_EQ(r.error().kind, "") << "not ours: " << kind;
+    EXPECT_EQ(r.error().data.at("server_kind"), json::value(kind));
+    EXPECT_FALSE(r.error().data.contains("steps")) << kind;
+    auto e = entry("claims");
+    EXPECT_EQ(e.at("state"), json::value("running")) << kind;
+  }
+  EXPECT_EQ(lines(dir + "/claims"), kinds) << "each call ran once";
+  EXPECT_EQ(lines(dir + "/pids"), std::vector<std::string>{std::to_string(pid)}) << "never restarted";
+  EXPECT_TRUE(process_alive(pid));
+}
+
+// RELIABILITY: the child's environment is the usual variables plus its own env, nothing of the
+// daemon's or the client's; it inherits no fd but 0–2.
+TEST_F(ConnectorFaults, TheChildGetsOnlyTheUsualVariablesItsOwnEnvAndFdsZeroToTwo) {
+  ::setenv("OPPX_TEST_LEAK", "1", 1);
+  std::string dir = fake_dir("report");
+  write_config(stdio_entry("report", FAKE_MCP_SERVER, {"report", dir}, {{"OWN_VARIABLE", "own"}}));
+  ASSERT_EQ(entry("report").at("state"), json::value("running"));
+  ::unsetenv("OPPX_TEST_LEAK");
+  std::set<std::string> names;
+  for (const std::string& var : lines(dir + "/environ")) {
+    names.insert(var.substr(0, var.find('=')));
+    if (var.rfind("OWN_VARIABLE=", 0) == 0) {
+      EXPECT_EQ(var, "OWN_VARIABLE=own");
+    }
+  }
+  EXPECT_TRUE(names.count("OWN_VARIABLE")) << read_file(dir + "/environ");
+  EXPECT_FALSE(names.count("OPPX_TEST_LEAK")) << read_file(dir + "/environ");
+  for (const std::string& name : names) {
+    static const std::set<std::string> allowed{"HOME", "LOGNAME", "PATH", "SHELL",
+                                               "TERM", "USER",    "LANG", "OWN_VARIABLE"};
+    EXPECT_TRUE(allowed.count(name)) << name << " reached the child";
+  }
+  EXPECT_TRUE(names.count("HOME") && names.count("PATH")) << read_file(dir + "/environ");
+  EXPECT_EQ(lines(dir + "/fds"), (std::vector<std::string>{"0", "1", "2"}));
+}
+
+// MCP: a server may ping its client at any time; the ping is answered.
+TEST_F(ConnectorFaults, APingFromTheServerIsAnswered) {
+  write_config(stdio("pinger", FAKE_MCP_SERVER, {"ok"}));
+  Result call = oppx({"mcp", "call", "pinger", "ping_client"});
+  EXPECT_EQ(call.exit_code, 0) << call.err;
+  EXPECT_EQ(call.out, "ping answered\n");
+}
+
+// MCP lifecycle: 2025-03-26 (and 2025-06-18, 2025-11-25) are accepted when the server answers
+// with them; any other version is refused, and the reason names it.
+TEST_F(ConnectorFaults, AnOlderKnownProtocolVersionIsAcceptedAndAnUnknownOneRefused) {
+  write_config(stdio("older", FAKE_MCP_SERVER, {"ok", "--protocol=2025-03-26"}) + "," +
+               stdio("ancient", FAKE_MCP_SERVER, {"ok", "--protocol=2023-01-01"}));
+  EXPECT_EQ(entry("older").at("state"), json::value("running"));
+  Result call = oppx({"mcp", "call", "older", "echo"});
+  EXPECT_EQ(call.out, "fake echo\n") << call.err;
+  auto e = entry("ancient");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_NE(str(e, "reason").find(R"(it speaks MCP protocol "2023-01-01", which oppx does not support)"),
+            std::string::npos)
+      << str(e, "reason");
+  EXPECT_FALSE(e.at("steps").as_array().empty());
+}
+
+// RELIABILITY: a command that exists but is not executable is "not installed", with steps.
+TEST_F(ConnectorFaults, ACommandThatIsNotExecutableIsNotInstalled) {
+  std::string path = home.root() + "/not-executable-server";
+  { std::ofstream(path) << "#!/bin/sh\nexit 0\n"; }
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  write_config(stdio("plain", path, {}));
+  auto e = entry("plain");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_EQ(e.at("reason_kind"), json::value("not_installed"));
+  EXPECT_NE(str(e, "reason").find("not executable"), std::string::npos) << str(e, "reason");
+  ASSERT_EQ(e.at("steps").as_array().size(), 2u);
+  EXPECT_NE(str(e, "reason").find(path), std::string::npos) << str(e, "reason");
+  Result call = oppx({"mcp", "call", "plain", "x"});
+  EXPECT_EQ(call.exit_code, 1);
+  EXPECT_NE(call.err.find("  1. Install not-executable-server, or correct the command of plain"), std::string::npos)
+      << call.err;
 }
 
 TEST_F(ConnectorFaults, ReconnectOfOneWaitsForALoginAndOfAllTheUsualTime) {

@@ -94,6 +94,20 @@ TEST_F(Connectors, ASlowCallTimesOutAndTheConnectorStays) {
   EXPECT_EQ(entry("slow").at("state"), json::value("running"));
 }
 
+// The call's own time limit also bounds its wait for a connector still starting (whose limit is
+// 30 s): it answers `timeout`, as a call that timed out does, long before the start gives up.
+TEST_F(Connectors, ACallsTimeLimitAlsoBoundsTheWaitForAStart) {
+  write_config(stdio("mute", FAKE_MCP_SERVER, {"no_init"}));
+  auto c = client();
+  auto r = c.call("tools/call", json::object{{"connector", "mute"}, {"tool", "echo"}, {"timeout_ms", 300}}, 10s);
+  ASSERT_FALSE(r) << "no answer within 10 s, or a result";
+  EXPECT_EQ(r.error().kind, "timeout") << r.error().message;
+  EXPECT_NE(r.error().message.find("still starting"), std::string::npos) << r.error().message;
+  Result list = oppx({"mcp", "list", "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(json::parse(list.out).at("connectors").at(0).at("state"), json::value("starting")) << "the start goes on";
+}
+
 TEST_F(Connectors, JunkLinesAndUnsupportedServerRequestsDoNotStopIt) {
   write_config(stdio("junk", FAKE_MCP_SERVER, {"junk"}) + "," + stdio("sampler", FAKE_MCP_SERVER, {"sampling"}));
   Result call = oppx({"mcp", "call", "junk", "echo"});

@@ -45,6 +45,16 @@ TEST(Diagnose, LoginMatchingIsNarrow) {
   EXPECT_FALSE(looks_like_login("anything", 404));
 }
 
+// A tool's own error names the statuses of whatever it talks to: only the words count there.
+TEST(Diagnose, InAToolsErrorANumberIsNotALostLogin) {
+  EXPECT_FALSE(tool_error_looks_like_login("API error 403: resource not accessible"));
+  EXPECT_FALSE(tool_error_looks_like_login("request failed with status 401"));
+  EXPECT_FALSE(tool_error_looks_like_login("the login field is required"));
+  EXPECT_TRUE(tool_error_looks_like_login("401 Unauthorized: token expired"));
+  EXPECT_TRUE(tool_error_looks_like_login("Error: the token has expired"));
+  EXPECT_TRUE(tool_error_looks_like_login("invalid_token"));
+}
+
 TEST(Diagnose, McpRemoteIsRecognisedInCommandOrArgs) {
   EXPECT_TRUE(uses_mcp_remote(command("linear", "npx", {"-y", "mcp-remote", "https://mcp.linear.app/sse"})));
   EXPECT_TRUE(uses_mcp_remote(command("x", "/usr/local/bin/mcp-remote")));

@@ -556,6 +556,29 @@ TEST_F(HttpConnectors, ALoginLostInTheMiddleOfASessionTakesTheConnectorDown) {
   ::unsetenv("OPPX_TEST_HTTP_TOKEN");
 }
 
+// A server that goes away after the start: the next call finds nothing listening, which takes
+// the connector down (it is `failed`, with the reason and the steps back), and the call says so.
+TEST_F(HttpConnectors, AServerGoneAfterTheStartTakesTheConnectorDownAsUnreachable) {
+  Fake f = fake({"record"});
+  home.write_mcp_config(http_entry("gone", f.url()));
+  ASSERT_EQ(entry("gone").at("state"), json::value("running"));
+  f.proc.reset();  // SIGKILLed and reaped: nothing listens on its port any more
+  auto c = hello_client(home);
+  ASSERT_TRUE(c);
+  auto r = c->call("tools/call", json::object{{"connector", "gone"}, {"tool", "echo"}}, 20s);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, "connector_down") << r.error().message;
+  EXPECT_EQ(r.error().data.at("reason_kind"), json::value("unreachable")) << json::serialize(r.error().data);
+  EXPECT_FALSE(r.error().data.at("steps").as_array().empty());
+  Result list = oppx({"mcp", "list", "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  auto listed = json::parse(list.out).at("connectors").at(0).as_object();
+  EXPECT_EQ(listed.at("state"), json::value("failed"));
+  EXPECT_EQ(listed.at("reason_kind"), json::value("unreachable"));
+  Result human = oppx({"mcp", "list"});
+  EXPECT_NE(human.out.find("    1. Check that " + f.url()), std::string::npos) << human.out;
+}
+
 TEST_F(HttpConnectors, TlsVerificationFailsClosedAndPassesWithTheTrustedCa) {
   std::string cert = home.root() + "/cert.pem", key = home.root() + "/key.pem";
   Result gen = run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days",

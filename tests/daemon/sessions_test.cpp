@@ -118,6 +118,37 @@ TEST_F(Sessions, AChangedVariableRestartsOnlyTheConnectorThatReadsIt) {
   ::unsetenv("OPPX_TEST_LATE");
 }
 
+TEST_F(Sessions, AnEditedDefinitionRestartsOnlyThatConnector) {
+  home.write_mcp_config(fake("edited") + "," + fake("kept"));
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  ASSERT_TRUE(becomes_running("edited"));
+  ASSERT_TRUE(becomes_running("kept"));
+  std::vector<pid_t> edited = pids_of("edited"), kept = pids_of("kept");
+  ASSERT_EQ(edited.size(), 1u);
+  ASSERT_EQ(kept.size(), 1u);
+
+  home.write_mcp_config(fake("edited", {"another-argument"}) + "," + fake("kept"));
+  listed("edited");  // a request: the daemon looks at the file again
+  EXPECT_TRUE(cli::wait_for_exit(edited[0], 10s)) << "the edited connector's old program ends";
+  EXPECT_TRUE(eventually([&] { return pids_of("edited").size() == 1 && pids_of("edited") != edited; }));
+  EXPECT_TRUE(becomes_running("edited"));
+  EXPECT_EQ(pids_of("kept"), kept) << "the other one keeps its program";
+  EXPECT_TRUE(process_alive(kept[0]));
+}
+
+// Connectors start side by side: one that never finishes its handshake (its start limit is 30 s)
+// holds up no other one.
+TEST_F(Sessions, AHangingStartHoldsUpNoOtherConnector) {
+  std::string hold = home.root() + "/hold";
+  std::ofstream(hold) << "hang\n";
+  home.write_mcp_config(fake("hanging", {"--hang-init-if=" + hold}) + "," + fake("normal"));
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  Result call = oppx({"mcp", "call", "normal", "echo"}, 10s);
+  EXPECT_EQ(call.exit_code, 0) << call.err;
+  EXPECT_EQ(call.out, "fake echo\n");
+  EXPECT_EQ(listed("hanging").at("state"), json::value("starting")) << "it is still within its start limit";
+}
+
 TEST_F(Sessions, SubscribersHearOfChangesAndABurstOfListChangedGivesOneFetch) {
   home.write_mcp_config(fake("one"));
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);

@@ -22,15 +22,23 @@
 //   tools           "write" (no annotations) crashes after recording itself in dir/invocations;
 //                   "read" (readOnlyHint) does the same the first time only
 //   auth            tool "expired" fails with "401 Unauthorized: token expired", tool "field" with
-//                   "the login field is required" (-32602)
+//                   "the login field is required" (-32602), tool "forbidden" with "API error 403:
+//                   resource not accessible" (-32603)
+//   report          first writes its environment to dir/environ (one variable a line) and its open
+//                   fds to dir/fds (one number a line), then is ok
 // tools/list requests are recorded in dir/lists. Tools in every mode but crash/hang: echo ("fake
 // echo", then the argument "message" if any); hang (answers only after the client cancels it: a
 // late result); rendezvous (holds the first call until a second one comes, then answers the second
 // first: only a client that multiplexes gets both); burst (sends five list_changed, adds the tool
-// "added", then answers). Options after the mode: --log=<file> appends every line received;
-// --hang-init-if=<file> never answers initialize while <file> exists (a slow start on demand).
+// "added", then answers); claim (fails with data.kind taken from the argument "kind", default
+// "disconnected": an error that claims a kind the client uses itself; each call is a line in
+// dir/claims); ping_client (sends the client a ping and answers "ping answered" or "ping refused"
+// once the client answered it). Options after the mode: --log=<file> appends every line received;
+// --hang-init-if=<file> never answers initialize while <file> exists (a slow start on demand);
+// --protocol=<version> answers initialize with that protocolVersion (default 2025-06-18).
 // Written with plain string handling on purpose: it must not share code with what it tests.
 #include <chrono>
+#include <dirent.h>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -95,6 +103,29 @@ std::string error(const std::string& id, int code, const std::string& message) {
 
 std::string unquote(const std::string& s) { return s.size() >= 2 && s[0] == '"' ? s.substr(1, s.size() - 2) : s; }
 
+// What the client gave it: its environment and its open file descriptors, read from /proc.
+void report() {
+  std::string all;
+  {
+    std::ifstream environ("/proc/self/environ", std::ios::binary);
+    all.assign(std::istreambuf_iterator<char>(environ), std::istreambuf_iterator<char>());
+  }  // closed before the fds are listed
+  std::string vars;
+  for (char c : all) vars += c == '\0' ? '\n' : c;
+  std::ofstream(dir + "/environ") << vars;
+  std::string fds;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    int own = ::dirfd(d);
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == ".." || name == std::to_string(own)) continue;
+      fds += name + "\n";
+    }
+    ::closedir(d);
+  }
+  std::ofstream(dir + "/fds") << fds;
+}
+
 std::string tools_list(const std::string& mode, bool stormed, bool added, int page) {
   std::string tools = R"({"name":"echo","description":"Echoes. Second sentence.","inputSchema":{"type":"object"}})";
   if (mode == "ansi")
@@ -114,19 +145,22 @@ std::string tools_list(const std::string& mode, bool stormed, bool added, int pa
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "ok";
-  std::string log_path, hang_init_if;
+  std::string log_path, hang_init_if, protocol = "2025-06-18";
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--log=", 0) == 0) {
       log_path = a.substr(6);
     } else if (a.rfind("--hang-init-if=", 0) == 0) {
       hang_init_if = a.substr(15);
+    } else if (a.rfind("--protocol=", 0) == 0) {
+      protocol = a.substr(11);
     } else if (i == 2 && a.find('/') != std::string::npos) {
       dir = a;  // else a plain marker, not a folder
     }
   }
   ignore_term = mode == "ignore_term";
   std::signal(SIGTERM, on_term);
+  if (mode == "report" && !dir.empty()) report();  // first: before this program opens anything
   append("pids", std::to_string(::getpid()));
   if (mode == "die_at_start") {
     auto ms =
@@ -149,7 +183,7 @@ int main(int argc, char** argv) {
   }
   std::string line;
   bool asked_sampling = false, stormed = false, added = false;
-  std::string pending_init_id, late_id, hanging_id, rendezvous_id, rendezvous_message;
+  std::string pending_init_id, late_id, hanging_id, rendezvous_id, rendezvous_message, pinging_id;
   int page = 0;
   while (std::getline(std::cin, line)) {
     if (!log_path.empty()) {
@@ -186,10 +220,9 @@ int main(int argc, char** argv) {
         send(R"({"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[]}})");
         continue;
       }
-      send(
-          R"({"jsonrpc":"2.0","id":)" + id +
-              R"(,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"fake","version":"1"}}})",
-          end);
+      send(R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":{"protocolVersion":")" + protocol +
+               R"(","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"fake","version":"1"}}})",
+           end);
     } else if (method == "\"tools/list\"") {
       append("lists", "list");
       send(R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":)" + tools_list(mode, stormed, added, page++) + "}", end);
@@ -214,6 +247,19 @@ int main(int argc, char** argv) {
         send(result(id, "rendezvous " + message));
         send(result(rendezvous_id, "rendezvous " + rendezvous_message));
         rendezvous_id.clear();
+        continue;
+      }
+      if (tool == "\"claim\"") {
+        std::string kind = unquote(field(line, "kind"));
+        if (kind.empty()) kind = "disconnected";
+        append("claims", kind);
+        send(R"({"jsonrpc":"2.0","id":)" + id + R"(,"error":{"code":-32603,"message":"the server claims )" + kind +
+             R"(","data":{"kind":")" + kind + R"("}}})");
+        continue;
+      }
+      if (tool == "\"ping_client\"") {
+        pinging_id = id;
+        send(R"({"jsonrpc":"2.0","id":"p1","method":"ping"})");
         continue;
       }
       if (tool == "\"burst\"") {
@@ -258,6 +304,10 @@ int main(int argc, char** argv) {
         send(error(id, -32603, "401 Unauthorized: token expired"));
         continue;
       }
+      if (mode == "auth" && tool == "\"forbidden\"") {
+        send(error(id, -32603, "API error 403: resource not accessible"));
+        continue;
+      }
       if (mode == "auth" && tool == "\"field\"") {
         send(error(id, -32602, "the login field is required"));
         continue;
@@ -266,6 +316,11 @@ int main(int argc, char** argv) {
       std::string echo = message.empty() ? "fake echo" : "fake echo " + message;
       send(result(id, mode == "tools" ? tool.substr(1, tool.size() - 2) + " ok" : echo), end);
       if (mode == "messy") send(result(id, "duplicate"), end);
+    } else if (id == "\"p1\"" && method.empty() && !pinging_id.empty()) {
+      // The client's answer to our ping: MCP says it answers promptly, with an empty result.
+      bool answered = line.find("\"result\"") != std::string::npos;
+      send(result(pinging_id, answered ? "ping answered" : "ping refused"));
+      pinging_id.clear();
     } else if (id == "\"s1\"" && !pending_init_id.empty()) {
       // The client's answer to our sampling request: it must be an error, and it came.
       bool refused = line.find("\"error\"") != std::string::npos;
