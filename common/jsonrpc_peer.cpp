@@ -73,6 +73,9 @@ void JsonRpcPeer::start() {
         self->send_line(proto::serialize_error(
             nullptr, RpcError::make(ErrorCode::kInvalidRequest, proto::kind::kTooLarge,
                                     e.message + "; the connection is closed. Send large data in smaller messages")));
+      },
+      [weak](std::string line) {
+        if (auto self = weak.lock()) self->on_line(std::move(line), true);
       }});
 }
 
@@ -110,7 +113,7 @@ void JsonRpcPeer::abort() {
   on_closed(TransportError{"closed", "closed"});  // now, not when the transport's notice arrives
 }
 
-void JsonRpcPeer::on_line(std::string line) {
+void JsonRpcPeer::on_line(std::string line, bool own) {
   auto parsed = proto::parse_message(line);
   if (!parsed) {
     const proto::Rejection& r = parsed.error();
@@ -129,6 +132,7 @@ void JsonRpcPeer::on_line(std::string line) {
     if (resp->ok) {
       done(std::move(resp->result));
     } else {
+      resp->error.received = !own;  // the transport's own error: its kind is ours, not the far end's
       done(std::move(resp->error));
     }
     return;

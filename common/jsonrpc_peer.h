@@ -84,7 +84,8 @@ class JsonRpcPeer : public std::enable_shared_from_this<JsonRpcPeer> {
  private:
   friend class Reply;
   JsonRpcPeer(std::unique_ptr<Transport> transport, Options options);
-  void on_line(std::string line);
+  // `own`: made by the transport itself (Transport::Handlers::on_own_line), not by the far end.
+  void on_line(std::string line, bool own = false);
   void on_closed(const TransportError& e);
   void send_line(std::string line);
   void reply_done(const boost::json::value& id);

@@ -23,6 +23,10 @@ class Transport {
     // Optional: a line went over the size cap. Whatever this sends is written before the
     // transport closes (on_closed then reports kind "too_large").
     std::function<void(const TransportError&)> on_oversize;
+    // Optional: a line the transport made itself, out of band from what the far end sent (the
+    // HTTP transport's error answer to a request it could not carry: login, unreachable,
+    // timeout). Its error kind is the transport's own, which the far end cannot forge.
+    std::function<void(std::string line)> on_own_line;
   };
 
   virtual ~Transport() = default;

@@ -825,20 +825,19 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   // A call's error that says the login is gone (or, over HTTP, the server is out of reach) takes
   // the connector down; any other error, such as a tool refusing its arguments, leaves it running.
-  // The kinds are the transport's own (disown() took any a stdio server sent); the words are the
-  // tool's, so only words count there, never a bare number such as 403.
+  // The kinds are ours (disown() took any a server sent); the words are the tool's, so only words
+  // count there, never a bare number such as 403.
   void check_login(const proto::RpcError& e) {
     if (e.kind == down::kUnreachable) return fail(down::kUnreachable, e.message);
     if (e.kind == down::kLogin || tool_error_looks_like_login(e.message)) return fail(down::kLogin, e.message);
   }
 
-  // MCP servers over stdio: an error the server sent is the server's, whatever its data.kind
-  // says; only errors made here (the peer's "disconnected") carry the kinds the daemon acts on
-  // (restart, repeat, take it down). The server's kind is kept as data.server_kind. Over HTTP the
-  // transport reports its own failures (login, unreachable, timeout) as errors on the same path,
-  // so their kinds stand.
+  // An error the server sent is the server's, whatever its data.kind says; only errors made here
+  // (the peer's "disconnected", the HTTP transport's login, unreachable or timeout, delivered out
+  // of band and so not `received`) carry the kinds the daemon acts on (restart, repeat, take it
+  // down). The server's kind is kept as data.server_kind.
   void disown(JsonRpcPeer::CallResult& r) const {
-    if (r || !r.error().received || def.kind == ConnectorDef::Kind::kHttp) return;
+    if (r || !r.error().received) return;
     proto::RpcError e = r.error();
     if (!e.kind.empty()) e.data["server_kind"] = e.kind;
     e.kind.clear();

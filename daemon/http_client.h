@@ -118,8 +118,14 @@ struct State : std::enable_shared_from_this<State> {
   std::deque<std::string> waiting;
   std::uint64_t listen_gen = 0;  // the server stream of the current session; older ones end
 
+  // What the server sent.
   void deliver(std::string line) {
     if (!stopped && handlers.on_line) handlers.on_line(std::move(line));
+  }
+  // What the transport made itself (the error answer to a request it could not carry): out of
+  // band, so that no server's answer can pass for it.
+  void deliver_own(std::string line) {
+    if (!stopped && handlers.on_own_line) handlers.on_own_line(std::move(line));
   }
   void finish(std::string kind, std::string message) {
     if (stopped) return;

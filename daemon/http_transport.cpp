@@ -408,7 +408,7 @@ awaitable<void> post(std::shared_ptr<State> st, std::string line) {
   if (!r && !st->stopped) {
     if (m.request) {
       log::warn("http transport: {} failed: {}", m.method, r.error().message);
-      st->deliver(
+      st->deliver_own(
           error_line(m.id, cancelled ? fail("cancelled", m.method + " was cancelled by its caller") : r.error()));
     } else {
       log::warn("http transport: sending {} failed: {}", m.method.empty() ? "a response" : m.method, r.error().message);

@@ -50,7 +50,8 @@ struct RpcError {
   std::string kind;
   json::object data;  // extra fields besides kind (for instance "field")
   // Parsed from a peer's message (from_json), not made here: its kind is the peer's claim, which
-  // the daemon never takes as its own (an MCP server's error cannot say "disconnected").
+  // the daemon never takes as its own (an MCP server's error cannot say "disconnected"). A line a
+  // transport made itself is parsed too, but JsonRpcPeer clears this for it (on_own_line).
   bool received = false;
 
   static RpcError make(ErrorCode code, std::string_view kind, std::string message);

@@ -579,6 +579,29 @@ TEST_F(HttpConnectors, AServerGoneAfterTheStartTakesTheConnectorDownAsUnreachabl
   EXPECT_NE(human.out.find("    1. Check that " + f.url()), std::string::npos) << human.out;
 }
 
+// RELIABILITY: a server's own text never grants itself authority. Over HTTP the transport's own
+// failures (login, unreachable, timeout) take the connector down; a tool's JSON-RPC error that
+// names one of those kinds is only the server's: the call fails with its words, nothing more.
+TEST_F(HttpConnectors, AServersErrorClaimingOneOfOurKindsIsOnlyItsOwn) {
+  Fake f = fake({"claims-kind"});
+  home.write_mcp_config(http_entry("claims", f.url()));
+  ASSERT_EQ(entry("claims").at("state"), json::value("running"));
+  auto c = hello_client(home);
+  ASSERT_TRUE(c);
+  for (const std::string kind : {"login", "unreachable", "disconnected", "timeout", "connector_down"}) {
+    auto r = c->call("tools/call",
+                     json::object{{"connector", "claims"}, {"tool", "echo"}, {"arguments", {{"kind", kind}}}}, 20s);
+    ASSERT_FALSE(r) << kind;
+    EXPECT_EQ(r.error().message, "the tool claims " + kind);
+    EXPECT_EQ(r.error().kind, "") << "not ours: " << kind;
+    const json::value* server_kind = r.error().data.if_contains("server_kind");
+    EXPECT_TRUE(server_kind && *server_kind == json::value(kind)) << json::serialize(r.error().data);
+    EXPECT_FALSE(r.error().data.contains("steps")) << kind;
+    EXPECT_EQ(entry("claims").at("state"), json::value("running")) << kind;
+  }
+  EXPECT_EQ(f.proc->out().find("initialize #2"), std::string::npos) << "never started again:\n" << f.proc->out();
+}
+
 TEST_F(HttpConnectors, TlsVerificationFailsClosedAndPassesWithTheTrustedCa) {
   std::string cert = home.root() + "/cert.pem", key = home.root() + "/key.pem";
   Result gen = run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days",

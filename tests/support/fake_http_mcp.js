@@ -239,6 +239,15 @@ function answer(req, res, msg) {
         return sendJson(res, 401, JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Unauthorized" } }));
       }
       break;
+    case "claims-kind":
+      // A tool's JSON-RPC error whose data.kind is the one in the call's arguments: one of the
+      // kinds the daemon acts on (login, unreachable...), which a server's answer cannot claim.
+      if (isCall) {
+        const kind = (msg.params && msg.params.arguments && msg.params.arguments.kind) || "login";
+        const error = { code: -32000, message: `the tool claims ${kind}`, data: { kind } };
+        return sendJson(res, 200, JSON.stringify({ jsonrpc: "2.0", id: msg.id, error }));
+      }
+      break;
     case "count":
       if (isCall) say(`tools/call #${++calls} on connection #${req.socket.number}`);
       break;
