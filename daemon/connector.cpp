@@ -156,10 +156,11 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     std::string tool;
     json::value arguments;
     std::chrono::milliseconds limit{};
-    bool retried = false;             // started again once for it already
-    std::weak_ptr<JsonRpcPeer> peer;  // the child the attempt went to, not whichever runs later
-    json::value id;                   // of the attempt in flight; null when none is
-    std::string progress_token;       // empty when no progress was asked
+    std::chrono::milliseconds asked{};  // the limit as the caller gave it, for messages
+    bool retried = false;               // started again once for it already
+    std::weak_ptr<JsonRpcPeer> peer;    // the child the attempt went to, not whichever runs later
+    json::value id;                     // of the attempt in flight; null when none is
+    std::string progress_token;         // empty when no progress was asked
     Deadlines::iterator deadline;
     bool timed = false;  // `deadline` is in the map
     std::function<void(CallResult)> done;
@@ -671,6 +672,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     pc->tool = tool;
     pc->arguments = std::move(arguments);
     pc->limit = options.timeout;
+    pc->asked = options.asked.count() > 0 ? options.asked : options.timeout;
     pc->done = std::move(done);
     if (options.on_progress) {
       pc->progress_token = fmt::format("oppx-{}", ++next_progress);
@@ -718,13 +720,13 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     if (pc->finished) return;
     auto w = weak_from_this();
     if (pc->id.is_null() && state == ConnectorState::kStarting)
-      return finish(w, *pc, start_outlasted_call(def.name, pc->limit));
+      return finish(w, *pc, start_outlasted_call(def.name, pc->asked));
     // One slow call does not take a connector down: the call is cancelled, the connector stays.
     abandon(*pc, "the caller's time limit passed");
     finish(w, *pc,
            RpcError::make(
                ErrorCode::kInternal, proto::kind::kTimeout,
-               fmt::format("{} did not answer within {}; the call was cancelled", pc->tool, duration_text(pc->limit))));
+               fmt::format("{} did not answer within {}; the call was cancelled", pc->tool, duration_text(pc->asked))));
   }
 
   // One try: waits while it starts, starts a program found stopped (the call has not reached it,

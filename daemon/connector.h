@@ -51,6 +51,9 @@ inline constexpr std::chrono::milliseconds kListChangedDebounce{200};  // a burs
 
 struct CallOptions {
   std::chrono::milliseconds timeout = kCallTimeout;
+  // The caller's whole limit, for messages, when `timeout` is what is left of it after a wait for
+  // the start; zero: `timeout` itself.
+  std::chrono::milliseconds asked{0};
   // When set, the server is asked for progress (`_meta.progressToken`) and each of its
   // notifications/progress for this call arrives here (its params without the token).
   std::function<void(const boost::json::object&)> on_progress;

@@ -178,6 +178,7 @@ void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
         auto waited =
             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked_at);
         options.timeout = std::max(limit - waited, std::chrono::milliseconds(1));
+        options.asked = limit;
         if (!p.progress_token.is_null()) {
           options.on_progress = [peer, id, token = p.progress_token](const json::object& progress) {
             auto client = peer.lock();
