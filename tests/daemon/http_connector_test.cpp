@@ -594,8 +594,9 @@ TEST_F(HttpConnectors, AServersErrorClaimingOneOfOurKindsIsOnlyItsOwn) {
     ASSERT_FALSE(r) << kind;
     EXPECT_EQ(r.error().message, "the tool claims " + kind);
     EXPECT_EQ(r.error().kind, "") << "not ours: " << kind;
-    const json::value* server_kind = r.error().data.if_contains("server_kind");
-    EXPECT_TRUE(server_kind && *server_kind == json::value(kind)) << json::serialize(r.error().data);
+    const auto e = r.error();  // result::error() returns a copy: keep it alive
+    const json::value* server_kind = e.data.if_contains("server_kind");
+    EXPECT_TRUE(server_kind && *server_kind == json::value(kind)) << json::serialize(e.data);
     EXPECT_FALSE(r.error().data.contains("steps")) << kind;
     EXPECT_EQ(entry("claims").at("state"), json::value("running")) << kind;
   }
