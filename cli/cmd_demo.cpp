@@ -54,6 +54,16 @@ bool add_everything(Connection& conn, const std::string& server) {
   return true;
 }
 
+// How to run this oppx from another folder: a relative path (`build/oppx`) made absolute; a
+// name found on PATH (`oppx`) as it is.
+std::string runnable_from_anywhere(const std::string& self) {
+  if (self.empty() || self[0] == '/' || self.find('/') == std::string::npos) return self;
+  char cwd[PATH_MAX];
+  if (!::getcwd(cwd, sizeof cwd)) return self;
+  std::string rel = self.starts_with("./") ? self.substr(2) : self;
+  return std::string(cwd) + "/" + rel;
+}
+
 // A repository as a fresh clone would have it: a .mcp.json the user never saw. It waits.
 void repository_tour(Connection& conn, const std::string& server, const std::string& self) {
   fmt::print("5. A repository's connector waits for your consent\n");
@@ -80,7 +90,9 @@ void repository_tour(Connection& conn, const std::string& server, const std::str
   fmt::print("   {} has a .mcp.json with `demo-notes`; oppx mcp list there shows it {}:\n", repo,
              std::string(e.at("state").as_string()));
   if (e.contains("reason")) fmt::print("     {}\n", std::string(e.at("reason").as_string()));
-  fmt::print("   Nothing from it ran. To allow it:  cd {} && {} mcp approve demo-notes\n\n", repo, self);
+  // After the `cd`, a relative `build/oppx` would no longer be found.
+  fmt::print("   Nothing from it ran. To allow it:  cd {} && {} mcp approve demo-notes\n\n", repo,
+             runnable_from_anywhere(self));
 }
 
 void connector_tour(Connection& conn, const std::string& self) {

@@ -189,7 +189,9 @@ TEST(Cli, ABuildMismatchIsAWarningWithTheFix) {
 
 TEST(Cli, DemoRunsAgainstARealDaemon) {
   TempHome home;
-  Result r = oppx({"demo"});
+  // Run as the README says, by a relative path from the folder above build/.
+  std::string bin_dir = std::string(OPPX_BIN).substr(0, std::string(OPPX_BIN).rfind('/'));
+  Result r = run({"/bin/sh", "-c", "cd \"$1\" && ./oppx demo", "sh", bin_dir});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto pid = daemon_pid(home.socket());
   ASSERT_TRUE(pid);
@@ -197,7 +199,6 @@ TEST(Cli, DemoRunsAgainstARealDaemon) {
   EXPECT_NE(r.out.find("started"), std::string::npos);
   EXPECT_NE(r.out.find("The CLI is ready"), std::string::npos);
   // The tour's real connector: server-everything where bootstrap put it beside this oppx.
-  std::string bin_dir = std::string(OPPX_BIN).substr(0, std::string(OPPX_BIN).rfind('/'));
   if (::access((bin_dir + "/npm/node_modules/@modelcontextprotocol/server-everything").c_str(), F_OK) == 0) {
     EXPECT_NE(r.out.find("→ Echo: hello from the oppx demo"), std::string::npos) << r.out;
     // Added through mcp/add, with its probe: tools in the model's form and their cost.
@@ -206,7 +207,13 @@ TEST(Cli, DemoRunsAgainstARealDaemon) {
     EXPECT_NE(r.out.find("tokens a request (an estimate"), std::string::npos) << r.out;
     // A repository connector it made waits for consent, and nothing of it ran.
     EXPECT_NE(r.out.find("`demo-notes`; oppx mcp list there shows it waiting"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("mcp approve demo-notes"), std::string::npos) << r.out;
+    // The line it prints to allow it works as printed, from wherever the shell is.
+    auto at = r.out.find("To allow it:  ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    std::string line = r.out.substr(at + 14, r.out.find('\n', at) - at - 14);
+    EXPECT_NE(line.find("mcp approve demo-notes"), std::string::npos) << line;
+    Result approve = run({"/bin/sh", "-c", "cd / && " + line});
+    EXPECT_EQ(approve.exit_code, 0) << line << "\n" << approve.out << approve.err;
     Result again = oppx({"demo"});
     EXPECT_NE(again.out.find("`everything` is already in"), std::string::npos) << again.out;
   } else {
