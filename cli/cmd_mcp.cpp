@@ -59,7 +59,10 @@ int run(Context& ctx, const Command& self, std::string_view method, json::object
     fmt::print(stderr, "oppx: {}\n", printable(r.error().message));
     // A connector that is down says why and what to do (data.reason, data.steps).
     if (r.error().kind == "connector_down") print_steps(stderr, r.error().data, "  ");
-    if (r.error().kind == "unknown_connector") return kExitUsage;
+    // A script asked for JSON: it gets the error as JSON too (kind, reason, steps), on stdout.
+    if (as_json) fmt::print("{}\n", json::serialize(json::object{{"error", r.error().to_json()}}));
+    // A name that names nothing, or a definition that cannot be used, is the caller's argument.
+    if (r.error().kind == "unknown_connector" || r.error().kind == "invalid_definition") return kExitUsage;
     return kExitFailed;
   }
   (void)self;
@@ -180,8 +183,11 @@ int list(Context& ctx) {
 int get(Context& ctx) {
   const Command& self = *find_command("mcp", "get");
   bool as_json = take_flag(ctx.args, "--json");
+  bool show_values = take_flag(ctx.args, "--show-values");
   if (ctx.args.size() != 1) return usage_error(self, "name one connector");
-  return run(ctx, self, "mcp/get", {{"name", ctx.args[0]}}, as_json, [](const json::value& v) {
+  json::object params{{"name", ctx.args[0]}};
+  if (show_values) params["show_values"] = true;
+  return run(ctx, self, "mcp/get", std::move(params), as_json, [](const json::value& v) {
     const json::object& o = v.as_object();
     print_definition(o);
     if (const json::value* h = o.if_contains("hides"); h && h->is_object()) {
@@ -218,11 +224,8 @@ int decide(Context& ctx, std::string_view command, bool approve) {
       return kExitUsage;
     }
   }
-  if (!as_json) {
-    fmt::print("{} this definition:\n", approve ? "Approving" : "Denying");
-    print_definition(def, false);
-    fmt::print("\n");
-  }
+  // Decided on the sha256 of what `def` shows; printed once the daemon took it (a hidden or
+  // changed definition is refused, and then nothing was approved to show).
   auto r = conn->client.call(approve ? "consent/approve" : "consent/deny",
                              json::object{{"name", ctx.args[0]}, {"sha256", str(def, "sha256")}}, kMcpTimeout);
   if (!r) {
@@ -233,14 +236,18 @@ int decide(Context& ctx, std::string_view command, bool approve) {
     fmt::print("{}\n", json::serialize(*r));
     return kExitOk;
   }
+  fmt::print("{} this definition:\n", approve ? "Approved" : "Denied");
+  def["state"] = str(r->as_object(), "state");
+  print_definition(def, false);
+  fmt::print("\n");
   const json::object& now = r->as_object();
   std::string state = str(now, "state");
   if (!approve) {
-    fmt::print("Denied: {} stays waiting until you approve it (`oppx mcp approve {}`).\n", ctx.args[0], ctx.args[0]);
+    fmt::print("{} stays waiting until you approve it (`oppx mcp approve {}`).\n", ctx.args[0], ctx.args[0]);
   } else if (state == "running") {
-    fmt::print("Approved: {} is running with {} tools.\n", ctx.args[0], now.at("tools").as_int64());
+    fmt::print("{} is running with {} tools.\n", ctx.args[0], now.at("tools").as_int64());
   } else {
-    fmt::print("Approved, but {} is {}: {}\n", ctx.args[0], state, printable(str(now, "reason")));
+    fmt::print("{} is {}: {}\n", ctx.args[0], state, printable(str(now, "reason")));
     return kExitFailed;
   }
   return kExitOk;
@@ -358,6 +365,8 @@ int add(Context& ctx) {
       auto kv = value(a);
       auto eq = kv ? kv->find('=') : std::string::npos;
       if (!kv || eq == std::string::npos || eq == 0) return usage_error(self, a + " takes KEY=VALUE");
+      if (env.contains(kv->substr(0, eq)))
+        return usage_error(self, fmt::format("{} {} is given twice; give each variable once", a, kv->substr(0, eq)));
       env[kv->substr(0, eq)] = kv->substr(eq + 1);
     } else if (a == "-H" || a == "--header") {
       auto h = value(a);
@@ -365,6 +374,8 @@ int add(Context& ctx) {
       if (!h || colon == std::string::npos || colon == 0) return usage_error(self, a + " takes 'Name: value'");
       std::string v = h->substr(colon + 1);
       if (!v.empty() && v[0] == ' ') v.erase(0, 1);
+      if (headers.contains(h->substr(0, colon)))
+        return usage_error(self, fmt::format("{} {} is given twice; give each header once", a, h->substr(0, colon)));
       headers[h->substr(0, colon)] = v;
     } else if (a == "--url") {
       auto u = value(a);
@@ -406,8 +417,17 @@ int add_json(Context& ctx) {
   bool force = take_flag(ctx.args, "--force");
   if (ctx.args.size() != 2) return usage_error(self, "give a name and the JSON of its entry");
   boost::system::error_code ec;
-  json::value v = json::parse(ctx.args[1], ec);
-  if (ec || !v.is_object())
+  json::stream_parser parser;
+  std::size_t used = parser.write(ctx.args[1].data(), ctx.args[1].size(), ec);
+  if (!ec) parser.finish(ec);
+  if (ec) {
+    return usage_error(self,
+                       fmt::format("the definition is not valid JSON: {} at character {} (quote it in single "
+                                   "quotes as one argument, e.g. '{{\"command\":\"npx\",\"args\":[\"-y\",\"pkg\"]}}')",
+                                   ec.message(), used + 1));
+  }
+  json::value v = parser.release();
+  if (!v.is_object())
     return usage_error(self,
                        "the definition must be a JSON object, e.g. '{\"command\":\"npx\",\"args\":[\"-y\",\"pkg\"]}'");
   // A whole pasted block works too: {"mcpServers":{"<name>":{…}}}.
@@ -463,8 +483,13 @@ std::vector<Command> mcp_commands() {
        "The same as `oppx mcp add`, with the entry's JSON as given.", add_json},
       {"mcp", "remove", "<name> [--project] [--json]",
        "Remove a connector from your mcp.json (or, with --project, the repository's .mcp.json).", "", remove},
-      {"mcp", "get", "<name> [--json]", "Show one connector: its definition (values masked), source, state, file.",
-       "For a repository's connector also its root, the sha256 of its definition and your consent.", get},
+      {"mcp", "get", "<name> [--show-values] [--json]",
+       "Show one connector: its definition (values masked), source, state, file.",
+       "For a repository's connector also its root, the sha256 of its definition and your consent.\n"
+       "--show-values prints env, headers, args and URL unmasked, as written in the file (a\n"
+       "${VAR} stays a reference, never its value): review a repository's connector so before\n"
+       "you approve it, since a literal value (NODE_OPTIONS=--require …) changes what runs.",
+       get},
       {"mcp", "approve", "<name> [--json]", "Allow this repository's connector <name> to run, as it is defined now.",
        "Run it inside the repository. It prints the definition it approves; the approval holds for\n"
        "exactly that definition (a sha256 kept in $XDG_STATE_HOME/oppx/mcp-approved.json): any\n"

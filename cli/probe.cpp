@@ -322,6 +322,10 @@ int print_added(const json::value& v) {
   const json::value* cv = o.if_contains("connector");
   if (!cv || !cv->is_object()) return 0;
   const json::object& c = cv->as_object();
+  if (str(c, "state") == "hidden") {
+    fmt::print("It does not run: {}\n", escape_controls(str(c, "reason")));
+    return 0;
+  }
   if (str(c, "state") != "running") {
     fmt::print("It did not start ({}): {}\n", str(c, "state"), escape_controls(str(c, "reason")));
     const json::value* steps = c.if_contains("steps");

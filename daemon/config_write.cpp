@@ -7,9 +7,11 @@
 #include "common/text.h"
 
 #include <boost/json.hpp>
+#include <boost/url/parse.hpp>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -137,6 +139,34 @@ std::string pretty_json(const json::value& v) {
   return out;
 }
 
+namespace {
+
+// Why a URL (without ${VAR} references, which are checked once expanded) cannot be used, or "".
+std::string url_problem(const std::string& url) {
+  if (url.find("${") != std::string::npos) return "";
+  auto u = boost::urls::parse_uri(url);
+  if (!u)
+    return url.find_first_of(" \t") != std::string::npos ? "it holds a space (write it as %20)"
+                                                         : "it is not a valid URL";
+  if (u->encoded_host().empty()) return "it has no host";
+  if (u->has_port()) {
+    std::string_view port = u->port();
+    bool digits = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string_view::npos;
+    if (!digits || std::stoi(std::string(port)) == 0 || std::stoi(std::string(port)) > 65535)
+      return fmt::format("its port {} is not between 1 and 65535", port);
+  }
+  return "";
+}
+
+bool valid_env_name(std::string_view k) {
+  if (k.empty() || (k[0] >= '0' && k[0] <= '9')) return false;
+  return std::all_of(k.begin(), k.end(), [](char ch) {
+    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_';
+  });
+}
+
+}  // namespace
+
 boost::system::result<ConnectorDef, EditError> check_definition(std::string_view name, const json::value& entry) {
   if (!valid_name(name)) {
     std::string why = name.empty()                               ? "it is empty"
@@ -156,6 +186,11 @@ boost::system::result<ConnectorDef, EditError> check_definition(std::string_view
                                             "oppx speaks streamable HTTP only",
                                             name, escape_controls(def->url))};
   }
+  if (def->kind == ConnectorDef::Kind::kHttp && !has_line_break(def->url)) {
+    if (std::string why = url_problem(def->url); !why.empty())
+      return EditError{"invalid",
+                       fmt::format("the URL of {} cannot be used: {}: \"{}\"", name, why, escape_controls(def->url))};
+  }
   auto refuse = [&](std::string_view what) {
     return EditError{"invalid", fmt::format("{} of {} holds a line break or NUL; write it on one line", what, name)};
   };
@@ -166,6 +201,10 @@ boost::system::result<ConnectorDef, EditError> check_definition(std::string_view
   for (auto& [k, v] : def->env) {
     if (has_line_break(k) || k.find('=') != std::string::npos || k.empty())
       return refuse("the name of an environment variable");
+    if (!valid_env_name(k))
+      return EditError{"invalid", fmt::format("the environment variable name \"{}\" of {} cannot be used: a name "
+                                              "holds only letters, digits and '_', and does not start with a digit",
+                                              escape_controls(k), name)};
     if (has_line_break(v)) return refuse("the value of " + k);
   }
   if (has_line_break(def->url)) return refuse("the URL");

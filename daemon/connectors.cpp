@@ -53,8 +53,8 @@ std::string waiting_reason(const std::string& name, const std::string& root, Con
     return fmt::format("you denied this definition; to allow it, run `oppx mcp approve {}` in {}", name, root);
   }
   return fmt::format(
-      "a repository connector waits for your consent: review it with `oppx mcp get {0}`, then run "
-      "`oppx mcp approve {0}` in {1} (any change to its definition asks again)",
+      "a repository connector waits for your consent: review it with `oppx mcp get {0} --show-values`, then "
+      "run `oppx mcp approve {0}` in {1} (any change to its definition asks again)",
       name, root);
 }
 
@@ -372,31 +372,34 @@ std::shared_ptr<Connector> Connectors::find(const std::string& name, const std::
 }
 
 json::object Connectors::entry_json(const ConnectorDef& d, const Connector* c, const std::string& root,
-                                    const std::string& file) const {
+                                    const std::string& file, bool as_written) const {
+  auto value = [as_written](const std::string& v) { return as_written ? v : mask_value(v); };
   json::object o{{"name", d.name},
                  {"source", root.empty() ? "user" : "project"},
                  {"file", file},
                  {"type", d.kind == ConnectorDef::Kind::kHttp ? "http" : "stdio"},
-                 {"state", c ? state_name(c->state()) : state_name(ConnectorState::kStopped)},
+                 // Without an instance it is a repository's one that the user's of the same name hides.
+                 {"state", c ? state_name(c->state()) : "hidden"},
                  {"log", log_path(d.name, root)},
                  {"requests_waiting", c ? c->calls_waiting() : 0}};
   bool cached = false;
   o["tools"] = c ? tools_of(*c, &cached).size() : 0;
   o["cached"] = cached;
   if (d.kind == ConnectorDef::Kind::kHttp) {
-    o["url"] = mask_url(d.url);
+    o["url"] = as_written ? d.url : mask_url(d.url);
     json::object h;
-    for (auto& [k, v] : d.headers) h[k] = mask_value(v);
+    for (auto& [k, v] : d.headers) h[k] = value(v);
     o["headers"] = std::move(h);
   } else {
     o["command"] = d.command;
     json::array args;
-    for (auto& a : mask_args(d.args)) args.emplace_back(std::move(a));
+    for (auto& a : as_written ? d.args : mask_args(d.args)) args.emplace_back(a);
     o["args"] = std::move(args);
     json::object e;
-    for (auto& [k, v] : d.env) e[k] = mask_value(v);
+    for (auto& [k, v] : d.env) e[k] = value(v);
     o["env"] = std::move(e);
   }
+  if (as_written) o["values"] = "as_written";
   json::array reads;
   for (auto& v : referenced_variables(d)) reads.emplace_back(v);
   o["reads"] = std::move(reads);
@@ -445,7 +448,8 @@ json::object Connectors::list_json(const std::string& root) const {
   return out;
 }
 
-std::optional<json::object> Connectors::get_json(const std::string& name, const std::string& root) const {
+std::optional<json::object> Connectors::get_json(const std::string& name, const std::string& root,
+                                                 bool as_written) const {
   const ConnectorDef* project = nullptr;
   const Source* repo = nullptr;
   if (auto it = repos_.find(root); !root.empty() && it != repos_.end()) {
@@ -457,10 +461,11 @@ std::optional<json::object> Connectors::get_json(const std::string& name, const 
   std::optional<json::object> project_entry;
   if (project) {
     auto it = repo->connectors.find(name);
-    project_entry = entry_json(*project, it == repo->connectors.end() ? nullptr : it->second.get(), root, repo->path);
+    project_entry =
+        entry_json(*project, it == repo->connectors.end() ? nullptr : it->second.get(), root, repo->path, as_written);
   }
   if (auto it = user_.connectors.find(name); it != user_.connectors.end()) {
-    json::object o = entry_json(it->second->def(), it->second.get(), "", user_.path);
+    json::object o = entry_json(it->second->def(), it->second.get(), "", user_.path, as_written);
     if (project_entry) o["hides"] = std::move(*project_entry);
     return o;
   }

@@ -52,7 +52,9 @@ class Connectors {
 
   boost::json::object list_json(const std::string& root) const;
   // The connector `name` as `root` sees it (the user's wins), with the repository's one it hides.
-  std::optional<boost::json::object> get_json(const std::string& name, const std::string& root) const;
+  // as_written: values unmasked, as written in the file (never expanded).
+  std::optional<boost::json::object> get_json(const std::string& name, const std::string& root,
+                                              bool as_written = false) const;
   // Its tools; while it is starting with none yet, the list cached for its definition, if any.
   const boost::json::array& tools_of(const Connector& c, bool* cached) const;
   Subscriptions& subscriptions() { return subscriptions_; }
@@ -86,8 +88,9 @@ class Connectors {
   bool reread(Source& src, const std::string& path, bool is_user);
   void replace_connectors(Source& src, const std::string& root);
   void apply_consent(const std::string& root, Source& repo, const EnvMap& env);
+  // as_written: values as the file has them (unexpanded), for a user who asked to review them.
   boost::json::object entry_json(const ConnectorDef& d, const Connector* c, const std::string& root,
-                                 const std::string& file) const;
+                                 const std::string& file, bool as_written = false) const;
   std::string log_path(const std::string& name, const std::string& root) const;
   void settled_check();
   bool starting(const std::string& root, const std::string& name) const;  // empty name: any of them

@@ -387,7 +387,12 @@ std::string mask_value(std::string_view v) {
       }
     }
     if (close == std::string_view::npos) break;
-    out += v.substr(open, close - open + 1);
+    std::string_view ref = v.substr(open, close - open + 1);
+    if (auto dflt = ref.find(":-"); dflt != std::string_view::npos && dflt + 3 < ref.size()) {
+      out += std::string(ref.substr(0, dflt + 2)) + "***}";  // ${T:-default}: the default is literal text
+    } else {
+      out += ref;
+    }
     v.remove_prefix(close + 1);
     first = false;
   }

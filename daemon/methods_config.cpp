@@ -58,6 +58,7 @@ Decoded<GetParams> decode_get_params(const json::value& params) {
   GetParams p;
   std::string cwd_error;
   p.name = r.string("name", true).value_or("");
+  p.show_values = r.boolean("show_values", false).value_or(false);
   p.cwd = read_cwd(r, cwd_error);
   if (!r.ok()) return {boost::system::in_place_error, r.error()};
   if (!cwd_error.empty()) return {boost::system::in_place_error, cwd_error};
@@ -107,7 +108,7 @@ Decoded<RemoveParams> decode_remove_params(const json::value& params) {
 void mcp_get(Server& s, const GetParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
   s.connectors().refresh(client.env, root);
-  auto o = s.connectors().get_json(p.name, root);
+  auto o = s.connectors().get_json(p.name, root, p.show_values);
   if (!o) {
     return reply.fail(error_of(ErrorCode::kInvalidParams, "unknown_connector",
                                "no connector named " + p.name + "; `oppx mcp list` shows them", "params.name"));
@@ -169,8 +170,20 @@ void mcp_add(Server& s, const AddParams& p, Reply reply, Client& client) {
   s.connectors().file_written();
   s.connectors().refresh(client.env, root);
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().when_settled(root, p.name, [&s, shared, root, result, name = p.name]() mutable {
+  s.connectors().when_settled(root, p.name, [&s, shared, root, result, name = p.name, project = p.project]() mutable {
     auto o = s.connectors().get_json(name, root);
+    if (o && project && o->contains("hides")) {
+      // The user's own of the same name wins: the repository's is saved but does not run, and
+      // the probe must not show the user's one as if it were the one just added.
+      json::object hidden = o->at("hides").as_object();
+      result["warning"] = fmt::format(
+          "your own connector {} (in {}) has the same name and wins: the repository's is saved but does not run "
+          "while yours exists; rename one of them",
+          name, std::string(o->at("file").as_string()));
+      hidden["tools"] = json::array{};
+      result["connector"] = std::move(hidden);
+      return shared->ok(std::move(result));
+    }
     if (o) {
       auto c = s.connectors().find(name, root);
       json::array tools = c ? c->tools() : json::array{};

@@ -19,6 +19,7 @@ std::string request_root(const std::string& cwd_param, const Client& client);
 
 struct GetParams {
   std::string name, cwd;
+  bool show_values = false;  // values as written in the file, unmasked
 };
 struct ConsentParams {
   std::string name, sha256, cwd;

@@ -157,14 +157,50 @@ TEST_F(McpAdd, BadNamesUrlsAndLineBreaksAreRefused) {
       {{"mcp", "add", "web", "--url", "https://x/mcp", "-H", "X-A: one\r\nX-Evil: two"}, "line break"},
       {{"mcp", "add", "cmd", "-e", "K=a\nb", "--", "/bin/true"}, "the value of K of cmd holds a line break"},
       {{"mcp", "add", "cmd", "--", "/bin/true", "a\rb"}, "an argument of cmd holds a line break"},
+      // URLs that could never work are refused at add, not saved to fail later.
+      {{"mcp", "add", "web", "--url", "http://"}, "the URL of web cannot be used: it has no host"},
+      {{"mcp", "add", "web", "--url", "https://exa mple.com/mcp"}, "it holds a space (write it as %20)"},
+      {{"mcp", "add", "web", "--url", "http://127.0.0.1:99999/mcp"}, "its port 99999 is not between 1 and 65535"},
+      {{"mcp", "add", "cmd", "-e", "A B=x", "--", "/bin/true"}, "the environment variable name \"A B\" of cmd"},
+      {{"mcp", "add", "cmd", "-e", "A=1", "-e", "A=2", "--", "/bin/true"}, "-e A is given twice"},
+      {{"mcp", "add", "web", "--url", "https://x/mcp", "-H", "X-A: 1", "-H", "X-A: 2"}, "-H X-A is given twice"},
+      {{"mcp", "add-json", "j", R"({"command":"node",)"}, "the definition is not valid JSON: incomplete JSON"},
   };
   for (auto& c : cases) {
     SCOPED_TRACE(c.args[2]);
     Result r = oppx(c.args);
-    EXPECT_NE(r.exit_code, 0);
+    EXPECT_EQ(r.exit_code, 2) << "a usage error";
     EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
   }
-  EXPECT_NE(::access(config.c_str(), F_OK), 0) << "nothing may be written for a refused add";
+  // A URL with a reference is checked once expanded, at start.
+  Result ref = oppx({"mcp", "add", "web", "--url", "https://${OPPX_TEST_UNSET_HOST}/mcp"});
+  EXPECT_EQ(ref.exit_code, 0) << ref.err;
+  EXPECT_NE(ref.out.find("it needs ${OPPX_TEST_UNSET_HOST}"), std::string::npos) << ref.out;
+  ASSERT_EQ(oppx({"mcp", "remove", "web"}).exit_code, 0);
+  EXPECT_EQ(servers(config).size(), 0u) << "nothing may be written for a refused add";
+}
+
+TEST_F(McpAdd, AProjectAddHiddenByYourOwnSaysSoAndProbesNothingElse) {
+  ASSERT_EQ(oppx({"mcp", "add", "mem", "--", FAKE_MCP_SERVER, "ok"}).exit_code, 0);
+  std::string marker = repo + "/ran";
+  Result r = oppx({"mcp", "add", "--project", "mem", "--", "/bin/sh", "-c",
+                   "echo yes > " + marker + "; exec " FAKE_MCP_SERVER " ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Added mem in " + repo + "/.mcp.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("your own connector mem (in " + config + ") has the same name and wins"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("It does not run: hidden"), std::string::npos) << r.out;
+  // Your own one's tools are not shown as if they were the repository's.
+  EXPECT_EQ(r.out.find("Running"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("mem.echo"), std::string::npos) << r.out;
+  EXPECT_NE(::access(marker.c_str(), F_OK), 0) << "the hidden one ran";
+  Result json_out = oppx({"mcp", "list", "--json"});
+  json::value listed = json::parse(json_out.out);
+  for (auto& c : listed.at("connectors").as_array()) {
+    if (c.at("source") == json::value("project")) {
+      EXPECT_EQ(c.at("state"), json::value("hidden"));
+    }
+  }
 }
 
 TEST_F(McpAdd, AProjectAddCountsAsConsentAndRemoveUndoesIt) {

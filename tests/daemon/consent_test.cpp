@@ -139,6 +139,34 @@ TEST_F(Consent, AFreshCloneRunsNothingAndExpandsNothing) {
   }
 }
 
+TEST_F(Consent, ItsLiteralValuesCanBeReviewedUnmaskedAndReferencesStayReferences) {
+  ::setenv("OPPX_TEST_REVIEW_SECRET", "s3cr3t-review-5678", 1);
+  json::object def = marking(repo + "/ran");
+  def["env"] = json::object{{"NODE_OPTIONS", "--require /tmp/evil-hook.js"},
+                            {"TOKEN", "${OPPX_TEST_REVIEW_SECRET:-fallback-literal-99}"}};
+  write_repo({{"helper", def}});
+  // Masked by default, in the list and in get; the waiting reason says how to see them.
+  Result human = oppx({"mcp", "list"});
+  EXPECT_EQ(human.out.find("evil-hook"), std::string::npos) << human.out;
+  EXPECT_EQ(human.out.find("fallback-literal"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("oppx mcp get helper --show-values"), std::string::npos) << human.out;
+  // Asked for, they are shown as the file has them: the literal in full, the reference unexpanded.
+  Result shown = oppx({"mcp", "get", "helper", "--show-values"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("NODE_OPTIONS=--require /tmp/evil-hook.js"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("TOKEN=${OPPX_TEST_REVIEW_SECRET:-fallback-literal-99}"), std::string::npos) << shown.out;
+  Result as_json = oppx({"mcp", "get", "helper", "--show-values", "--json"});
+  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
+  auto e = json::parse(as_json.out).as_object();
+  EXPECT_EQ(e.at("env").at("NODE_OPTIONS"), json::value("--require /tmp/evil-hook.js"));
+  EXPECT_EQ(e.at("values"), json::value("as_written"));
+  EXPECT_EQ(e.at("sha256"), get("helper").at("sha256"));
+  for (const std::string& out : {shown.out, as_json.out, home.read_log()}) {
+    EXPECT_EQ(out.find("s3cr3t-review-5678"), std::string::npos) << "expanded for review: " << out;
+  }
+  EXPECT_FALSE(exists(repo + "/ran"));
+}
+
 TEST_F(Consent, ApproveRunsExactlyWhatWasShownAndExpandsOnlyThen) {
   ::setenv("OPPX_TEST_VALUE", "expanded-at-start", 1);
   std::string marker = repo + "/ran";
@@ -146,9 +174,9 @@ TEST_F(Consent, ApproveRunsExactlyWhatWasShownAndExpandsOnlyThen) {
   EXPECT_EQ(state("tool"), "waiting");
   Result approve = oppx({"mcp", "approve", "tool"});
   ASSERT_EQ(approve.exit_code, 0) << approve.out << approve.err;
-  EXPECT_NE(approve.out.find("Approving this definition:"), std::string::npos);
+  EXPECT_NE(approve.out.find("Approved this definition:"), std::string::npos);
   EXPECT_NE(approve.out.find("/bin/sh -c"), std::string::npos) << approve.out;
-  EXPECT_NE(approve.out.find("Approved: tool is running"), std::string::npos) << approve.out;
+  EXPECT_NE(approve.out.find("tool is running with"), std::string::npos) << approve.out;
   EXPECT_EQ(slurp(marker), "expanded-at-start\n");
   auto e = get("tool");
   EXPECT_EQ(e.at("state"), json::value("running"));
@@ -368,8 +396,12 @@ TEST_F(Consent, TheUsersDefinitionWinsAndTheRepositorysIsShownHidden) {
   auto e = get("shared");
   EXPECT_EQ(e.at("source"), json::value("user"));
   EXPECT_EQ(e.at("hides").at("source"), json::value("project"));
-  // Approving the hidden one records it, but it never runs while yours has the name.
-  ASSERT_EQ(oppx({"mcp", "approve", "shared"}).exit_code, 1);
+  // Approving the hidden one is refused, and nothing says it was approved; it never runs while
+  // yours has the name.
+  Result approve = oppx({"mcp", "approve", "shared"});
+  ASSERT_EQ(approve.exit_code, 1);
+  EXPECT_EQ(approve.out.find("Approved"), std::string::npos) << approve.out;
+  EXPECT_NE(approve.err.find("hidden by your own connector"), std::string::npos) << approve.err;
   EXPECT_FALSE(exists(repo + "/ran"));
 }
 
@@ -385,7 +417,7 @@ TEST_F(Consent, YourConnectorAddedElsewhereHidesARunningRepositoryOne) {
   for (auto& c : l.at("connectors").as_array()) {
     if (c.at("source") == json::value("project")) {
       EXPECT_EQ(c.at("hidden_by"), json::value("user"));
-      EXPECT_EQ(c.at("state"), json::value("stopped"));
+      EXPECT_EQ(c.at("state"), json::value("hidden"));
     }
   }
   EXPECT_EQ(get("shared").at("source"), json::value("user"));

@@ -107,6 +107,10 @@ TEST(McpConfig, MasksSecretsButNotReferences) {
   EXPECT_EQ(mask_value("sk-live-XYZ123${X}"), "***${X}");
   EXPECT_EQ(mask_value("${USER}:${PASS}"), "${USER}:${PASS}");
   EXPECT_EQ(mask_value("${A}hunter2"), "${A}***");
+  // A default is literal text too: the reference shows, the default does not.
+  EXPECT_EQ(mask_value("${TOKEN:-defaultsecretvalue}"), "${TOKEN:-***}");
+  EXPECT_EQ(mask_value("Bearer ${TOKEN:-hunter2}"), "Bearer ${TOKEN:-***}");
+  EXPECT_EQ(mask_value("${TOKEN:-}"), "${TOKEN:-}");
 }
 
 TEST(McpConfig, MasksPasswordsAndQueryValuesInUrls) {
