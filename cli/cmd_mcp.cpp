@@ -148,7 +148,10 @@ void print_definition(const json::object& c, bool with_reason = true) {
     fmt::print("  sha256:   {}\n", str(c, "sha256"));
     fmt::print("  consent:  {}\n", str(c, "consent"));
   }
-  if (with_reason && !str(c, "reason").empty()) fmt::print("  reason:   {}\n", printable(str(c, "reason")));
+  if (with_reason && !str(c, "reason").empty()) {
+    fmt::print("  reason:   {}\n", printable(str(c, "reason")));
+    print_steps(stdout, c, "    ");
+  }
   if (c.contains("log")) fmt::print("  log:      {}\n", str(c, "log"));
 }
 
@@ -281,9 +284,20 @@ int tools(Context& ctx) {
 int call(Context& ctx) {
   const Command& self = *find_command("mcp", "call");
   bool as_json = take_flag(ctx.args, "--json");
+  // The daemon's limit for the call (its default: 120 s); this command waits a little longer, so
+  // that the daemon's answer (the tool did not answer in time, with the steps) is what is shown.
+  std::chrono::milliseconds limit{120'000};
+  if (auto t = std::find(ctx.args.begin(), ctx.args.end(), "--timeout"); t != ctx.args.end()) {
+    std::string v = t + 1 != ctx.args.end() ? *(t + 1) : "";
+    bool digits = !v.empty() && v.size() <= 4 && v.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoi(v) < 1 || std::stoi(v) > 3600)
+      return usage_error(self, "--timeout takes a number of seconds from 1 to 3600");
+    limit = std::chrono::seconds(std::stoi(v));
+    ctx.args.erase(t, t + 2);
+  }
   if (ctx.args.size() < 2 || ctx.args.size() > 3)
     return usage_error(self, "give a connector, a tool and optionally JSON arguments");
-  json::object params{{"connector", ctx.args[0]}, {"tool", ctx.args[1]}};
+  json::object params{{"connector", ctx.args[0]}, {"tool", ctx.args[1]}, {"timeout_ms", limit.count()}};
   if (ctx.args.size() == 3) {
     boost::system::error_code ec;
     json::value a = json::parse(ctx.args[2], ec);
@@ -317,7 +331,7 @@ int call(Context& ctx) {
         }
         return o.at("isError") == json::value(true) ? kExitFailed : kExitOk;
       },
-      progress);
+      progress, limit + std::chrono::seconds(15));
   return rc;
 }
 
@@ -327,12 +341,21 @@ int reconnect(Context& ctx) {
   if (ctx.args.size() > 1) return usage_error(self, "name at most one connector");
   json::object params;
   if (!ctx.args.empty()) params["name"] = ctx.args[0];
+  // Exit status 1 when what was reconnected is not running afterwards (a named one), or when
+  // any of them failed (all).
+  std::string name = ctx.args.empty() ? "" : ctx.args[0];
   return run(
       ctx, self, "mcp/reconnect", params, as_json,
-      [](const json::value& v) {
+      [name](const json::value& v) {
         print_list_notes(v.as_object());
-        for (auto& c : v.as_object().at("connectors").as_array()) print_entry(c.as_object());
-        return kExitOk;
+        int rc = kExitOk;
+        for (auto& c : v.as_object().at("connectors").as_array()) {
+          const json::object& o = c.as_object();
+          if (!name.empty() && (str(o, "name") != name || str(o, "state") == "hidden")) continue;
+          print_entry(o);
+          if (name.empty() ? str(o, "state") == "failed" : str(o, "state") != "running") rc = kExitFailed;
+        }
+        return rc;
       },
       {}, kReconnectTimeout);
 }
@@ -500,13 +523,16 @@ std::vector<Command> mcp_commands() {
        "Recorded for exactly this definition; `oppx mcp approve <name>` changes your mind.", deny},
       {"mcp", "tools", "<name> [--json]", "Show a connector's tools, one line each, as the model sees them.",
        "While it is starting, its tools from its last run (same definition) are shown at once.", tools},
-      {"mcp", "call", "<name> <tool> [json-arguments] [--json]", "Call one tool and print its result.",
+      {"mcp", "call", "<name> <tool> [json-arguments] [--timeout SECONDS] [--json]",
+       "Call one tool and print its result.",
        "Progress the server reports is printed to stderr while the call runs (`oppx: <tool>: 2/5 …`).\n"
-       "Exit status 1 when the tool reports an error (isError).",
+       "--timeout gives the tool up to SECONDS (1 to 3600; default 120) to answer; then the call is\n"
+       "cancelled on the server. Exit status 1 when the tool reports an error (isError) or fails.",
        call},
       {"mcp", "reconnect", "[name] [--json]", "Start one connector again, or all of them.",
        "A named connector gets 3 minutes to start, time enough to log in in the browser (mcp-remote);\n"
-       "all of them get 30 s each.",
+       "all of them get 30 s each. Exit status 1 when the named one is not running afterwards, or\n"
+       "when any of them failed.",
        reconnect},
   };
 }

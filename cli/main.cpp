@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
       args.erase(args.begin());
     }
   }
-  if (group == "mcp" && name.empty() && args.empty()) name = "list";  // bare `oppx mcp`, as in SPEC §3
+  // Bare `oppx mcp` (and `oppx mcp --json`) lists, as in SPEC §3.
+  if (group == "mcp" && name.empty() && (args.empty() || (args.size() == 1 && args[0] == "--json"))) name = "list";
   const Command* cmd = find_command(group, name);
   if (!cmd) {
     if (!group.empty() && (name.empty() || name == "help")) {

@@ -198,6 +198,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   std::uint64_t generation = 0;  // bumps at each start; callbacks of an older child are ignored
   EnvMap env;                    // of the client that started it last: a restart uses it again
   std::chrono::milliseconds start_timeout = kStartTimeout;
+  // For the starts oppx makes on its own (after a stop, for a call): the last start's limit, but
+  // never a reconnect's login time (3 minutes to wait on a program that merely crashed).
+  std::chrono::milliseconds restart_timeout = kStartTimeout;
   std::chrono::steady_clock::time_point started_at;
 
   int quick_deaths = 0;      // stops on its own, each soon after its start, in a row
@@ -273,6 +276,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     list_changed_armed = false;
     if (&client_env != &env) env = client_env;
     start_timeout = timeout;
+    if (timeout != kLoginTimeout) restart_timeout = timeout;
     started_at = std::chrono::steady_clock::now();
     log::info("connector {}: starting (start timeout {} s)", def.name, timeout.count() / 1000);
     set_state(ConnectorState::kStarting);
@@ -454,7 +458,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       auto self = w.lock();
       if (ec || !self || gen != self->generation || !self->restartable) return;
       log::info("connector {}: starting it again after its stop", self->def.name);
-      self->start(self->env, self->start_timeout);
+      self->start(self->env, self->restart_timeout);
     });
     fail(down::kStopped, fmt::format("{}. oppx starts it again in {} s", why, delay.count()), true);
   }
@@ -661,7 +665,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   // Starts it again for a call and runs `then` once it is no longer starting.
   void restart_for_call(std::function<void()> then) {
     log::info("connector {}: starting it again for a call", def.name);
-    if (state != ConnectorState::kStarting) start(env, start_timeout);
+    if (state != ConnectorState::kStarting) start(env, restart_timeout);
     when([this] { return state != ConnectorState::kStarting; }, start_timeout + std::chrono::seconds(1),
          std::move(then));
   }

@@ -103,6 +103,11 @@ bool Connectors::reread(Source& src, const std::string& path, bool is_user) {
   src.checked_turn = turn_;
   FileStamp stamp = stamp_of(path);
   if (path == src.path && stamp == src.stamp) return false;
+  if (is_user && !src.path.empty() && path != src.path) {
+    // One user file at a time: a client with another OPPX_MCP_CONFIG switches every client to it.
+    log::info("connectors file is now {} (a client asked with it), was {}: the connectors of {} that it lacks stop",
+              path, src.path, src.path);
+  }
   src.path = path;
   src.stamp = stamp;
   // Read once: these bytes are what gets hashed for consent and what is started.

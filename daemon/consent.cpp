@@ -85,10 +85,11 @@ void ConsentStore::set_aside(const std::string& why) {
   for (int i = 1; ::access(bad.c_str(), F_OK) == 0 && i < 100; ++i)
     bad = fmt::format("{}.bad-{}-{}", path_, utc_now("%Y%m%dT%H%M%SZ"), i);
   bool moved = ::rename(path_.c_str(), bad.c_str()) == 0;
+  // Said until something is approved again, so worded as what happened then, not as now.
   problem_ = fmt::format(
-      "the consent store {} {}, so it counts as nothing approved; {}. Approve your repository connectors "
-      "again with `oppx mcp approve <name>`",
-      path_, why,
+      "the consent store {} was set aside at {} because it {}: {}, and nothing in it counts as approved any "
+      "more. Approve your repository connectors again with `oppx mcp approve <name>`",
+      path_, utc_now("%H:%M:%S UTC"), why,
       moved ? "it was moved aside to " + bad : fmt::format("it could not be moved aside ({})", std::strerror(errno)));
   log::warn("{}", problem_);
   doc_ = nullptr;

@@ -369,9 +369,22 @@ TEST_F(ConnectorFaults, ACommandThatIsNotExecutableIsNotInstalled) {
 }
 
 TEST_F(ConnectorFaults, ReconnectOfOneWaitsForALoginAndOfAllTheUsualTime) {
-  write_config(stdio("one", FAKE_MCP_SERVER, {"ok"}));
+  write_config(stdio("one", FAKE_MCP_SERVER, {"ok", home.root()}));
   ASSERT_EQ(oppx({"mcp", "reconnect", "one"}).exit_code, 0);
   EXPECT_NE(home.read_log().find("connector one: starting (start timeout 180 s)"), std::string::npos);
+  // A program that stops after that is started again by oppx in the usual time, not the login's.
+  Result ps = run({"pgrep", "-f", std::string(FAKE_MCP_SERVER) + " ok " + home.root()});
+  ASSERT_EQ(ps.exit_code, 0) << ps.err;
+  ASSERT_EQ(::kill(std::stoi(ps.out), SIGKILL), 0);
+  EXPECT_TRUE(eventually(
+      [&] {
+        return entry("one").at("state") == json::value("running") &&
+               home.read_log().find("connector one: starting (start timeout 30 s)") != std::string::npos;
+      },
+      15s))
+      << home.read_log();
+  EXPECT_EQ(home.read_log().find("start timeout 180 s", home.read_log().find("start timeout 180 s") + 1),
+            std::string::npos);
   ASSERT_EQ(oppx({"mcp", "reconnect"}).exit_code, 0);
   EXPECT_NE(home.read_log().find("connector one: starting (start timeout 30 s)"), std::string::npos);
 }
@@ -386,6 +399,13 @@ TEST_F(ConnectorFaults, AMissingProgramGetsNumberedSteps) {
   Result call = oppx({"mcp", "call", "missing", "x"});
   EXPECT_EQ(call.exit_code, 1);
   EXPECT_NE(call.err.find("  1. Install no-such-program-oppx"), std::string::npos) << call.err;
+  // A reconnect that does not bring it back fails, shows that one alone, and says why.
+  Result again = oppx({"mcp", "reconnect", "missing"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.out.find("missing "), std::string::npos) << again.out;
+  EXPECT_EQ(again.out.find("nodey"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("1. Install no-such-program-oppx"), std::string::npos) << again.out;
+  EXPECT_EQ(oppx({"mcp", "reconnect"}).exit_code, 1);
 }
 
 }  // namespace

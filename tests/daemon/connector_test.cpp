@@ -85,6 +85,16 @@ TEST_F(Connectors, ACrashMidCallIsReportedWithTheLastStderrLine) {
   EXPECT_EQ(entry("crashy").at("state"), json::value("running"));
 }
 
+TEST_F(Connectors, TheCallCommandsTimeoutIsTheDaemonsLimitForTheTool) {
+  write_config(stdio("slow", FAKE_MCP_SERVER, {"hang_call"}));
+  Result r = oppx({"mcp", "call", "slow", "echo", "--timeout", "1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("echo did not answer within 1 s; the call was cancelled"), std::string::npos) << r.err;
+  Result bad = oppx({"mcp", "call", "slow", "echo", "--timeout", "0"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--timeout takes a number of seconds from 1 to 3600"), std::string::npos) << bad.err;
+}
+
 TEST_F(Connectors, ASlowCallTimesOutAndTheConnectorStays) {
   write_config(stdio("slow", FAKE_MCP_SERVER, {"hang_call"}));
   auto c = client();

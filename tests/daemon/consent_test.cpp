@@ -284,7 +284,7 @@ TEST_F(Consent, ACorruptStoreFailsClosedAndIsMovedAside) {
   Result human = oppx({"mcp", "list"});
   EXPECT_NE(human.err.find("is not valid JSON"), std::string::npos) << human.err;
   EXPECT_NE(human.err.find("moved aside to " + store + ".bad-"), std::string::npos) << human.err;
-  EXPECT_NE(human.err.find("counts as nothing approved"), std::string::npos) << human.err;
+  EXPECT_NE(human.err.find("nothing in it counts as approved"), std::string::npos) << human.err;
   EXPECT_EQ(state("tool"), "waiting") << "a connector approved in a corrupt store must stop";
   EXPECT_FALSE(exists(store));
   EXPECT_NE(home.read_log().find("moved aside"), std::string::npos);
