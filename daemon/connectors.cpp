@@ -277,7 +277,9 @@ std::string Connectors::changed_variable(const Connector& c, const EnvMap& env) 
   if (seen == seen_.end()) return {};
   for (auto& [var, was] : seen->second.env) {
     auto it = env.find(var);
-    if (it != env.end() && was != "set " + definition_hash(it->second)) return var;
+    // A value that could never be used (a line break, NUL) is like no value: it stops nothing.
+    if (it == env.end() || it->second.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) continue;
+    if (was != "set " + definition_hash(it->second)) return var;
   }
   return {};
 }

@@ -105,6 +105,10 @@ TEST_F(Sessions, AChangedVariableRestartsOnlyTheConnectorThatReadsIt) {
   ::unsetenv("OPPX_TEST_TOKEN");
   EXPECT_EQ(listed("reads").at("state"), json::value("running"));
   EXPECT_EQ(pids_of("reads"), reads);
+  // A value that could never be used (a line break in it) is like none: it stops nothing.
+  ::setenv("OPPX_TEST_TOKEN", "pasted\r\nwith a line break", 1);
+  EXPECT_EQ(listed("reads").at("state"), json::value("running"));
+  EXPECT_EQ(pids_of("reads"), reads);
 
   // Another value: that connector restarts with it, the other stays as it was.
   ::setenv("OPPX_TEST_TOKEN", "second", 1);
