@@ -50,15 +50,72 @@ std::string variable_in(std::string_view value) {
   return std::string(name.substr(0, name.find(":-")));
 }
 
-// The header that carries the token: Authorization when there is one, else the first.
+// The header that carries the token: Authorization when there is one, else the first whose name
+// says it holds a secret (X-Api-Key beside X-Org), else the first.
 const std::pair<std::string, std::string>* token_header(const ConnectorDef& def) {
   for (auto& h : def.headers) {
     if (lower(h.first) == "authorization") return &h;
+  }
+  for (auto& h : def.headers) {
+    std::string n = lower(h.first);
+    if (contains(n, "token") || contains(n, "key") || contains(n, "auth")) return &h;
   }
   return def.headers.empty() ? nullptr : &def.headers.front();
 }
 
 std::string reconnect(const ConnectorDef& def) { return fmt::format("`oppx mcp reconnect {}`", def.name); }
+
+// One word of a command line for a POSIX shell: as it is when that is safe, else in single quotes.
+std::string shell_word(std::string_view s) {
+  bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::string_view("-_./:@%+=,").find(static_cast<char>(c)) != std::string_view::npos;
+  });
+  if (plain) return std::string(s);
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The step that saves a new literal token in an HTTP connector's definition. `oppx mcp add --force`
+// replaces the whole entry, so the line repeats the URL and every other header as written; when
+// one of those would have to be printed masked (a literal value may be a secret), running the
+// masked line would lose it, so the step is to edit the file instead.
+std::string new_token_step(const ConnectorDef& def, const std::pair<std::string, std::string>* h) {
+  std::string header = h ? h->first : "Authorization";
+  std::string scheme = "Bearer ";
+  if (h) {
+    auto sp = h->second.find(' ');
+    scheme = sp != std::string::npos ? h->second.substr(0, sp + 1) : "";
+  }
+  bool keeps_all = mask_url(def.url) == def.url;
+  for (auto& other : def.headers) {
+    if (&other != h && mask_value(other.second) != other.second) keeps_all = false;
+  }
+  if (!keeps_all) {
+    std::string where = def.file.empty() ? "your mcp.json" : def.file;
+    if (!h) {
+      return fmt::format(
+          "It asks for a login but sends no token: get one from its service, add it as the header "
+          "Authorization of {} in {}, then run {}.",
+          def.name, where, reconnect(def));
+    }
+    return fmt::format(
+        "Get a new token and put it in the header {} of {} in {} in place of the old one (edit only "
+        "that value; the rest stays as it is), then run {}.",
+        header, def.name, where, reconnect(def));
+  }
+  std::string line = fmt::format("oppx mcp add {}{} --url {}", def.name,
+                                 file_name_of(def) == ".mcp.json" ? " --project" : "", shell_word(def.url));
+  std::string token = fmt::format("{}: {}<new token>", header, scheme);
+  for (auto& other : def.headers) {
+    line += " -H " + shell_word(&other == h ? token : fmt::format("{}: {}", other.first, other.second));
+  }
+  if (!h) {
+    line += " -H " + shell_word(token);
+    return "It asks for a login but sends no token: get one from its service and add it with `" + line + " --force`.";
+  }
+  return "Get a new token and save it in its definition: `" + line + " --force`.";
+}
 
 std::vector<std::string> login_steps(const ConnectorDef& def, std::string_view log_path) {
   if (uses_mcp_remote(def)) {
@@ -70,22 +127,14 @@ std::vector<std::string> login_steps(const ConnectorDef& def, std::string_view l
   }
   if (def.kind == ConnectorDef::Kind::kHttp) {
     const auto* h = token_header(def);
-    std::string scheme = "Bearer ";
-    if (h) {
-      auto sp = h->second.find(' ');
-      scheme = sp != std::string::npos && h->second.substr(0, 2) != "${" ? h->second.substr(0, sp + 1) : "";
-    }
-    std::string header = h ? h->first : "Authorization";
-    std::string add = fmt::format("`oppx mcp add {} --url {} -H '{}: {}<new token>' --force`", def.name,
-                                  mask_url(def.url), header, scheme);
     if (std::string var = h ? variable_in(h->second) : ""; !var.empty()) {
-      return {fmt::format("Its token is read from the environment variable {} (header {}): put a new token in {} "
-                          "in the shell you run oppx from, then run {}.",
-                          var, header, var, reconnect(def)),
-              "Or save a new token in its definition: " + add + "."};
+      // The definition stays as it is: nothing in it is lost, and the variable is read at each start.
+      return {
+          fmt::format("Its token is read from the environment variable {} (header {}): put a new token in {} "
+                      "in the shell you run oppx from, then run {} from that shell.",
+                      var, h->first, var, reconnect(def))};
     }
-    if (h) return {"Get a new token and save it in its definition: " + add + "."};
-    return {"It asks for a login but sends no token: get one from its service and add it with " + add + "."};
+    return {new_token_step(def, h)};
   }
   std::vector<std::string> steps;
   for (auto& [key, value] : def.env) {

@@ -76,16 +76,59 @@ TEST(Diagnose, AnMcpRemoteThatTimesOutNeedsABrowserLogin) {
   EXPECT_NE(joined(plain).find("/s/l.log"), std::string::npos);
 }
 
-TEST(Diagnose, ATokenInAHeaderNamesItsVariableAndTheAddLine) {
-  auto def = http("linear", "https://mcp.linear.app/mcp", {{"Authorization", "Bearer ${LINEAR_TOKEN}"}});
-  Diagnosis d = diagnose(down::kLogin, "HTTP 401 from https://mcp.linear.app/mcp", def, "/s/l.log");
+// The definition stays as it is: a new token in the variable and a reconnect, never an add line
+// that would replace its other headers.
+TEST(Diagnose, ATokenInAVariableIsRenewedInTheShellAndTheDefinitionKept) {
+  auto def = http("lin3", "http://127.0.0.1:8080/mcp",
+                  {{"X-Org", "acme"}, {"Authorization", "Bearer ${LINEAR_API_KEY}"}, {"X-Other", "v"}});
+  Diagnosis d = diagnose(down::kLogin, "HTTP 401 from http://127.0.0.1:8080/mcp", def, "/s/l.log");
   EXPECT_EQ(d.kind, "login");
-  std::string s = joined(d);
-  EXPECT_NE(s.find("environment variable LINEAR_TOKEN"), std::string::npos) << s;
-  EXPECT_NE(s.find("`oppx mcp add linear --url https://mcp.linear.app/mcp -H 'Authorization: Bearer <new token>' "
-                   "--force`"),
-            std::string::npos)
-      << s;
+  ASSERT_EQ(d.steps.size(), 1u) << joined(d);
+  EXPECT_EQ(d.steps[0],
+            "Its token is read from the environment variable LINEAR_API_KEY (header Authorization): put a new token "
+            "in LINEAR_API_KEY in the shell you run oppx from, then run `oppx mcp reconnect lin3` from that shell.");
+  EXPECT_EQ(joined(d).find("--force"), std::string::npos) << joined(d);
+}
+
+// `oppx mcp add --force` replaces the whole entry: the line repeats every other header as written.
+TEST(Diagnose, TheAddLineForALiteralTokenKeepsEveryOtherHeader) {
+  auto def = http("lin", "https://mcp.linear.app/mcp?team=${TEAM}",
+                  {{"X-Org", "${ORG}"}, {"Authorization", "Bearer lin_api_0123456789abcdef"}, {"X-Who", "${WHO}"}});
+  Diagnosis d = diagnose(down::kLogin, "HTTP 401", def, "/s/l.log");
+  ASSERT_EQ(d.steps.size(), 1u) << joined(d);
+  EXPECT_EQ(d.steps[0],
+            "Get a new token and save it in its definition: `oppx mcp add lin --url "
+            "'https://mcp.linear.app/mcp?team=${TEAM}' -H 'X-Org: ${ORG}' -H 'Authorization: Bearer <new token>' "
+            "-H 'X-Who: ${WHO}' --force`.");
+  EXPECT_EQ(joined(d).find("lin_api"), std::string::npos);
+  // A repository's connector is replaced in its own file.
+  def.file = "/src/app/.mcp.json";
+  EXPECT_NE(joined(diagnose(down::kLogin, "HTTP 401", def, "/l")).find("`oppx mcp add lin --project --url "),
+            std::string::npos);
+  // No header yet: the line adds one and keeps the URL.
+  Diagnosis none = diagnose(down::kLogin, "HTTP 401", http("h", "https://h.example/mcp", {}), "/l");
+  EXPECT_EQ(none.steps[0],
+            "It asks for a login but sends no token: get one from its service and add it with `oppx mcp add h --url "
+            "https://h.example/mcp -H 'Authorization: Bearer <new token>' --force`.");
+}
+
+// A literal value of another header, or a secret in the URL, would be printed masked: running that
+// line would lose it, so the step is to edit the one header in the file, and no value is shown.
+TEST(Diagnose, WithAnotherLiteralValueTheStepEditsTheFileInstead) {
+  auto def = http("gh", "https://api.example.com/mcp",
+                  {{"X-Org", "acme-secret-org-id"}, {"Authorization", "Bearer sk-secret-value-1234"}});
+  def.file = "/home/u/.config/oppx/mcp.json";
+  Diagnosis d = diagnose(down::kLogin, "HTTP 401", def, "/s/l.log");
+  ASSERT_EQ(d.steps.size(), 1u) << joined(d);
+  EXPECT_EQ(d.steps[0],
+            "Get a new token and put it in the header Authorization of gh in /home/u/.config/oppx/mcp.json in place "
+            "of the old one (edit only that value; the rest stays as it is), then run `oppx mcp reconnect gh`.");
+  auto query = http("q", "https://api.example.com/mcp?api_key=abcdef0123456789", {});
+  Diagnosis q = diagnose(down::kLogin, "HTTP 401", query, "/l");
+  std::string s = joined(q);
+  EXPECT_EQ(s.find("--force"), std::string::npos) << s;
+  EXPECT_EQ(s.find("abcdef"), std::string::npos) << s;
+  EXPECT_NE(s.find("add it as the header Authorization of q in your mcp.json"), std::string::npos) << s;
 }
 
 TEST(Diagnose, ALiteralTokenIsNeverRepeated) {
