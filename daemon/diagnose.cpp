@@ -150,8 +150,13 @@ std::vector<std::string> login_steps(const ConnectorDef& def, std::string_view l
   return steps;
 }
 
-std::string install_step(const ConnectorDef& def) {
+std::string install_step(const ConnectorDef& def, std::string_view message) {
   std::string program = basename(def.command);
+  if (says_script_missing(message, def))
+    return fmt::format(
+        "{} runs, but cannot find the script or module it was given: install it, or correct the "
+        "command of {} in {}.",
+        program, def.name, def.file.empty() ? "your mcp.json" : def.file);
   if (program == "node" || program == "npx" || program == "npm" || program == "pnpm" || program == "yarn")
     return "Install Node.js 18 or newer (it brings node and npx): https://nodejs.org or your package manager.";
   if (program == "uvx" || program == "uv")
@@ -163,7 +168,55 @@ std::string install_step(const ConnectorDef& def) {
                      def.file.empty() ? "your mcp.json" : def.file);
 }
 
+std::string_view trimmed(std::string_view s) {
+  auto b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return {};
+  auto e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+// "    at Module._load (node:internal/…)", "  File \"x.py\", line 3": where, not what.
+bool stack_frame(std::string_view t) { return t.starts_with("at ") || t.starts_with("File \""); }
+
+bool version_banner(std::string_view t) {
+  return t.starts_with("Node.js v") && t.size() > 9 && std::isdigit(static_cast<unsigned char>(t[9]));
+}
+
+bool reads_like_error(std::string_view t) {
+  for (std::string_view w : {"Error", "error:", "ERROR", "Cannot", "cannot", "can't", "not found", "No such file",
+                             "ENOENT", "EACCES", "denied", "Traceback", "Exception", "panic", "fatal", "Fatal"}) {
+    if (contains(t, w)) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+std::string telling_line(const std::deque<std::string>& lines, bool errors_only) {
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    std::string_view t = trimmed(*it);
+    if (!stack_frame(t) && reads_like_error(t)) return std::string(t);
+  }
+  if (errors_only) return "";
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    std::string_view t = trimmed(*it);
+    // "}" and "^" under a source line say nothing on their own.
+    bool words = std::any_of(t.begin(), t.end(), [](unsigned char c) { return std::isalnum(c); });
+    if (words && !stack_frame(t) && !version_banner(t)) return std::string(t);
+  }
+  return "";
+}
+
+bool says_script_missing(std::string_view message, const ConnectorDef& def) {
+  for (std::string_view w :
+       {"Cannot find module", "Cannot find package", "can't open file", "ModuleNotFoundError", "No module named"}) {
+    if (contains(message, w)) return true;
+  }
+  // A shell or interpreter naming the file it was given: "bash: /x.sh: No such file or directory".
+  // A server's own "No such file" (a config file it reads) names no program first.
+  std::string program = basename(def.command);
+  return !program.empty() && contains(message, "No such file or directory") && contains(message, ": " + program + ": ");
+}
 
 bool tool_error_looks_like_login(std::string_view message) {
   std::string m = lower(message);
@@ -196,6 +249,8 @@ Diagnosis diagnose(std::string_view kind, std::string_view message, const Connec
   } else if ((kind == down::kStopped || kind == down::kUnreachable) && looks_like_login(message)) {
     d.kind = down::kLogin;
     d.reason = fmt::format("it needs a new login: {}", message);
+  } else if (kind == down::kStopped && says_script_missing(message, def)) {
+    d.kind = down::kNotInstalled;
   } else if (kind == down::kLogin && !contains(lower(message), "login")) {
     d.reason = fmt::format("it needs a new login: {}", message);
   }
@@ -203,7 +258,7 @@ Diagnosis diagnose(std::string_view kind, std::string_view message, const Connec
   if (d.kind == down::kLogin) {
     d.steps = login_steps(def, log_path);
   } else if (d.kind == down::kNotInstalled) {
-    d.steps = {install_step(def), fmt::format("Then run {}.", reconnect(def))};
+    d.steps = {install_step(def, message), fmt::format("Then run {}.", reconnect(def))};
   } else if (d.kind == down::kTimeout) {
     d.steps = {fmt::format("Run {} (a first start can be slow while npx or uvx downloads it).", reconnect(def)),
                "If it still does not answer, " + lower(log_step.substr(0, 1)) + log_step.substr(1)};

@@ -168,6 +168,62 @@ TEST(Diagnose, AMissingProgramSaysWhatToInstall) {
             "Install frobnicate, or correct the command of tool in /src/app/.mcp.json.");
 }
 
+TEST(Diagnose, TheTellingStderrLineIsTheLastErrorNotTheBanner) {
+  // node's own words for a missing script, as it prints them (blank lines are not kept).
+  std::deque<std::string> node = {"node:internal/modules/cjs/loader:1210",
+                                  "  throw err;",
+                                  "  ^",
+                                  "Error: Cannot find module '/tmp/nope.js'",
+                                  "    at Module._resolveFilename (node:internal/modules/cjs/loader:1207:15)",
+                                  "    at handleMainError (node:internal/modules/run_main:164:12)",
+                                  "  code: 'MODULE_NOT_FOUND',",
+                                  "  requireStack: []",
+                                  "}",
+                                  "Node.js v20.20.2"};
+  EXPECT_EQ(telling_line(node, false), "Error: Cannot find module '/tmp/nope.js'");
+  std::deque<std::string> python = {"Traceback (most recent call last):", "  File \"<string>\", line 1, in <module>",
+                                    "ModuleNotFoundError: No module named 'mcp'"};
+  EXPECT_EQ(telling_line(python, false), "ModuleNotFoundError: No module named 'mcp'");
+  // Without an error: the last line, a version banner and a lone brace skipped.
+  std::deque<std::string> plain = {"listening on stdio", "shutting down", "}", "Node.js v22.1.0"};
+  EXPECT_EQ(telling_line(plain, false), "shutting down");
+  // Stopped by a signal: a start banner is not a reason.
+  std::deque<std::string> banner = {"Starting default (STDIO) server..."};
+  EXPECT_EQ(telling_line(banner, true), "");
+  EXPECT_EQ(telling_line(banner, false), "Starting default (STDIO) server...");
+  EXPECT_EQ(telling_line({}, false), "");
+}
+
+TEST(Diagnose, AScriptItsRuntimeCannotFindIsNotInstalled) {
+  auto def = command("nx", "node", {"/tmp/nope.js"});
+  Diagnosis d = diagnose(down::kStopped,
+                         "its program stopped (exit status 1): Error: Cannot find module '/tmp/nope.js'; its log is /l",
+                         def, "/l");
+  EXPECT_EQ(d.kind, "not_installed");
+  ASSERT_EQ(d.steps.size(), 2u);
+  EXPECT_EQ(d.steps[0],
+            "node runs, but cannot find the script or module it was given: install it, or correct the command of nx "
+            "in your mcp.json.");
+  EXPECT_EQ(d.steps[1], "Then run `oppx mcp reconnect nx`.");
+  for (std::string_view words : {"/usr/bin/python3: can't open file '/x.py': [Errno 2] No such file or directory",
+                                 "ModuleNotFoundError: No module named 'mcp'"}) {
+    EXPECT_EQ(diagnose(down::kStopped, "its program stopped (exit status 2): " + std::string(words),
+                       command("py", "python3", {"/x.py"}), "/l")
+                  .kind,
+              "not_installed")
+        << words;
+  }
+  EXPECT_EQ(diagnose(down::kStopped, "its program stopped (exit status 127): bash: /x.sh: No such file or directory",
+                     command("sh", "/bin/bash", {"/x.sh"}), "/l")
+                .kind,
+            "not_installed");
+  // A server's own missing file (its config) is its own trouble, not a missing install.
+  EXPECT_EQ(diagnose(down::kStopped, "its program stopped (exit status 1): open config.yaml: No such file or directory",
+                     command("srv", "/opt/srv"), "/l")
+                .kind,
+            "stopped");
+}
+
 TEST(Diagnose, StoppedUnreachableAndConfigGiveTheirSteps) {
   auto stopped = diagnose(down::kStopped, "its program stopped (exit status 3)", command("a", "node"), "/s/a.log");
   EXPECT_EQ(stopped.kind, "stopped");
