@@ -1,6 +1,6 @@
 // Connector::Impl. Pending operations hold a weak_ptr to the Impl, so a connector removed while
 // its child is still starting ends cleanly. The child is watched through a pidfd: its exit is an
-// event like any other, and the reason (exit status, signal, last stderr line) is kept for
+// event like any other, and the reason (exit status, signal, its telling stderr line) is kept for
 // `mcp list` and for the ConnectorDown error of a call.
 #include "daemon/connector.h"
 
@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -190,7 +191,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   std::unordered_map<std::string, std::function<void(const json::object&)>> progress;  // by token
   std::uint64_t next_progress = 0;
   std::array<char, 8192> err_buf{};
-  std::string err_partial, last_err_line;
+  std::string err_partial;
+  std::deque<std::string> err_lines;  // its last kKeptStderrLines lines, for the reason of a stop
   int log_fd = -1;
   std::size_t log_size = 0;
   bool refetch_again = false, fetching = false;
@@ -317,6 +319,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     }
     child = *spawned;
     exited = false;
+    err_partial.clear();  // the last words of an earlier run are not this one's
+    err_lines.clear();
     open_log();
     watch_stderr();
     watch_exit();
@@ -391,14 +395,19 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   void take_stderr(std::string_view data) {
     append_log(data);
     err_partial.append(data);
-    if (auto nl = err_partial.rfind('\n'); nl != std::string::npos) {
-      std::string_view complete(err_partial.data(), nl);
-      auto start = complete.rfind('\n');
-      std::string_view last = start == std::string_view::npos ? complete : complete.substr(start + 1);
-      if (!last.empty()) last_err_line = escape_controls(last.substr(0, 300));
-      err_partial.erase(0, nl + 1);
+    std::size_t from = 0;
+    for (auto nl = err_partial.find('\n'); nl != std::string::npos; nl = err_partial.find('\n', from)) {
+      keep_err_line(std::string_view(err_partial).substr(from, nl - from));
+      from = nl + 1;
     }
+    err_partial.erase(0, from);
     if (err_partial.size() > 4096) err_partial.erase(0, err_partial.size() - 4096);
+  }
+
+  void keep_err_line(std::string_view line) {
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
+    err_lines.push_back(escape_controls(line.substr(0, 300)));
+    if (err_lines.size() > kKeptStderrLines) err_lines.pop_front();
   }
 
   // What is still in the stderr pipe when the child exits: its last words, often the reason.
@@ -410,7 +419,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     ssize_t n;
     while ((n = ::read(err_stream.native_handle(), buf, sizeof buf)) > 0)
       take_stderr(std::string_view(buf, static_cast<std::size_t>(n)));
-    if (!err_partial.empty()) last_err_line = escape_controls(std::string_view(err_partial).substr(0, 300));
+    keep_err_line(err_partial);
+    err_partial.clear();
   }
 
   void watch_exit() {
@@ -441,8 +451,13 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       return;
     std::string how = WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
                                         : fmt::format("signal {}", WTERMSIG(status));
-    std::string tail = last_err_line.empty() ? "" : ": " + last_err_line;
+    // Killed by a signal, its last words are whatever it printed before (a start banner): only an
+    // error is worth showing then.
+    std::string line = telling_line(err_lines, !WIFEXITED(status));
+    std::string tail = line.empty() ? "" : ": " + line;
     std::string why = fmt::format("its program stopped ({}){}; its log is {}", how, tail, log_path);
+    // Its script or module is missing: starting it again finds it missing again.
+    if (says_script_missing(why, def)) return fail(down::kNotInstalled, why);
     // A crash loop backs off and, after kMaxQuickDeaths quick stops in a row, gives up.
     if (std::chrono::steady_clock::now() - started_at > kStableRun) quick_deaths = 0;
     ++quick_deaths;

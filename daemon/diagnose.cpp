@@ -50,15 +50,72 @@ std::string variable_in(std::string_view value) {
   return std::string(name.substr(0, name.find(":-")));
 }
 
-// The header that carries the token: Authorization when there is one, else the first.
+// The header that carries the token: Authorization when there is one, else the first whose name
+// says it holds a secret (X-Api-Key beside X-Org), else the first.
 const std::pair<std::string, std::string>* token_header(const ConnectorDef& def) {
   for (auto& h : def.headers) {
     if (lower(h.first) == "authorization") return &h;
+  }
+  for (auto& h : def.headers) {
+    std::string n = lower(h.first);
+    if (contains(n, "token") || contains(n, "key") || contains(n, "auth")) return &h;
   }
   return def.headers.empty() ? nullptr : &def.headers.front();
 }
 
 std::string reconnect(const ConnectorDef& def) { return fmt::format("`oppx mcp reconnect {}`", def.name); }
+
+// One word of a command line for a POSIX shell: as it is when that is safe, else in single quotes.
+std::string shell_word(std::string_view s) {
+  bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::string_view("-_./:@%+=,").find(static_cast<char>(c)) != std::string_view::npos;
+  });
+  if (plain) return std::string(s);
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The step that saves a new literal token in an HTTP connector's definition. `oppx mcp add --force`
+// replaces the whole entry, so the line repeats the URL and every other header as written; when
+// one of those would have to be printed masked (a literal value may be a secret), running the
+// masked line would lose it, so the step is to edit the file instead.
+std::string new_token_step(const ConnectorDef& def, const std::pair<std::string, std::string>* h) {
+  std::string header = h ? h->first : "Authorization";
+  std::string scheme = "Bearer ";
+  if (h) {
+    auto sp = h->second.find(' ');
+    scheme = sp != std::string::npos ? h->second.substr(0, sp + 1) : "";
+  }
+  bool keeps_all = mask_url(def.url) == def.url;
+  for (auto& other : def.headers) {
+    if (&other != h && mask_value(other.second) != other.second) keeps_all = false;
+  }
+  if (!keeps_all) {
+    std::string where = def.file.empty() ? "your mcp.json" : def.file;
+    if (!h) {
+      return fmt::format(
+          "It asks for a login but sends no token: get one from its service, add it as the header "
+          "Authorization of {} in {}, then run {}.",
+          def.name, where, reconnect(def));
+    }
+    return fmt::format(
+        "Get a new token and put it in the header {} of {} in {} in place of the old one (edit only "
+        "that value; the rest stays as it is), then run {}.",
+        header, def.name, where, reconnect(def));
+  }
+  std::string line = fmt::format("oppx mcp add {}{} --url {}", def.name,
+                                 file_name_of(def) == ".mcp.json" ? " --project" : "", shell_word(def.url));
+  std::string token = fmt::format("{}: {}<new token>", header, scheme);
+  for (auto& other : def.headers) {
+    line += " -H " + shell_word(&other == h ? token : fmt::format("{}: {}", other.first, other.second));
+  }
+  if (!h) {
+    line += " -H " + shell_word(token);
+    return "It asks for a login but sends no token: get one from its service and add it with `" + line + " --force`.";
+  }
+  return "Get a new token and save it in its definition: `" + line + " --force`.";
+}
 
 std::vector<std::string> login_steps(const ConnectorDef& def, std::string_view log_path) {
   if (uses_mcp_remote(def)) {
@@ -70,22 +127,14 @@ std::vector<std::string> login_steps(const ConnectorDef& def, std::string_view l
   }
   if (def.kind == ConnectorDef::Kind::kHttp) {
     const auto* h = token_header(def);
-    std::string scheme = "Bearer ";
-    if (h) {
-      auto sp = h->second.find(' ');
-      scheme = sp != std::string::npos && h->second.substr(0, 2) != "${" ? h->second.substr(0, sp + 1) : "";
-    }
-    std::string header = h ? h->first : "Authorization";
-    std::string add = fmt::format("`oppx mcp add {} --url {} -H '{}: {}<new token>' --force`", def.name,
-                                  mask_url(def.url), header, scheme);
     if (std::string var = h ? variable_in(h->second) : ""; !var.empty()) {
-      return {fmt::format("Its token is read from the environment variable {} (header {}): put a new token in {} "
-                          "in the shell you run oppx from, then run {}.",
-                          var, header, var, reconnect(def)),
-              "Or save a new token in its definition: " + add + "."};
+      // The definition stays as it is: nothing in it is lost, and the variable is read at each start.
+      return {
+          fmt::format("Its token is read from the environment variable {} (header {}): put a new token in {} "
+                      "in the shell you run oppx from, then run {} from that shell.",
+                      var, h->first, var, reconnect(def))};
     }
-    if (h) return {"Get a new token and save it in its definition: " + add + "."};
-    return {"It asks for a login but sends no token: get one from its service and add it with " + add + "."};
+    return {new_token_step(def, h)};
   }
   std::vector<std::string> steps;
   for (auto& [key, value] : def.env) {
@@ -101,8 +150,13 @@ std::vector<std::string> login_steps(const ConnectorDef& def, std::string_view l
   return steps;
 }
 
-std::string install_step(const ConnectorDef& def) {
+std::string install_step(const ConnectorDef& def, std::string_view message) {
   std::string program = basename(def.command);
+  if (says_script_missing(message, def))
+    return fmt::format(
+        "{} runs, but cannot find the script or module it was given: install it, or correct the "
+        "command of {} in {}.",
+        program, def.name, def.file.empty() ? "your mcp.json" : def.file);
   if (program == "node" || program == "npx" || program == "npm" || program == "pnpm" || program == "yarn")
     return "Install Node.js 18 or newer (it brings node and npx): https://nodejs.org or your package manager.";
   if (program == "uvx" || program == "uv")
@@ -114,7 +168,55 @@ std::string install_step(const ConnectorDef& def) {
                      def.file.empty() ? "your mcp.json" : def.file);
 }
 
+std::string_view trimmed(std::string_view s) {
+  auto b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return {};
+  auto e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+// "    at Module._load (node:internal/…)", "  File \"x.py\", line 3": where, not what.
+bool stack_frame(std::string_view t) { return t.starts_with("at ") || t.starts_with("File \""); }
+
+bool version_banner(std::string_view t) {
+  return t.starts_with("Node.js v") && t.size() > 9 && std::isdigit(static_cast<unsigned char>(t[9]));
+}
+
+bool reads_like_error(std::string_view t) {
+  for (std::string_view w : {"Error", "error:", "ERROR", "Cannot", "cannot", "can't", "not found", "No such file",
+                             "ENOENT", "EACCES", "denied", "Traceback", "Exception", "panic", "fatal", "Fatal"}) {
+    if (contains(t, w)) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+std::string telling_line(const std::deque<std::string>& lines, bool errors_only) {
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    std::string_view t = trimmed(*it);
+    if (!stack_frame(t) && reads_like_error(t)) return std::string(t);
+  }
+  if (errors_only) return "";
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    std::string_view t = trimmed(*it);
+    // "}" and "^" under a source line say nothing on their own.
+    bool words = std::any_of(t.begin(), t.end(), [](unsigned char c) { return std::isalnum(c); });
+    if (words && !stack_frame(t) && !version_banner(t)) return std::string(t);
+  }
+  return "";
+}
+
+bool says_script_missing(std::string_view message, const ConnectorDef& def) {
+  for (std::string_view w :
+       {"Cannot find module", "Cannot find package", "can't open file", "ModuleNotFoundError", "No module named"}) {
+    if (contains(message, w)) return true;
+  }
+  // A shell or interpreter naming the file it was given: "bash: /x.sh: No such file or directory".
+  // A server's own "No such file" (a config file it reads) names no program first.
+  std::string program = basename(def.command);
+  return !program.empty() && contains(message, "No such file or directory") && contains(message, ": " + program + ": ");
+}
 
 bool tool_error_looks_like_login(std::string_view message) {
   std::string m = lower(message);
@@ -147,6 +249,8 @@ Diagnosis diagnose(std::string_view kind, std::string_view message, const Connec
   } else if ((kind == down::kStopped || kind == down::kUnreachable) && looks_like_login(message)) {
     d.kind = down::kLogin;
     d.reason = fmt::format("it needs a new login: {}", message);
+  } else if (kind == down::kStopped && says_script_missing(message, def)) {
+    d.kind = down::kNotInstalled;
   } else if (kind == down::kLogin && !contains(lower(message), "login")) {
     d.reason = fmt::format("it needs a new login: {}", message);
   }
@@ -154,7 +258,7 @@ Diagnosis diagnose(std::string_view kind, std::string_view message, const Connec
   if (d.kind == down::kLogin) {
     d.steps = login_steps(def, log_path);
   } else if (d.kind == down::kNotInstalled) {
-    d.steps = {install_step(def), fmt::format("Then run {}.", reconnect(def))};
+    d.steps = {install_step(def, message), fmt::format("Then run {}.", reconnect(def))};
   } else if (d.kind == down::kTimeout) {
     d.steps = {fmt::format("Run {} (a first start can be slow while npx or uvx downloads it).", reconnect(def)),
                "If it still does not answer, " + lower(log_step.substr(0, 1)) + log_step.substr(1)};

@@ -5,6 +5,7 @@
 
 #include "daemon/mcp_config.h"
 
+#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,22 @@ bool tool_error_looks_like_login(std::string_view message);
 // The connector runs mcp-remote (a stdio bridge that logs in through the browser and waits,
 // silently, while nobody logs in).
 bool uses_mcp_remote(const ConnectorDef& def);
+
+// How many of a program's last stderr lines are kept for its reason: enough to reach node's
+// "Error: Cannot find module …" above its stack and the "Node.js v20…" it ends with.
+inline constexpr std::size_t kKeptStderrLines = 16;
+
+// The line of a program's last stderr lines that says most about why it stopped: the last one that
+// reads like an error ("Error: …", "ModuleNotFoundError: …", "… No such file or directory"; stack
+// frames skipped), else the last one that is not a version banner ("Node.js v20.20.2"). With
+// `errors_only` (a stop by a signal, where the last words are whatever it printed at start, such
+// as "Starting default (STDIO) server...") only the first. Empty when none fits.
+std::string telling_line(const std::deque<std::string>& lines, bool errors_only);
+
+// The program ran but its own runtime says the script or module it was given is missing (node's
+// "Cannot find module", python's "can't open file" or "ModuleNotFoundError", a shell's
+// "<program>: <file>: No such file or directory"): it is not installed, not broken.
+bool says_script_missing(std::string_view message, const ConnectorDef& def);
 
 // `kind` is a down:: value; `message` the connector's own account (exit status, last stderr
 // line, the unset variable…). `log_path` is its stderr log.

@@ -408,5 +408,35 @@ TEST_F(ConnectorFaults, AMissingProgramGetsNumberedSteps) {
   EXPECT_EQ(oppx({"mcp", "reconnect"}).exit_code, 1);
 }
 
+// node's own words for a missing script are a few lines above the "Node.js v20…" it ends with:
+// the reason quotes them, and a script that is missing is not installed (not started again).
+TEST_F(ConnectorFaults, AScriptNodeCannotFindIsNotInstalledAndTheReasonNamesIt) {
+  std::string script = home.root() + "/nonexistent.js";
+  write_config(stdio("nx", "node", {script}));
+  auto e = entry("nx");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_EQ(e.at("reason_kind"), json::value("not_installed"));
+  std::string reason = str(e, "reason");
+  EXPECT_NE(reason.find("(exit status 1): Error: Cannot find module '" + script + "'"), std::string::npos) << reason;
+  EXPECT_EQ(reason.find("Node.js v"), std::string::npos) << reason;
+  EXPECT_EQ(reason.find("starts it again"), std::string::npos) << reason;
+  ASSERT_EQ(e.at("steps").as_array().size(), 2u);
+  EXPECT_EQ(e.at("steps").as_array()[0],
+            json::value("node runs, but cannot find the script or module it was given: install it, or correct the "
+                        "command of nx in " +
+                        home.root() + "/config/oppx/mcp.json."));
+}
+
+// Killed by a signal, its last stderr line is whatever it printed at start: not a reason.
+TEST_F(ConnectorFaults, ASignalStopShowsNoStartBanner) {
+  write_config(stdio("sig", "/bin/sh", {"-c", "echo 'Starting default (STDIO) server...' >&2; kill -KILL $$"}));
+  auto e = entry("sig");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_EQ(e.at("reason_kind"), json::value("stopped"));
+  std::string reason = str(e, "reason");
+  EXPECT_NE(reason.find("its program stopped (signal 9); its log is"), std::string::npos) << reason;
+  EXPECT_EQ(reason.find("Starting default"), std::string::npos) << reason;
+}
+
 }  // namespace
 }  // namespace oppx::test

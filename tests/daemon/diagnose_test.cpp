@@ -76,16 +76,59 @@ TEST(Diagnose, AnMcpRemoteThatTimesOutNeedsABrowserLogin) {
   EXPECT_NE(joined(plain).find("/s/l.log"), std::string::npos);
 }
 
-TEST(Diagnose, ATokenInAHeaderNamesItsVariableAndTheAddLine) {
-  auto def = http("linear", "https://mcp.linear.app/mcp", {{"Authorization", "Bearer ${LINEAR_TOKEN}"}});
-  Diagnosis d = diagnose(down::kLogin, "HTTP 401 from https://mcp.linear.app/mcp", def, "/s/l.log");
+// The definition stays as it is: a new token in the variable and a reconnect, never an add line
+// that would replace its other headers.
+TEST(Diagnose, ATokenInAVariableIsRenewedInTheShellAndTheDefinitionKept) {
+  auto def = http("lin3", "http://127.0.0.1:8080/mcp",
+                  {{"X-Org", "acme"}, {"Authorization", "Bearer ${LINEAR_API_KEY}"}, {"X-Other", "v"}});
+  Diagnosis d = diagnose(down::kLogin, "HTTP 401 from http://127.0.0.1:8080/mcp", def, "/s/l.log");
   EXPECT_EQ(d.kind, "login");
-  std::string s = joined(d);
-  EXPECT_NE(s.find("environment variable LINEAR_TOKEN"), std::string::npos) << s;
-  EXPECT_NE(s.find("`oppx mcp add linear --url https://mcp.linear.app/mcp -H 'Authorization: Bearer <new token>' "
-                   "--force`"),
-            std::string::npos)
-      << s;
+  ASSERT_EQ(d.steps.size(), 1u) << joined(d);
+  EXPECT_EQ(d.steps[0],
+            "Its token is read from the environment variable LINEAR_API_KEY (header Authorization): put a new token "
+            "in LINEAR_API_KEY in the shell you run oppx from, then run `oppx mcp reconnect lin3` from that shell.");
+  EXPECT_EQ(joined(d).find("--force"), std::string::npos) << joined(d);
+}
+
+// `oppx mcp add --force` replaces the whole entry: the line repeats every other header as written.
+TEST(Diagnose, TheAddLineForALiteralTokenKeepsEveryOtherHeader) {
+  auto def = http("lin", "https://mcp.linear.app/mcp?team=${TEAM}",
+                  {{"X-Org", "${ORG}"}, {"Authorization", "Bearer lin_api_0123456789abcdef"}, {"X-Who", "${WHO}"}});
+  Diagnosis d = diagnose(down::kLogin, "HTTP 401", def, "/s/l.log");
+  ASSERT_EQ(d.steps.size(), 1u) << joined(d);
+  EXPECT_EQ(d.steps[0],
+            "Get a new token and save it in its definition: `oppx mcp add lin --url "
+            "'https://mcp.linear.app/mcp?team=${TEAM}' -H 'X-Org: ${ORG}' -H 'Authorization: Bearer <new token>' "
+            "-H 'X-Who: ${WHO}' --force`.");
+  EXPECT_EQ(joined(d).find("lin_api"), std::string::npos);
+  // A repository's connector is replaced in its own file.
+  def.file = "/src/app/.mcp.json";
+  EXPECT_NE(joined(diagnose(down::kLogin, "HTTP 401", def, "/l")).find("`oppx mcp add lin --project --url "),
+            std::string::npos);
+  // No header yet: the line adds one and keeps the URL.
+  Diagnosis none = diagnose(down::kLogin, "HTTP 401", http("h", "https://h.example/mcp", {}), "/l");
+  EXPECT_EQ(none.steps[0],
+            "It asks for a login but sends no token: get one from its service and add it with `oppx mcp add h --url "
+            "https://h.example/mcp -H 'Authorization: Bearer <new token>' --force`.");
+}
+
+// A literal value of another header, or a secret in the URL, would be printed masked: running that
+// line would lose it, so the step is to edit the one header in the file, and no value is shown.
+TEST(Diagnose, WithAnotherLiteralValueTheStepEditsTheFileInstead) {
+  auto def = http("gh", "https://api.example.com/mcp",
+                  {{"X-Org", "acme-secret-org-id"}, {"Authorization", "Bearer sk-secret-value-1234"}});
+  def.file = "/home/u/.config/oppx/mcp.json";
+  Diagnosis d = diagnose(down::kLogin, "HTTP 401", def, "/s/l.log");
+  ASSERT_EQ(d.steps.size(), 1u) << joined(d);
+  EXPECT_EQ(d.steps[0],
+            "Get a new token and put it in the header Authorization of gh in /home/u/.config/oppx/mcp.json in place "
+            "of the old one (edit only that value; the rest stays as it is), then run `oppx mcp reconnect gh`.");
+  auto query = http("q", "https://api.example.com/mcp?api_key=abcdef0123456789", {});
+  Diagnosis q = diagnose(down::kLogin, "HTTP 401", query, "/l");
+  std::string s = joined(q);
+  EXPECT_EQ(s.find("--force"), std::string::npos) << s;
+  EXPECT_EQ(s.find("abcdef"), std::string::npos) << s;
+  EXPECT_NE(s.find("add it as the header Authorization of q in your mcp.json"), std::string::npos) << s;
 }
 
 TEST(Diagnose, ALiteralTokenIsNeverRepeated) {
@@ -123,6 +166,62 @@ TEST(Diagnose, AMissingProgramSaysWhatToInstall) {
   def.file = "/src/app/.mcp.json";
   EXPECT_EQ(diagnose(down::kNotInstalled, "x", def, "/l").steps[0],
             "Install frobnicate, or correct the command of tool in /src/app/.mcp.json.");
+}
+
+TEST(Diagnose, TheTellingStderrLineIsTheLastErrorNotTheBanner) {
+  // node's own words for a missing script, as it prints them (blank lines are not kept).
+  std::deque<std::string> node = {"node:internal/modules/cjs/loader:1210",
+                                  "  throw err;",
+                                  "  ^",
+                                  "Error: Cannot find module '/tmp/nope.js'",
+                                  "    at Module._resolveFilename (node:internal/modules/cjs/loader:1207:15)",
+                                  "    at handleMainError (node:internal/modules/run_main:164:12)",
+                                  "  code: 'MODULE_NOT_FOUND',",
+                                  "  requireStack: []",
+                                  "}",
+                                  "Node.js v20.20.2"};
+  EXPECT_EQ(telling_line(node, false), "Error: Cannot find module '/tmp/nope.js'");
+  std::deque<std::string> python = {"Traceback (most recent call last):", "  File \"<string>\", line 1, in <module>",
+                                    "ModuleNotFoundError: No module named 'mcp'"};
+  EXPECT_EQ(telling_line(python, false), "ModuleNotFoundError: No module named 'mcp'");
+  // Without an error: the last line, a version banner and a lone brace skipped.
+  std::deque<std::string> plain = {"listening on stdio", "shutting down", "}", "Node.js v22.1.0"};
+  EXPECT_EQ(telling_line(plain, false), "shutting down");
+  // Stopped by a signal: a start banner is not a reason.
+  std::deque<std::string> banner = {"Starting default (STDIO) server..."};
+  EXPECT_EQ(telling_line(banner, true), "");
+  EXPECT_EQ(telling_line(banner, false), "Starting default (STDIO) server...");
+  EXPECT_EQ(telling_line({}, false), "");
+}
+
+TEST(Diagnose, AScriptItsRuntimeCannotFindIsNotInstalled) {
+  auto def = command("nx", "node", {"/tmp/nope.js"});
+  Diagnosis d = diagnose(down::kStopped,
+                         "its program stopped (exit status 1): Error: Cannot find module '/tmp/nope.js'; its log is /l",
+                         def, "/l");
+  EXPECT_EQ(d.kind, "not_installed");
+  ASSERT_EQ(d.steps.size(), 2u);
+  EXPECT_EQ(d.steps[0],
+            "node runs, but cannot find the script or module it was given: install it, or correct the command of nx "
+            "in your mcp.json.");
+  EXPECT_EQ(d.steps[1], "Then run `oppx mcp reconnect nx`.");
+  for (std::string_view words : {"/usr/bin/python3: can't open file '/x.py': [Errno 2] No such file or directory",
+                                 "ModuleNotFoundError: No module named 'mcp'"}) {
+    EXPECT_EQ(diagnose(down::kStopped, "its program stopped (exit status 2): " + std::string(words),
+                       command("py", "python3", {"/x.py"}), "/l")
+                  .kind,
+              "not_installed")
+        << words;
+  }
+  EXPECT_EQ(diagnose(down::kStopped, "its program stopped (exit status 127): bash: /x.sh: No such file or directory",
+                     command("sh", "/bin/bash", {"/x.sh"}), "/l")
+                .kind,
+            "not_installed");
+  // A server's own missing file (its config) is its own trouble, not a missing install.
+  EXPECT_EQ(diagnose(down::kStopped, "its program stopped (exit status 1): open config.yaml: No such file or directory",
+                     command("srv", "/opt/srv"), "/l")
+                .kind,
+            "stopped");
 }
 
 TEST(Diagnose, StoppedUnreachableAndConfigGiveTheirSteps) {
