@@ -67,6 +67,8 @@ constexpr int kMaxToolPages = 50;
 constexpr auto kStableRun = std::chrono::seconds(60);
 constexpr int kMaxQuickDeaths = 4;
 constexpr auto kMaxBackoff = std::chrono::seconds(30);
+// An HTTP server that could not be reached is tried again by a call at most this often.
+constexpr auto kUnreachableRetry = std::chrono::seconds(2);
 // Stop: stdin closed, then SIGTERM to the group after kTermGrace, SIGKILL kKillGrace later.
 constexpr auto kTermGrace = std::chrono::seconds(1);
 constexpr auto kKillGrace = std::chrono::seconds(2);
@@ -204,6 +206,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   // never a reconnect's login time (3 minutes to wait on a program that merely crashed).
   std::chrono::milliseconds restart_timeout = kStartTimeout;
   std::chrono::steady_clock::time_point started_at;
+  std::chrono::steady_clock::time_point failed_at;
 
   int quick_deaths = 0;      // stops on its own, each soon after its start, in a row
   bool failing = false;      // inside fail(): what kill_child ends must not fail it again
@@ -241,6 +244,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     // tools/list) see it and stay quiet. Killed before set_state: a waiter may start it again.
     state = ConnectorState::kFailed;
     restartable = can_restart;
+    failed_at = std::chrono::steady_clock::now();
     kill_child();
     failing = false;
     set_state(ConnectorState::kFailed, std::move(why), k);
@@ -677,6 +681,13 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     return false;
   }
 
+  // An HTTP server that could not be reached may be back: a call tries it again, at most once
+  // every kUnreachableRetry (the call never reached it, so nothing runs twice).
+  bool may_be_back() const {
+    return def.kind == ConnectorDef::Kind::kHttp && kind == down::kUnreachable &&
+           std::chrono::steady_clock::now() - failed_at >= kUnreachableRetry;
+  }
+
   // Starts it again for a call and runs `then` once it is no longer starting.
   void restart_for_call(std::function<void()> then) {
     log::info("connector {}: starting it again for a call", def.name);
@@ -761,7 +772,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       // The call's own timer ends the wait when its limit comes first.
       return when([this] { return state != ConnectorState::kStarting; }, pc->limit, again);
     }
-    if (state == ConnectorState::kFailed && restartable && !pc->retried) {
+    if (state == ConnectorState::kFailed && !pc->retried && (restartable || may_be_back())) {
       pc->retried = true;
       return restart_for_call(again);
     }

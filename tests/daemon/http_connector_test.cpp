@@ -579,6 +579,31 @@ TEST_F(HttpConnectors, AServerGoneAfterTheStartTakesTheConnectorDownAsUnreachabl
   EXPECT_NE(human.out.find("    1. Check that " + f.url()), std::string::npos) << human.out;
 }
 
+// A server back on its port is tried again by the next call (at most every 2 s), without a
+// reconnect: the calls made while it was down never reached it, so nothing runs twice.
+TEST_F(HttpConnectors, AServerBackOnItsPortIsTriedAgainByTheNextCall) {
+  Fake f = fake({"record"});
+  home.write_mcp_config(http_entry("back", f.url()));
+  ASSERT_EQ(entry("back").at("state"), json::value("running"));
+  int port = f.port;
+  f.proc.reset();
+  Result down = oppx({"mcp", "call", "back", "echo", R"({"message":"while down"})"});
+  ASSERT_EQ(down.exit_code, 1);
+  EXPECT_NE(down.err.find("unreachable"), std::string::npos) << down.err;
+  Fake again = fake({"record", "--port=" + std::to_string(port)});
+  ASSERT_EQ(again.port, port);
+  Result up;
+  EXPECT_TRUE(eventually(
+      [&] {
+        up = oppx({"mcp", "call", "back", "echo", R"({"message":"back again"})"});
+        return up.exit_code == 0;
+      },
+      15s))
+      << up.err;
+  EXPECT_EQ(up.out, "echo: back again\n");
+  EXPECT_EQ(entry("back").at("state"), json::value("running"));
+}
+
 // RELIABILITY: a server's own text never grants itself authority. Over HTTP the transport's own
 // failures (login, unreachable, timeout) take the connector down; a tool's JSON-RPC error that
 // names one of those kinds is only the server's: the call fails with its words, nothing more.

@@ -3,6 +3,7 @@
 // 127.0.0.1 and prints "ports N M ready" on stdout (M: the second origin, for redirects).
 //   usage: node fake_http_mcp.js MODE [ARG...] [--version=V]   (modes: see the switch in answer())
 //   --version=V: initialize answers with protocol version V, whatever the client asked for.
+//   --port=N: listen on port N instead of a free one (a server back on the port it had).
 "use strict";
 const http = require("http");
 const https = require("https");
@@ -10,7 +11,8 @@ const fs = require("fs");
 
 const argv = process.argv.slice(2);
 const forcedVersion = (argv.find((a) => a.startsWith("--version=")) || "").slice("--version=".length);
-const [mode, ...args] = argv.filter((a) => !a.startsWith("--version="));
+const fixedPort = Number((argv.find((a) => a.startsWith("--port=")) || "--port=0").slice("--port=".length));
+const [mode, ...args] = argv.filter((a) => !a.startsWith("--version=") && !a.startsWith("--port="));
 const say = (s) => process.stdout.write(s + "\n");
 
 let sessions = new Set();
@@ -404,7 +406,7 @@ if (mode === "count" || mode === "close-idle")
     say(`connection #${connections}`);
   });
 second.listen(0, "127.0.0.1", () => {
-  server.listen(0, "127.0.0.1", () => {
+  server.listen(fixedPort, "127.0.0.1", () => {
     say(`ports ${server.address().port} ${second.address().port} ready`);
   });
 });
