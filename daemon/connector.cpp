@@ -486,8 +486,20 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     JsonRpcPeer::Options o;
     o.name = "mcp:" + def.name;
     o.reply_to_malformed = false;  // junk from a server is logged and skipped, never answered
-    o.on_request = [name = def.name](proto::Request req, Reply reply) {
+    o.on_request = [w = weak_from_this(), gen = generation, io = &io](proto::Request req, Reply reply) {
       if (req.method == "ping") return reply.ok(json::object{});
+      if (req.method == "initialize") {
+        // No server sends a client initialize: this one is ours, sent back. Posted, as failing
+        // ends the peer that is calling us.
+        return asio::post(*io, [w, gen] {
+          auto self = w.lock();
+          if (!self || gen != self->generation || self->state != ConnectorState::kStarting) return;
+          self->fail(down::kConfig,
+                     fmt::format("it sent oppx's own initialize request back: {} is not an MCP server (a program "
+                                 "that echoes its input, like cat, is not one); correct its command",
+                                 self->def.name));
+        });
+      }
       // MCP: sampling, roots and elicitation were not offered in initialize; never leave them hanging.
       reply.fail(RpcError::make(ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound,
                                 "oppx does not support " + req.method));

@@ -351,6 +351,18 @@ TEST_F(ConnectorFaults, AnOlderKnownProtocolVersionIsAcceptedAndAnUnknownOneRefu
 }
 
 // RELIABILITY: a command that exists but is not executable is "not installed", with steps.
+// A program that echoes its input sends oppx's own initialize back: it is not an MCP server,
+// which is said at once instead of "it refused initialize" or a wait for the start limit.
+TEST_F(ConnectorFaults, AProgramThatEchoesItsInputIsNotAnMcpServer) {
+  write_config(stdio("echoer", "/bin/cat", {}));
+  auto e = entry("echoer");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_EQ(e.at("reason_kind"), json::value("config"));
+  EXPECT_NE(str(e, "reason").find("it sent oppx's own initialize request back: echoer is not an MCP server"),
+            std::string::npos)
+      << str(e, "reason");
+}
+
 TEST_F(ConnectorFaults, ACommandThatIsNotExecutableIsNotInstalled) {
   std::string path = home.root() + "/not-executable-server";
   { std::ofstream(path) << "#!/bin/sh\nexit 0\n"; }
