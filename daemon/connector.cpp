@@ -349,6 +349,12 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       if (auto r = apply_timeout_spec(o.timeouts, it->second); !r)
         return fail(down::kConfig, "OPPX_HTTP_TIMEOUTS is unusable: " + r.error());
     }
+    // SPEC §3, as for a program's stopping during a call: only a read-only tool's call is sent
+    // again when the server closed the connection before answering it.
+    o.read_only = [w = weak_from_this()](const std::string& tool) {
+      auto self = w.lock();
+      return self && self->read_only(tool);
+    };
     auto t = make_http_transport(io, std::move(o));
     if (!t)
       return fail(down::kConfig, fmt::format("{}; correct \"url\" or \"headers\" of {} in {}", t.error(), def.name,

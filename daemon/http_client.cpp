@@ -10,10 +10,13 @@
 #include <boost/url/url.hpp>
 
 #include <fmt/format.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
 #include <algorithm>
+
+#include <poll.h>
 
 namespace oppx::daemon::http_detail {
 
@@ -140,6 +143,14 @@ awaitable<Outcome<std::shared_ptr<Conn>>> connect(std::shared_ptr<State> st, Tar
     auto [hec] = co_await c->tls->async_handshake(ssl::stream_base::client, kTuple);
     if (hec) {
       if (hec == beast::error::timeout) co_return net_failure(*st, t, hec, "connect", deadline);
+      // OpenSSL reads a plain HTTP answer ("HTTP/1.1 400") as a record of an unknown version:
+      // the port speaks no TLS, which no certificate would fix.
+      if (hec.category() == asio::error::get_ssl_category() &&
+          ERR_GET_REASON(static_cast<unsigned long>(hec.value())) == SSL_R_WRONG_VERSION_NUMBER)
+        co_return fail("unreachable", fmt::format("{} does not speak TLS on port {} (it answered the TLS handshake "
+                                                  "in something else, likely plain HTTP); check whether the URL "
+                                                  "should start with http://",
+                                                  t.origin, t.port));
       long verify = SSL_get_verify_result(c->tls->native_handle());
       std::string why = verify != X509_V_OK ? X509_verify_cert_error_string(verify) : hec.message();
       co_return fail("unreachable", fmt::format("the TLS handshake with {} failed: {}; oppx does not connect without a "
@@ -174,15 +185,36 @@ awaitable<std::tuple<error_code, std::size_t>> read_body_some(std::shared_ptr<Co
   co_return co_await http::async_read_some(*c->plain, c->buffer, *c->parser, kTuple);
 }
 
+// A kept-alive connection that the server closed while it sat in the pool is readable: EOF, an
+// error, or bytes nobody asked for (a 408, a TLS close_notify). A request written on it races
+// the close and may or may not be read, so it is not used. One that is not readable is open.
+bool still_open(Conn& c) {
+  auto& s = c.lowest().socket();
+  if (!s.is_open() || c.buffer.size() > 0) return false;
+  if (c.tls && SSL_pending(c.tls->native_handle()) > 0) return false;
+  pollfd p{s.native_handle(), POLLIN, 0};
+  return ::poll(&p, 1, 0) == 0;
+}
+
+void drop(State& st, const std::shared_ptr<Conn>& c) {
+  c->close();
+  st.active.erase(c);
+}
+
 // Writes the request and reads the answer's headers on one connection (a pooled one first).
 awaitable<Outcome<std::shared_ptr<Conn>>> roundtrip(std::shared_ptr<State> st, Target t, std::shared_ptr<Request> req,
-                                                    Clock::time_point deadline, bool fresh) {
+                                                    Clock::time_point deadline, bool fresh, bool repeatable,
+                                                    bool tool_call) {
   std::shared_ptr<Conn> c;
   auto& pool = st->idle[t.origin];
   while (!fresh && !c && !pool.empty()) {
     c = pool.back();
     pool.pop_back();
-    if (!c->lowest().socket().is_open()) c.reset();
+    if (!still_open(*c)) {
+      log::debug("http transport: a kept-alive connection to {} was closed by the server; not reused", t.origin);
+      c->close();
+      c.reset();
+    }
   }
   if (c) {
     c->reused = true;
@@ -194,27 +226,37 @@ awaitable<Outcome<std::shared_ptr<Conn>>> roundtrip(std::shared_ptr<State> st, T
   }
   c->lowest().expires_at(soonest(deadline, st->opt.timeouts.idle));
   auto [wec, wn] = co_await write_request(c, req);
-  if (!wec) {
-    // Waiting for the first byte is bounded by the total only: a tool may work long before a
-    // JSON answer starts. Once it starts, the headers must follow within the header limit.
-    c->lowest().expires_at(deadline);
-    auto [fec, fn] = co_await read_first_bytes(c);
-    wec = fec;
-  }
   if (wec) {
-    c->close();
-    st->active.erase(c);
-    Failure f = net_failure(*st, t, wec, "first byte", deadline);
-    f.retry_fresh = c->reused && wec != beast::error::timeout;  // the server had closed an idle connection
+    // Not all of the request went out, so the server cannot have acted on it: a reused
+    // connection that broke here is replaced, whatever the request.
+    drop(*st, c);
+    Failure f = net_failure(*st, t, wec, "write", deadline);
+    f.retry_fresh = c->reused && wec != beast::error::timeout;
     co_return f;
   }
+  // The headers limit counts from the request sent: a server that accepts and says nothing is
+  // found out there. A tool may work long before a JSON answer starts, so the first byte of a
+  // tool call's answer is bounded by the total only (and by the caller's limit on the call).
+  c->lowest().expires_at(tool_call ? deadline : soonest(deadline, st->opt.timeouts.headers));
+  auto [fec, fn] = co_await read_first_bytes(c);
+  if (fec) {
+    drop(*st, c);
+    Failure f = net_failure(*st, t, fec, tool_call ? "first byte" : "headers", deadline);
+    if (fec != beast::error::timeout && !st->stopped && !st->closing) {
+      // SPEC §3: the request went out whole, so the server may have run it before it closed.
+      // Only what is safe to run twice is sent again (the server had closed an idle connection).
+      f.sent = true;
+      f.retry_fresh = c->reused && repeatable;
+      f.message = fmt::format("{} closed the connection without answering ({})", t.origin, fec.message());
+    }
+    co_return f;
+  }
+  if (tool_call) c->lowest().expires_at(soonest(deadline, st->opt.timeouts.headers));
   c->parser.emplace();
   c->parser->body_limit(boost::none);  // bodies are capped by their readers: a stream may be long
-  c->lowest().expires_at(soonest(deadline, st->opt.timeouts.headers));
   auto [hec, hn] = co_await read_header(c);
   if (hec) {
-    c->close();
-    st->active.erase(c);
+    drop(*st, c);
     co_return net_failure(*st, t, hec, "headers", deadline);
   }
   co_return c;
@@ -250,8 +292,20 @@ awaitable<Outcome<Answer>> open(std::shared_ptr<State> st, Ask ask, Clock::time_
     }
     req->prepare_payload();
 
-    auto got = co_await roundtrip(st, t, req, deadline, false);
-    if (!got && got.error().retry_fresh) got = co_await roundtrip(st, t, req, deadline, true);
+    auto got = co_await roundtrip(st, t, req, deadline, false, ask.repeatable, ask.tool_call);
+    if (!got && got.error().retry_fresh) {
+      bool sent = got.error().sent;
+      log::info("http transport: {} closed a kept-alive connection ({}); sending again on a new one", t.origin,
+                got.error().message);
+      got = co_await roundtrip(st, t, req, deadline, true, ask.repeatable, ask.tool_call);
+      if (!got && sent) {
+        // What the new connection met (even a refusal) must not read as if the request never
+        // reached the server: it did, on the first one.
+        Failure f = got.error();
+        f.sent = true;
+        co_return f;
+      }
+    }
     if (!got) co_return got.error();
     auto c = *got;
     if (!ask.request_key.empty()) st->by_request[ask.request_key] = c;

@@ -52,6 +52,7 @@ struct Failure {
   std::string message;
   unsigned http_status = 0;
   bool retry_fresh = false;  // a reused connection failed before any answer: try a new one once
+  bool sent = false;         // the request had gone out whole when its connection closed unanswered
 };
 
 template <class T>
@@ -95,6 +96,12 @@ struct Ask {
   std::string last_event_id;
   bool initialize = false;  // no session id and no protocol version header on it
   std::string request_key;  // for cancellation: the request this exchange carries
+  // SPEC §3: sent again on a new connection after one closed unanswered only when it is safe to
+  // run twice (everything but a tools/call of a tool not marked read-only).
+  bool repeatable = true;
+  // A tools/call (or the resumption of its stream): the tool may work long before the answer
+  // starts, so its first byte is not held to the headers limit.
+  bool tool_call = false;
 };
 
 struct State : std::enable_shared_from_this<State> {

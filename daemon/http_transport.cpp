@@ -56,7 +56,8 @@ struct Outgoing {
   bool request = false;
   json::value id;
   std::string method;
-  std::string key;  // proto::id_key(id) for requests
+  std::string key;   // proto::id_key(id) for requests
+  std::string tool;  // params.name of a tools/call
 };
 
 Outgoing classify(std::string_view line) {
@@ -72,6 +73,9 @@ Outgoing classify(std::string_view line) {
     m.id = *id;
     m.key = proto::id_key(*id);
   }
+  if (auto* p = o.if_contains("params"); p && p->is_object() && m.method == "tools/call") {
+    if (auto* n = p->as_object().if_contains("name"); n && n->is_string()) m.tool = std::string(n->as_string());
+  }
   return m;
 }
 
@@ -79,6 +83,7 @@ Outgoing classify(std::string_view line) {
 struct Watch {
   std::string key;
   bool initialize = false;
+  bool tool_call = false;  // its stream's resumptions may wait for the tool too
   bool answered = false;
   std::string version;
   void see(const json::value& v) {
@@ -119,6 +124,24 @@ bool take_messages(State& st, std::string_view text, Watch& w, bool deliver) {
 
 awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, Outgoing m, bool deliver,
                                   bool may_reinit);
+
+// SPEC §3: a request that went out before its connection closed unanswered may have run, and its
+// error says so (whatever came after: a refused new connection reads as if it never arrived).
+// One not safe to run twice was not sent again; the connector does not repeat it either.
+Failure said_sent(Failure f, const Outgoing& m, bool repeatable) {
+  if (!f.sent || !m.request) return f;
+  if (repeatable)
+    f.message += fmt::format(
+        "; {} had been sent on a connection closed without an answer, so it may or may not "
+        "have run",
+        m.method);
+  else
+    f.message += fmt::format(
+        "; the call to {} had been sent, so it may or may not have run; it was not sent again "
+        "because the tool is not marked read-only",
+        escape_controls(m.tool.substr(0, 100)));
+  return f;
+}
 
 void start_listening(const std::shared_ptr<State>& st);
 
@@ -224,6 +247,7 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch*
     ask.verb = http::verb::get;
     ask.last_event_id = last_id;
     ask.request_key = w->key;
+    ask.tool_call = w->tool_call;
     auto got = co_await open(st, ask, deadline);
     if (!got) co_return got.error();
     a = *got;
@@ -244,10 +268,12 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
   ask.body = line;
   ask.initialize = m.method == "initialize";
   ask.request_key = m.key;
+  ask.tool_call = m.method == "tools/call";
+  ask.repeatable = !ask.tool_call || (st->opt.read_only && st->opt.read_only(m.tool));
   std::string session = st->session_id;
   auto got = co_await open(st, ask, deadline);
   if (st->stopped) co_return fail("cancelled", "the connector was stopped");
-  if (!got) co_return got.error();
+  if (!got) co_return said_sent(got.error(), m, ask.repeatable);
   Answer a = *got;
   const std::string& origin = a.at.origin;
   if (a.status >= 200 && a.status < 300 && ask.initialize && a.session_id) {
@@ -296,7 +322,7 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
     co_return fail("protocol", fmt::format("{} answered HTTP {}{} to {}{}", origin, a.status, words, m.method, hint),
                    a.status);
   }
-  Watch w{m.key, ask.initialize};
+  Watch w{m.key, ask.initialize, ask.tool_call};
   if (a.media_type == "text/event-stream") {
     auto r = co_await read_stream(st, a, &w, deliver, deadline);
     if (!r) co_return r.error();

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,8 +25,10 @@ class io_context;
 namespace oppx::daemon {
 
 struct HttpTimeouts {
-  std::chrono::milliseconds connect{10'000};   // resolve + TCP connect + TLS handshake
-  std::chrono::milliseconds headers{15'000};   // from the first byte of an answer to its last header
+  std::chrono::milliseconds connect{10'000};  // resolve + TCP connect + TLS handshake
+  // From the request sent to the answer's last header; for a tools/call, from the answer's first
+  // byte (a tool may work long before it answers: that wait is bounded by the total only).
+  std::chrono::milliseconds headers{15'000};
   std::chrono::milliseconds idle{300'000};     // no byte at all on a body or stream this long
   std::chrono::milliseconds total{1'800'000};  // one exchange, from connect to its last byte
 };
@@ -44,6 +47,9 @@ struct HttpOptions {
   int max_polls = 100;
   std::size_t max_idle_connections = 4;
   std::chrono::milliseconds close_timeout{2'000};  // the DELETE that ends the session
+  // Whether a tool is read-only (the connector's annotations.readOnlyHint, as for a stdio call):
+  // only then is a tools/call that a server closed the connection on unanswered sent again.
+  std::function<bool(const std::string& tool)> read_only;
 };
 
 // Overrides from a spec like "connect=500,headers=1000,idle=2000,total=5000" (milliseconds; any

@@ -496,6 +496,81 @@ TEST_F(HttpConnectors, AKeptAliveConnectionTheServerClosedIsReplaced) {
   EXPECT_EQ(entry("closes").at("state"), json::value("running"));
 }
 
+// SPEC §3: a write never runs twice. The server reads a tools/call whole and closes the kept-alive
+// connection without answering: the call fails saying it may or may not have run, and it reaches
+// the server once (not again on a new connection, nor from the connector). A read-only tool's
+// call is sent again on a new connection and answered.
+TEST_F(HttpConnectors, ACallTheServerClosedOnUnansweredIsSentAgainOnlyWhenReadOnly) {
+  Fake f = fake({"drop-call"});
+  home.write_mcp_config(http_entry("drops", f.url()));
+  ASSERT_EQ(entry("drops").at("state"), json::value("running"));
+  auto c = hello_client(home);
+  ASSERT_TRUE(c);
+  auto r = c->call("tools/call", json::object{{"connector", "drops"}, {"tool", "echo"}}, 20s);
+  ASSERT_FALSE(r) << "the call was sent twice and the second answered:\n" << f.proc->out();
+  EXPECT_NE(r.error().message.find("closed the connection without answering"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("may or may not have run"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("not sent again"), std::string::npos) << r.error().message;
+  // The next call is the barrier: a resend would have reached the server before the error came.
+  Result next = oppx({"mcp", "call", "drops", "echo", R"({"message":"next"})"});
+  EXPECT_EQ(next.out, "echo: next\n") << next.err;
+  ASSERT_TRUE(f.proc->wait_for_stdout("tools/call #2 of echo\n")) << f.proc->out();
+  EXPECT_EQ(f.proc->out().find("tools/call #3 of echo"), std::string::npos) << f.proc->out();
+  EXPECT_EQ(entry("drops").at("state"), json::value("running"));
+
+  Result peek = oppx({"mcp", "call", "drops", "peek", R"({"message":"read"})"});
+  EXPECT_EQ(peek.exit_code, 0) << peek.err;
+  EXPECT_EQ(peek.out, "echo: read\n") << peek.err;
+  EXPECT_TRUE(f.proc->wait_for_stdout("tools/call #2 of peek\n")) << f.proc->out();
+}
+
+// The server dies with a call in hand: its port refuses the new connection. The error must not
+// read as if the call never arrived: it was sent, and may or may not have run.
+TEST_F(HttpConnectors, AServerGoneWithACallInHandSaysTheCallMayHaveRun) {
+  for (const char* tool : {"echo", "peek"}) {
+    Fake f = fake({"drop-call", "exit"});
+    home.write_mcp_config(http_entry("dies", f.url()));
+    oppx({"mcp", "reconnect", "dies"});
+    ASSERT_EQ(entry("dies").at("state"), json::value("running")) << tool;
+    auto c = hello_client(home);
+    ASSERT_TRUE(c);
+    auto r = c->call("tools/call", json::object{{"connector", "dies"}, {"tool", tool}}, 20s);
+    ASSERT_FALSE(r) << tool;
+    EXPECT_NE(r.error().message.find("may or may not have run"), std::string::npos)
+        << tool << ": " << r.error().message;
+    EXPECT_TRUE(f.proc->wait_for_stdout(std::string("tools/call #1 of ") + tool)) << f.proc->out();
+  }
+}
+
+// A server that accepts and never writes a byte: the headers limit ends the start, counted from
+// the request sent (not from a first byte that never comes), long before the 30 s start limit.
+TEST_F(HttpConnectors, AServerThatAcceptsAndSaysNothingFailsWithinTheHeadersLimit) {
+  Fake f = fake({"silent"});
+  ::setenv("OPPX_HTTP_TIMEOUTS", "connect=1000,headers=700,idle=3000,total=20000", 1);
+  home.write_mcp_config(http_entry("silent", f.url()));
+  auto started = std::chrono::steady_clock::now();
+  auto e = entry("silent");
+  auto took = std::chrono::steady_clock::now() - started;
+  ::unsetenv("OPPX_HTTP_TIMEOUTS");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_NE(reason(e).find("took over 0.7 s to send the headers"), std::string::npos) << reason(e);
+  EXPECT_TRUE(f.proc->wait_for_stdout("silent: POST read, never answered")) << f.proc->out();
+  // The headers limit ended it, not the total nor the start limit (a loaded machine is given slack).
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(took).count(), 15'000);
+}
+
+// https:// to a port that speaks plain HTTP is a wrong URL, not a certificate problem.
+TEST_F(HttpConnectors, HttpsToAPlainHttpPortSaysTheServerDoesNotSpeakTls) {
+  Fake f = fake({"record"});
+  home.write_mcp_config(http_entry("plain", f.url("https")));
+  auto e = entry("plain");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_EQ(e.at("reason_kind"), json::value("unreachable"));
+  EXPECT_NE(reason(e).find("does not speak TLS on port " + std::to_string(f.port)), std::string::npos) << reason(e);
+  EXPECT_NE(reason(e).find("should start with http://"), std::string::npos) << reason(e);
+  EXPECT_EQ(reason(e).find("certificate"), std::string::npos) << reason(e);
+}
+
 // A listening socket whose accept queue is full (backlog 0, one connection waiting in it): Linux
 // drops further SYNs, so a connect to it hangs until the connect limit ends it.
 TEST_F(HttpConnectors, AServerThatAcceptsNoConnectionFailsWithinTheConnectLimit) {

@@ -29,6 +29,7 @@ let calls = 0;
 const notes = []; // notifications waiting for the next poll of the server's stream (mode notify-poll)
 const extraTools = []; // grows in mode "notify", announced on the server's own stream
 const listeners = []; // open GET streams (mode "notify") // event id -> [lines still to send after it] (drop-stream mode)
+const callsOf = new Map(); // tool -> tools/call received (mode drop-call)
 
 function result(id, r) {
   return JSON.stringify({ jsonrpc: "2.0", id, result: r });
@@ -51,6 +52,7 @@ function mcpResult(msg) {
           ...extraTools,
           { name: "echo", description: "Echoes its message", inputSchema: { type: "object" } },
           { name: "slow", description: "Answers after a while", inputSchema: { type: "object" } },
+          ...(mode === "drop-call" ? [{ name: "peek", description: "Reads only", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } }] : []),
         ],
       };
     case "tools/call": {
@@ -253,6 +255,26 @@ function answer(req, res, msg) {
     case "count":
       if (isCall) say(`tools/call #${++calls} on connection #${req.socket.number}`);
       break;
+    case "drop-call":
+      // The first call of each tool is read whole, then its connection closed without an answer
+      // (a server that crashed or restarted in the middle). With ARG "exit" the server is gone
+      // too: nothing listens on its port any more.
+      if (isCall) {
+        const tool = msg.params && msg.params.name;
+        const n = (callsOf.get(tool) || 0) + 1;
+        callsOf.set(tool, n);
+        say(`tools/call #${n} of ${tool}`);
+        if (n > 1) break;
+        if (args[0] === "exit") {
+          server.close();
+          return setImmediate(() => {
+            req.socket.destroy();
+            process.exit(0);
+          });
+        }
+        return req.socket.destroy();
+      }
+      break;
     case "close-idle":
       // The keep-alive connection is closed once the answer went out, as a server does to idle
       // ones; a request sent on it afterwards is never read (the client must use a new connection).
@@ -309,6 +331,10 @@ function readBody(req, done) {
 
 function handle(req, res) {
   const url = req.url;
+  if (mode === "silent") {
+    // Accepts the connection, reads the request, never writes a byte.
+    return readBody(req, () => say(`silent: ${req.method} read, never answered`));
+  }
   if (mode === "auth" && req.headers["authorization"] !== "Bearer " + args[0]) {
     say("refused a request without the right token");
     return sendJson(res, 401, JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Unauthorized" } }));
@@ -400,6 +426,8 @@ function handle2(req, res) {
   }
   readBody(req, (text) => answerOk(req, res, JSON.parse(text), false));
 }
+// Kept-alive connections stay for the whole test (Node closes idle ones after 5 s).
+if (mode === "drop-call") server.keepAliveTimeout = 600000;
 if (mode === "count" || mode === "close-idle")
   server.on("connection", (socket) => {
     socket.number = ++connections;
