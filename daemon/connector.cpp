@@ -214,11 +214,11 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   // Run at every state change; each returns true when it is done and can be dropped.
   std::vector<std::function<bool()>> waiters;
 
-  void set_state(ConnectorState s, std::string why = {}, std::string_view k = {}) {
+  void set_state(ConnectorState s, std::string why = {}, std::string_view k = {}, int http_status = 0) {
     state = s;
     steps.clear();
     if (s == ConnectorState::kFailed) {
-      Diagnosis d = diagnose(k, why, def, log_path);
+      Diagnosis d = diagnose(k, why, def, log_path, http_status);
       reason = std::move(d.reason);
       kind = std::move(d.kind);
       steps = std::move(d.steps);
@@ -236,8 +236,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     if (on_change) on_change();
   }
 
-  // `restartable`: its program stopped on its own and a call may start it again.
-  void fail(std::string_view k, std::string why, bool can_restart = false) {
+  // `restartable`: its program stopped on its own and a call may start it again. `http_status`:
+  // the HTTP server's answer, when that is why.
+  void fail(std::string_view k, std::string why, bool can_restart = false, int http_status = 0) {
     if (state == ConnectorState::kStopped || state == ConnectorState::kWaiting || failing) return;
     failing = true;
     // Failed before the child is killed: the callbacks that kill_child ends (a pending initialize,
@@ -247,7 +248,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     failed_at = std::chrono::steady_clock::now();
     kill_child();
     failing = false;
-    set_state(ConnectorState::kFailed, std::move(why), k);
+    set_state(ConnectorState::kFailed, std::move(why), k, http_status);
   }
 
   // Runs `fn` once `ready` holds after a state change (or now), or when `limit` passes.
@@ -555,8 +556,10 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     start_timer.async_wait([w = weak_from_this(), gen, timeout](boost::system::error_code ec) {
       auto self = w.lock();
       if (!self || ec || gen != self->generation || self->state != ConnectorState::kStarting) return;
-      self->fail(down::kTimeout, fmt::format("it did not finish starting within {} s; its log is {}",
-                                             timeout.count() / 1000, self->log_path));
+      // An HTTP connector has no log of its own (log_path is the daemon's): its steps say where to look.
+      bool http = self->def.kind == ConnectorDef::Kind::kHttp;
+      self->fail(down::kTimeout, fmt::format("it did not finish starting within {} s{}", timeout.count() / 1000,
+                                             http ? "" : "; its log is " + self->log_path));
     });
     json::object params{{"protocolVersion", kProtocolVersions[0]},
                         {"capabilities", json::object{}},
@@ -570,7 +573,15 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       if (!r && r.error().kind == proto::kind::kDisconnected && !http) return;
       if (!r && (takes_it_down(r.error()) || r.error().kind == down::kTimeout))
         return self->fail(r.error().kind, r.error().message);
-      if (!r && http) return self->fail(down::kStopped, "initialize failed: " + r.error().message);
+      if (!r && http) {
+        // The transport's own error (never a server's claim) with the status the URL answered.
+        const json::value* status = r.error().received ? nullptr : r.error().data.if_contains("http_status");
+        int code = status && status->is_int64() ? static_cast<int>(status->as_int64()) : 0;
+        if (url_is_wrong(code))
+          return self->fail(down::kConfig, "its URL is not the server's MCP endpoint: " + r.error().message, false,
+                            code);
+        return self->fail(down::kStopped, "initialize failed: " + r.error().message);
+      }
       if (!r) return self->fail(down::kStopped, "it refused initialize: " + r.error().message);
       std::string version;
       if (auto* v = r->is_object() ? r->as_object().if_contains("protocolVersion") : nullptr; v && v->is_string()) {

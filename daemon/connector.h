@@ -66,6 +66,7 @@ class Connector {
   // `cancelled` error, and a late result is dropped. Does nothing once the call has ended.
   using CancelCall = std::function<void()>;
 
+  // `log_path`: a program's stderr log; for an HTTP connector, the daemon's log (named in its steps).
   static std::shared_ptr<Connector> create(boost::asio::io_context& io, ConnectorDef def, std::string log_path);
   ~Connector();
 

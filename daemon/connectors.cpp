@@ -84,9 +84,10 @@ std::size_t Connectors::size() const {
   return n;
 }
 
-std::string Connectors::log_path(const std::string& name, const std::string& root) const {
-  if (root.empty()) return state_dir_ + "/mcp-" + name + ".log";
-  return state_dir_ + "/mcp-" + name + "-" + sha256_hex(root).substr(0, 8) + ".log";
+std::string Connectors::log_path(const ConnectorDef& def, const std::string& root) const {
+  if (def.kind == ConnectorDef::Kind::kHttp) return state_dir_ + "/oppxd.log";  // as paths::daemon_log()
+  if (root.empty()) return state_dir_ + "/mcp-" + def.name + ".log";
+  return state_dir_ + "/mcp-" + def.name + "-" + sha256_hex(root).substr(0, 8) + ".log";
 }
 
 // Looked at once per turn of the event loop: requests that arrived together (8 calls in one
@@ -133,7 +134,7 @@ void Connectors::replace_connectors(Source& src, const std::string& root) {
       next.emplace(def.name, it->second);
       continue;
     }
-    auto c = Connector::create(io_, def, log_path(def.name, root));
+    auto c = Connector::create(io_, def, log_path(def, root));
     adopt(c, root);
     if (!root.empty()) c->hold(waiting_reason(def.name, root, Consent::kNone));
     next.emplace(def.name, c);
@@ -386,9 +387,9 @@ json::object Connectors::entry_json(const ConnectorDef& d, const Connector* c, c
                  {"file", file},
                  {"type", d.kind == ConnectorDef::Kind::kHttp ? "http" : "stdio"},
                  // Without an instance it is a repository's one that the user's of the same name hides.
-                 {"state", c ? state_name(c->state()) : "hidden"},
-                 {"log", log_path(d.name, root)},
-                 {"requests_waiting", c ? c->calls_waiting() : 0}};
+                 {"state", c ? state_name(c->state()) : "hidden"}};
+  if (d.kind != ConnectorDef::Kind::kHttp) o["log"] = log_path(d, root);  // its program's stderr; HTTP has none
+  o["requests_waiting"] = c ? c->calls_waiting() : 0;
   bool cached = false;
   o["tools"] = c ? tools_of(*c, &cached).size() : 0;
   o["cached"] = cached;

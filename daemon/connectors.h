@@ -91,7 +91,9 @@ class Connectors {
   // as_written: values as the file has them (unexpanded), for a user who asked to review them.
   boost::json::object entry_json(const ConnectorDef& d, const Connector* c, const std::string& root,
                                  const std::string& file, bool as_written = false) const;
-  std::string log_path(const std::string& name, const std::string& root) const;
+  // A program's stderr log; an HTTP connector has no program, and the daemon's log (where its
+  // failures are logged) stands in for it in its steps.
+  std::string log_path(const ConnectorDef& def, const std::string& root) const;
   void settled_check();
   bool starting(const std::string& root, const std::string& name) const;  // empty name: any of them
   void restart_changed(Source& src, const EnvMap& env);

@@ -76,10 +76,28 @@ std::string shell_word(std::string_view s) {
   return out + "'";
 }
 
-// The step that saves a new literal token in an HTTP connector's definition. `oppx mcp add --force`
-// replaces the whole entry, so the line repeats the URL and every other header as written; when
-// one of those would have to be printed masked (a literal value may be a secret), running the
-// masked line would lose it, so the step is to edit the file instead.
+// `oppx mcp add --force` replaces the whole entry, so a line that changes one thing of an HTTP
+// connector repeats the URL and every other header as written. A literal value may be a secret and
+// is printed masked, and running a masked line would lose it: then there is no line (empty).
+// `url`: the URL to write; `swap`: the header whose value is `swapped` (or nullptr).
+std::string add_line(const ConnectorDef& def, std::string_view url, const std::pair<std::string, std::string>* swap,
+                     std::string_view swapped) {
+  for (auto& other : def.headers) {
+    if (&other != swap && mask_value(other.second) != other.second) return "";
+  }
+  std::string line = fmt::format("oppx mcp add {}{} --url {}", def.name,
+                                 file_name_of(def) == ".mcp.json" ? " --project" : "", shell_word(url));
+  for (auto& other : def.headers) {
+    line +=
+        " -H " + shell_word(&other == swap ? std::string(swapped) : fmt::format("{}: {}", other.first, other.second));
+  }
+  return line;
+}
+
+std::string file_or_default(const ConnectorDef& def) { return def.file.empty() ? "your mcp.json" : def.file; }
+
+// The step that saves a new literal token in an HTTP connector's definition: the add line, or,
+// when it cannot be written without losing a value (the URL's own secret too), an edit of the file.
 std::string new_token_step(const ConnectorDef& def, const std::pair<std::string, std::string>* h) {
   std::string header = h ? h->first : "Authorization";
   std::string scheme = "Bearer ";
@@ -87,34 +105,42 @@ std::string new_token_step(const ConnectorDef& def, const std::pair<std::string,
     auto sp = h->second.find(' ');
     scheme = sp != std::string::npos ? h->second.substr(0, sp + 1) : "";
   }
-  bool keeps_all = mask_url(def.url) == def.url;
-  for (auto& other : def.headers) {
-    if (&other != h && mask_value(other.second) != other.second) keeps_all = false;
-  }
-  if (!keeps_all) {
-    std::string where = def.file.empty() ? "your mcp.json" : def.file;
+  std::string token = fmt::format("{}: {}<new token>", header, scheme);
+  std::string line = mask_url(def.url) == def.url ? add_line(def, def.url, h, token) : "";
+  if (line.empty()) {
     if (!h) {
       return fmt::format(
           "It asks for a login but sends no token: get one from its service, add it as the header "
           "Authorization of {} in {}, then run {}.",
-          def.name, where, reconnect(def));
+          def.name, file_or_default(def), reconnect(def));
     }
     return fmt::format(
         "Get a new token and put it in the header {} of {} in {} in place of the old one (edit only "
         "that value; the rest stays as it is), then run {}.",
-        header, def.name, where, reconnect(def));
-  }
-  std::string line = fmt::format("oppx mcp add {}{} --url {}", def.name,
-                                 file_name_of(def) == ".mcp.json" ? " --project" : "", shell_word(def.url));
-  std::string token = fmt::format("{}: {}<new token>", header, scheme);
-  for (auto& other : def.headers) {
-    line += " -H " + shell_word(&other == h ? token : fmt::format("{}: {}", other.first, other.second));
+        header, def.name, file_or_default(def), reconnect(def));
   }
   if (!h) {
     line += " -H " + shell_word(token);
     return "It asks for a login but sends no token: get one from its service and add it with `" + line + " --force`.";
   }
   return "Get a new token and save it in its definition: `" + line + " --force`.";
+}
+
+// A URL the server answers with "no MCP here" (HTTP 404, 405, 410 to initialize): the user's
+// definition is wrong, and the way back is the right URL, with the headers kept.
+std::vector<std::string> url_steps(const ConnectorDef& def) {
+  std::string line = add_line(def, "<right url>", nullptr, "");
+  std::string now = mask_url(def.url);
+  if (line.empty()) {
+    return {fmt::format("Find the server's MCP endpoint (its documentation names it; it often ends in /mcp) and put "
+                        "it in \"url\" of {} in {} in place of {} (edit only that value; the rest stays as it is).",
+                        def.name, file_or_default(def), now),
+            fmt::format("Then run {}.", reconnect(def))};
+  }
+  return {
+      fmt::format("Find the server's MCP endpoint (its documentation names it; it often ends in /mcp) in place "
+                  "of {}, and save it: `{} --force`{}.",
+                  now, line, def.headers.empty() ? "" : " (its headers as they are written)")};
 }
 
 std::vector<std::string> login_steps(const ConnectorDef& def, std::string_view log_path) {
@@ -156,7 +182,7 @@ std::string install_step(const ConnectorDef& def, std::string_view message) {
     return fmt::format(
         "{} runs, but cannot find the script or module it was given: install it, or correct the "
         "command of {} in {}.",
-        program, def.name, def.file.empty() ? "your mcp.json" : def.file);
+        program, def.name, file_or_default(def));
   if (program == "node" || program == "npx" || program == "npm" || program == "pnpm" || program == "yarn")
     return "Install Node.js 18 or newer (it brings node and npx): https://nodejs.org or your package manager.";
   if (program == "uvx" || program == "uv")
@@ -164,8 +190,7 @@ std::string install_step(const ConnectorDef& def, std::string_view message) {
            "https://docs.astral.sh/uv/.";
   if (program == "python" || program == "python3") return "Install Python 3 (it brings " + program + ").";
   if (program == "docker") return "Install Docker and start it.";
-  return fmt::format("Install {}, or correct the command of {} in {}.", program, def.name,
-                     def.file.empty() ? "your mcp.json" : def.file);
+  return fmt::format("Install {}, or correct the command of {} in {}.", program, def.name, file_or_default(def));
 }
 
 std::string_view trimmed(std::string_view s) {
@@ -239,9 +264,12 @@ bool uses_mcp_remote(const ConnectorDef& def) {
   return std::any_of(def.args.begin(), def.args.end(), [](const std::string& a) { return contains(a, "mcp-remote"); });
 }
 
-Diagnosis diagnose(std::string_view kind, std::string_view message, const ConnectorDef& def,
-                   std::string_view log_path) {
+bool url_is_wrong(int http_status) { return http_status == 404 || http_status == 405 || http_status == 410; }
+
+Diagnosis diagnose(std::string_view kind, std::string_view message, const ConnectorDef& def, std::string_view log_path,
+                   int http_status) {
   Diagnosis d{std::string(kind), std::string(message), {}};
+  bool http = def.kind == ConnectorDef::Kind::kHttp;
   // mcp-remote waits silently for a login in the browser: not answering is how a lost login looks.
   if (kind == down::kTimeout && uses_mcp_remote(def)) {
     d.kind = down::kLogin;
@@ -254,11 +282,24 @@ Diagnosis diagnose(std::string_view kind, std::string_view message, const Connec
   } else if (kind == down::kLogin && !contains(lower(message), "login")) {
     d.reason = fmt::format("it needs a new login: {}", message);
   }
-  std::string log_step = fmt::format("Look at its log for why: {}", log_path);
+  // An HTTP connector has no program and so no log of its own: the daemon logs what went wrong
+  // with it (the failure, redirects, resumed streams) in its own log.
+  std::string log_step =
+      http ? fmt::format("Look at the daemon's log for why (its lines with `connector {}:`): {}", def.name, log_path)
+           : fmt::format("Look at its log for why: {}", log_path);
   if (d.kind == down::kLogin) {
     d.steps = login_steps(def, log_path);
   } else if (d.kind == down::kNotInstalled) {
     d.steps = {install_step(def, message), fmt::format("Then run {}.", reconnect(def))};
+  } else if (d.kind == down::kTimeout && http) {
+    // Two limits end an HTTP start: the start's own (30 s) and the HTTP exchange's; each has its variable.
+    bool start_limit = contains(message, "did not finish starting");
+    d.steps = {fmt::format("Check that the server is up and that {} is its MCP endpoint; a slow one can be given "
+                           "longer with {} in the shell you run oppx from.",
+                           mask_url(def.url),
+                           start_limit ? "OPPX_MCP_START_TIMEOUT_MS (milliseconds)"
+                                       : "OPPX_HTTP_TIMEOUTS (connect=, headers=, idle=, total=, in milliseconds)"),
+               fmt::format("Then run {}.", reconnect(def))};
   } else if (d.kind == down::kTimeout) {
     d.steps = {fmt::format("Run {} (a first start can be slow while npx or uvx downloads it).", reconnect(def)),
                "If it still does not answer, " + lower(log_step.substr(0, 1)) + log_step.substr(1)};
@@ -266,9 +307,11 @@ Diagnosis diagnose(std::string_view kind, std::string_view message, const Connec
     d.steps = {fmt::format("Check that {} is right and reachable from here (network, VPN, the server is up).",
                            def.url.empty() ? "its address" : mask_url(def.url)),
                fmt::format("Then run {}.", reconnect(def))};
+  } else if (d.kind == down::kConfig && http && url_is_wrong(http_status)) {
+    d.steps = url_steps(def);
   } else if (d.kind == down::kConfig) {
     d.steps = {fmt::format("Correct what the reason names ({}, or a variable in the shell you run oppx from).",
-                           def.file.empty() ? "your mcp.json" : def.file),
+                           file_or_default(def)),
                fmt::format("Then run {}.", reconnect(def))};
   } else if (d.kind == down::kUnsupported) {
     d.steps = {"This build of oppx cannot run it; update oppx (`oppx --version` shows yours).", log_step};

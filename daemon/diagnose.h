@@ -46,8 +46,17 @@ std::string telling_line(const std::deque<std::string>& lines, bool errors_only)
 // "<program>: <file>: No such file or directory"): it is not installed, not broken.
 bool says_script_missing(std::string_view message, const ConnectorDef& def);
 
+// An HTTP status that, as the answer to initialize, says the URL is not the server's MCP endpoint
+// (404 Not Found, 405 Method Not Allowed: no POST there, 410 Gone): the user's definition is wrong.
+// A 400 is left out: it may as well be about the request (a version, a header) as the URL.
+bool url_is_wrong(int http_status);
+
 // `kind` is a down:: value; `message` the connector's own account (exit status, last stderr
-// line, the unset variable…). `log_path` is its stderr log.
-Diagnosis diagnose(std::string_view kind, std::string_view message, const ConnectorDef& def, std::string_view log_path);
+// line, the unset variable…). `log_path` is where to look for more: a program's stderr log, or
+// for an HTTP connector (no program, no log of its own) the daemon's log, where its failures are.
+// `http_status`: the server's answer when that is why (kind config with a status for which
+// url_is_wrong holds gets the steps to correct the URL).
+Diagnosis diagnose(std::string_view kind, std::string_view message, const ConnectorDef& def, std::string_view log_path,
+                   int http_status = 0);
 
 }  // namespace oppx::daemon

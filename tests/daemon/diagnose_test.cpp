@@ -236,5 +236,67 @@ TEST(Diagnose, StoppedUnreachableAndConfigGiveTheirSteps) {
   EXPECT_EQ(config.reason, "it needs ${X}");
 }
 
+// An HTTP connector has no program and no log of its own: its steps name the daemon's log (what
+// Connectors gives it as its log path), and say so.
+TEST(Diagnose, AnHttpConnectorsLogStepNamesTheDaemonsLog) {
+  auto d = diagnose(down::kStopped, "initialize failed: http://h.example answered HTTP 500 to initialize",
+                    http("h", "https://h.example/mcp", {}), "/s/oppxd.log");
+  EXPECT_EQ(d.kind, "stopped");
+  EXPECT_EQ(d.steps[0], "Look at the daemon's log for why (its lines with `connector h:`): /s/oppxd.log");
+  EXPECT_EQ(d.steps[1], "Run `oppx mcp reconnect h` to start it again.");
+}
+
+// Over HTTP nothing is downloaded at a start: a timeout is a server that did not answer in time.
+TEST(Diagnose, AnHttpTimeoutIsAboutTheServerNotADownload) {
+  auto d = diagnose(down::kTimeout, "it did not finish starting within 30 s",
+                    http("slow", "https://h.example/mcp?key=secret-in-query", {}), "/s/oppxd.log");
+  EXPECT_EQ(d.kind, "timeout");
+  ASSERT_EQ(d.steps.size(), 2u) << joined(d);
+  EXPECT_EQ(joined(d).find("npx"), std::string::npos) << joined(d);
+  EXPECT_EQ(joined(d).find("secret-in-query"), std::string::npos) << joined(d);
+  EXPECT_NE(d.steps[0].find("Check that the server is up and that https://h.example/mcp"), std::string::npos)
+      << d.steps[0];
+  EXPECT_NE(d.steps[0].find("OPPX_MCP_START_TIMEOUT_MS"), std::string::npos) << d.steps[0];
+  EXPECT_EQ(d.steps[1], "Then run `oppx mcp reconnect slow`.");
+  // An HTTP limit that ended it has its own variable.
+  auto h = diagnose(down::kTimeout, "http://h.example took over 15 s to send the headers",
+                    http("slow", "https://h.example/mcp", {}), "/s/oppxd.log");
+  EXPECT_NE(h.steps[0].find("OPPX_HTTP_TIMEOUTS"), std::string::npos) << h.steps[0];
+  // A program's timeout keeps its own steps.
+  auto p = diagnose(down::kTimeout, "it did not finish starting within 30 s", command("p", "npx"), "/s/mcp-p.log");
+  EXPECT_NE(joined(p).find("npx or uvx downloads it"), std::string::npos) << joined(p);
+}
+
+// A URL the server answers 404/405/410 to initialize: the add line with the right URL, every
+// header kept as written; a literal value that would be masked makes it an edit of the file.
+TEST(Diagnose, AWrongUrlIsCorrectedWithTheAddLineOrInTheFile) {
+  EXPECT_TRUE(url_is_wrong(404) && url_is_wrong(405) && url_is_wrong(410));
+  EXPECT_FALSE(url_is_wrong(400) || url_is_wrong(500) || url_is_wrong(0));
+  auto def = http("nf", "https://h.example/wrong", {{"Authorization", "Bearer ${TOK}"}, {"X-Org", "${ORG}"}});
+  Diagnosis d = diagnose(down::kConfig, "its URL is not the server's MCP endpoint: …", def, "/s/oppxd.log", 404);
+  EXPECT_EQ(d.kind, "config");
+  ASSERT_EQ(d.steps.size(), 1u) << joined(d);
+  EXPECT_EQ(d.steps[0],
+            "Find the server's MCP endpoint (its documentation names it; it often ends in /mcp) in place of "
+            "https://h.example/wrong, and save it: `oppx mcp add nf --url '<right url>' -H 'Authorization: Bearer "
+            "${TOK}' -H 'X-Org: ${ORG}' --force` (its headers as they are written).");
+  def.file = "/src/app/.mcp.json";
+  EXPECT_NE(diagnose(down::kConfig, "x", def, "/l", 405).steps[0].find("`oppx mcp add nf --project --url "),
+            std::string::npos);
+  auto secret = http("s", "https://h.example/wrong", {{"Authorization", "Bearer sk-literal-secret-1234"}});
+  secret.file = "/home/u/.config/oppx/mcp.json";
+  Diagnosis e = diagnose(down::kConfig, "x", secret, "/l", 404);
+  ASSERT_EQ(e.steps.size(), 2u) << joined(e);
+  EXPECT_EQ(joined(e).find("sk-literal"), std::string::npos) << joined(e);
+  EXPECT_NE(e.steps[0].find("put it in \"url\" of s in /home/u/.config/oppx/mcp.json in place of "
+                            "https://h.example/wrong"),
+            std::string::npos)
+      << e.steps[0];
+  EXPECT_EQ(e.steps[1], "Then run `oppx mcp reconnect s`.");
+  // Without such a status, config keeps its general steps.
+  EXPECT_NE(diagnose(down::kConfig, "it needs ${X}", def, "/l").steps[0].find("Correct what the reason names"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace oppx::daemon

@@ -38,6 +38,22 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
+// A socket listening on a free loopback port that nobody accepts on; `a` gets its address.
+// Returns -1 when the OS refused one of the steps.
+int loopback_listener(int backlog, sockaddr_in& a) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  a = {};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, backlog) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 struct Fake {
   std::unique_ptr<Process> proc;
   int port = 0, port2 = 0;
@@ -461,6 +477,83 @@ TEST_F(HttpConnectors, NothingListeningIsUnreachable) {
   EXPECT_NE(reason(e).find("refused"), std::string::npos) << reason(e);
 }
 
+// A URL with no MCP endpoint behind it (HTTP 404 or 405 to initialize, at the start) is the user's
+// definition, not a server that stopped: kind config, and the step is the add line with the right
+// URL (its headers kept as written), with no log of its own named: an HTTP connector has none.
+TEST_F(HttpConnectors, AUrlThatIsNotTheEndpointIsConfigWithTheStepToCorrectIt) {
+  Fake nf = fake({"status", "404"});
+  Fake na = fake({"status", "405"});
+  json::object headers{{"X-Org", "${OPPX_TEST_ORG}"}};
+  ::setenv("OPPX_TEST_ORG", "acme", 1);
+  home.write_mcp_config(http_entry("nf", "http://127.0.0.1:" + std::to_string(nf.port) + "/wrong", headers) + "," +
+                        http_entry("na", na.url()));
+  for (const char* name : {"nf", "na"}) {
+    auto e = entry(name);
+    EXPECT_EQ(e.at("state"), json::value("failed")) << name;
+    EXPECT_EQ(e.at("reason_kind"), json::value("config")) << name << ": " << reason(e);
+    EXPECT_NE(reason(e).find(std::string("answered HTTP ") + (name == std::string("nf") ? "404" : "405")),
+              std::string::npos)
+        << reason(e);
+    EXPECT_FALSE(e.contains("log")) << json::serialize(e);
+  }
+  auto steps = entry("nf").at("steps").as_array();
+  ASSERT_EQ(steps.size(), 1u) << json::serialize(steps);
+  EXPECT_NE(std::string(steps[0].as_string())
+                .find("`oppx mcp add nf --url '<right url>' -H 'X-Org: ${OPPX_TEST_ORG}' "
+                      "--force`"),
+            std::string::npos)
+      << steps[0];
+  Result get = oppx({"mcp", "get", "nf"});
+  EXPECT_EQ(get.out.find(".log"), std::string::npos) << get.out;
+  EXPECT_EQ(get.out.find("log:"), std::string::npos) << get.out;
+  EXPECT_NE(home.read_log().find("connector nf: its URL is not the server's MCP endpoint"), std::string::npos)
+      << home.read_log();
+  // Added with that URL: saved, and the closing line does not ask for a reconnect the add line makes.
+  Result add = oppx({"mcp", "add", "nf2", "--url", "http://127.0.0.1:" + std::to_string(nf.port) + "/wrong"});
+  EXPECT_EQ(add.exit_code, 0) << add.err;
+  EXPECT_NE(add.out.find("`oppx mcp add nf2 --url '<right url>' --force`.\nIt is saved anyway.\n"), std::string::npos)
+      << add.out;
+  ::unsetenv("OPPX_TEST_ORG");
+}
+
+// An HTTP connector that fails otherwise (here a redirect loop) points at the daemon's log, which
+// has the failure, never at a per-connector log that does not exist.
+TEST_F(HttpConnectors, AnHttpConnectorsStepsNameTheDaemonsLog) {
+  Fake loop = fake({"redirect-loop"});
+  home.write_mcp_config(http_entry("loop", "http://127.0.0.1:" + std::to_string(loop.port) + "/a"));
+  auto e = entry("loop");
+  EXPECT_EQ(e.at("state"), json::value("failed"));
+  EXPECT_FALSE(e.contains("log")) << json::serialize(e);
+  std::string all = json::serialize(e.at("steps")) + reason(e);
+  EXPECT_EQ(all.find("mcp-loop"), std::string::npos) << all;
+  EXPECT_NE(all.find("daemon's log"), std::string::npos) << all;
+  EXPECT_NE(all.find(home.log()), std::string::npos) << all;
+  EXPECT_NE(home.read_log().find("connector loop: "), std::string::npos) << home.read_log();
+  Result list = oppx({"mcp", "list"});
+  EXPECT_EQ(list.out.find("mcp-loop"), std::string::npos) << list.out;
+}
+
+// A server that takes the connection and never answers initialize: the start limit ends it, and
+// the steps are about the server and its URL, not npx or uvx downloading a program.
+TEST_F(HttpConnectors, AStartThatTimesOutGetsStepsForAServer) {
+  sockaddr_in a;
+  int listener = loopback_listener(8, a);  // the kernel completes the handshake; nobody reads
+  ASSERT_GE(listener, 0);
+  ::setenv("OPPX_MCP_START_TIMEOUT_MS", "1000", 1);
+  home.write_mcp_config(http_entry("mute", "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/mcp"));
+  auto e = entry("mute");
+  ::unsetenv("OPPX_MCP_START_TIMEOUT_MS");
+  ::close(listener);
+  EXPECT_EQ(e.at("reason_kind"), json::value("timeout")) << reason(e);
+  std::string all = json::serialize(e.at("steps")) + reason(e);
+  EXPECT_EQ(all.find("npx"), std::string::npos) << all;
+  EXPECT_EQ(all.find(".log"), std::string::npos) << all;
+  EXPECT_NE(all.find("Check that the server is up"), std::string::npos) << all;
+  EXPECT_NE(std::string(e.at("steps").as_array().back().as_string()).find("`oppx mcp reconnect mute`"),
+            std::string::npos)
+      << all;
+}
+
 // Sequential calls share one keep-alive connection; the startup (initialize, then initialized,
 // tools/list and the server-stream GET at once) may use three at most.
 TEST_F(HttpConnectors, SequentialCallsReuseAKeptAliveConnection) {
@@ -574,14 +667,9 @@ TEST_F(HttpConnectors, HttpsToAPlainHttpPortSaysTheServerDoesNotSpeakTls) {
 // A listening socket whose accept queue is full (backlog 0, one connection waiting in it): Linux
 // drops further SYNs, so a connect to it hangs until the connect limit ends it.
 TEST_F(HttpConnectors, AServerThatAcceptsNoConnectionFailsWithinTheConnectLimit) {
-  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(listener, 0), 0);
-  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  sockaddr_in a;
+  int listener = loopback_listener(0, a);
+  ASSERT_GE(listener, 0);
   int filler = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_EQ(::connect(filler, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << "the one the queue holds";
   ::setenv("OPPX_HTTP_TIMEOUTS", "connect=700", 1);

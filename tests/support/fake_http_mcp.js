@@ -346,6 +346,14 @@ function handle(req, res) {
     if (mode === "redirect-loop") return redirect(res, url === "/a" ? "/b" : "/a");
     if (mode === "redirect-to-http") return redirect(res, `http://127.0.0.1:${second.address().port}/mcp`);
   }
+  // Mode "status N": no MCP endpoint here; every POST is answered with HTTP N and a page.
+  if (mode === "status" && req.method === "POST") {
+    say(`POST ${url} answered with HTTP ${args[0]}`);
+    return readBody(req, () => {
+      res.writeHead(Number(args[0]), { "Content-Type": "text/html" });
+      res.end("<html><body>Cannot POST " + url + "</body></html>");
+    });
+  }
   if (mode === "record" && req.method !== "POST")
     say(`${req.method} version=${req.headers["mcp-protocol-version"] || "-"} session=${req.headers["mcp-session-id"] || "-"}`);
   if (req.method === "DELETE") {
