@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 
 namespace oppx::cli {
@@ -44,10 +45,12 @@ void print_steps(std::FILE* to, const json::object& o, std::string_view indent) 
 
 using NoteHandler = std::function<void(const std::string& method, const json::value& params)>;
 
+using Show = std::function<int(const json::value&)>;
+
 // Runs one method; prints --json or hands the result to `show`. Notifications go to `on_note`.
-int run(Context& ctx, const Command& self, std::string_view method, json::object params, bool as_json,
-        const std::function<int(const json::value&)>& show, NoteHandler on_note = {},
-        std::chrono::milliseconds timeout = kMcpTimeout) {
+// With --json the exit status is `json_status`'s (the same as the text's, where it varies).
+int run(Context& ctx, const Command& self, std::string_view method, json::object params, bool as_json, const Show& show,
+        NoteHandler on_note = {}, std::chrono::milliseconds timeout = kMcpTimeout, const Show& json_status = {}) {
   auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
   if (!conn) {
     fmt::print(stderr, "oppx: {}\n", conn.error().message);
@@ -68,7 +71,7 @@ int run(Context& ctx, const Command& self, std::string_view method, json::object
   (void)self;
   if (as_json) {
     fmt::print("{}\n", json::serialize(*r));
-    return kExitOk;
+    return json_status ? json_status(*r) : kExitOk;
   }
   return show(*r);
 }
@@ -233,27 +236,33 @@ int decide(Context& ctx, std::string_view command, bool approve) {
                              json::object{{"name", ctx.args[0]}, {"sha256", str(def, "sha256")}}, kMcpTimeout);
   if (!r) {
     fmt::print(stderr, "oppx: {}\n", r.error().message);
+    if (as_json) fmt::print("{}\n", json::serialize(json::object{{"error", r.error().to_json()}}));
     return kExitFailed;
   }
+  // The answer is the connector as it is now; a hidden repository's one is under `hides`.
+  json::object now = r->as_object();
+  if (const json::value* h = now.if_contains("hides"); h && h->is_object()) now = h->as_object();
+  std::string state = str(now, "state");
+  int rc = approve && state != "running" ? kExitFailed : kExitOk;
   if (as_json) {
     fmt::print("{}\n", json::serialize(*r));
-    return kExitOk;
+    return rc;
   }
   fmt::print("{} this definition:\n", approve ? "Approved" : "Denied");
-  def["state"] = str(r->as_object(), "state");
-  print_definition(def, false);
+  print_definition(now, false);
   fmt::print("\n");
-  const json::object& now = r->as_object();
-  std::string state = str(now, "state");
-  if (!approve) {
+  if (state == "hidden") {
+    fmt::print("{} stays off while your own connector of that name exists (remove or rename yours first).\n",
+               ctx.args[0]);
+  } else if (!approve) {
     fmt::print("{} stays waiting until you approve it (`oppx mcp approve {}`).\n", ctx.args[0], ctx.args[0]);
   } else if (state == "running") {
-    fmt::print("{} is running with {} tools.\n", ctx.args[0], now.at("tools").as_int64());
+    std::int64_t n = now.at("tools").as_int64();
+    fmt::print("{} is running with {} tool{}.\n", ctx.args[0], n, n == 1 ? "" : "s");
   } else {
-    fmt::print("{} is {}: {}\n", ctx.args[0], state, printable(str(now, "reason")));
-    return kExitFailed;
+    fmt::print("{} did not start ({}): {}\n", ctx.args[0], state, printable(str(now, "reason")));
   }
-  return kExitOk;
+  return rc;
 }
 
 int approve(Context& ctx) { return decide(ctx, "approve", true); }
@@ -319,20 +328,17 @@ int call(Context& ctx) {
     fmt::print(stderr, "oppx: {}: {}{}{}\n", printable(tool), number("progress"), total.empty() ? "" : "/" + total,
                message.empty() ? "" : " " + printable(message));
   };
-  // --json prints the reply as it is, and keeps the exit status of isError as well.
-  int rc = run(
-      ctx, self, "tools/call", params, false,
-      [as_json](const json::value& v) {
-        const json::object& o = v.as_object();
-        if (as_json) {
-          fmt::print("{}\n", json::serialize(v));
-        } else {
-          fmt::print("{}\n", printable(str(o, "text")));
-        }
-        return o.at("isError") == json::value(true) ? kExitFailed : kExitOk;
+  // --json prints the reply (or the error) as it is, and keeps the exit status of isError as well.
+  auto status = [](const json::value& v) {
+    return v.as_object().at("isError") == json::value(true) ? kExitFailed : kExitOk;
+  };
+  return run(
+      ctx, self, "tools/call", params, as_json,
+      [status](const json::value& v) {
+        fmt::print("{}\n", printable(str(v.as_object(), "text")));
+        return status(v);
       },
-      progress, limit + std::chrono::seconds(15));
-  return rc;
+      progress, limit + std::chrono::seconds(15), status);
 }
 
 int reconnect(Context& ctx) {
@@ -344,20 +350,27 @@ int reconnect(Context& ctx) {
   // Exit status 1 when what was reconnected is not running afterwards (a named one), or when
   // any of them failed (all).
   std::string name = ctx.args.empty() ? "" : ctx.args[0];
+  auto concerned = [name](const json::object& o) {
+    return name.empty() || (str(o, "name") == name && str(o, "state") != "hidden");
+  };
+  auto status = [name, concerned](const json::value& v) {
+    for (auto& c : v.as_object().at("connectors").as_array()) {
+      const json::object& o = c.as_object();
+      if (concerned(o) && (name.empty() ? str(o, "state") == "failed" : str(o, "state") != "running"))
+        return kExitFailed;
+    }
+    return kExitOk;
+  };
   return run(
       ctx, self, "mcp/reconnect", params, as_json,
-      [name](const json::value& v) {
+      [concerned, status](const json::value& v) {
         print_list_notes(v.as_object());
-        int rc = kExitOk;
         for (auto& c : v.as_object().at("connectors").as_array()) {
-          const json::object& o = c.as_object();
-          if (!name.empty() && (str(o, "name") != name || str(o, "state") == "hidden")) continue;
-          print_entry(o);
-          if (name.empty() ? str(o, "state") == "failed" : str(o, "state") != "running") rc = kExitFailed;
+          if (concerned(c.as_object())) print_entry(c.as_object());
         }
-        return rc;
+        return status(v);
       },
-      {}, kReconnectTimeout);
+      {}, kReconnectTimeout, status);
 }
 
 int send_add(Context& ctx, const Command& self, const std::string& name, json::object def, bool project, bool force,
@@ -397,8 +410,15 @@ int add(Context& ctx) {
       if (!h || colon == std::string::npos || colon == 0) return usage_error(self, a + " takes 'Name: value'");
       std::string v = h->substr(colon + 1);
       if (!v.empty() && v[0] == ' ') v.erase(0, 1);
-      if (headers.contains(h->substr(0, colon)))
-        return usage_error(self, fmt::format("{} {} is given twice; give each header once", a, h->substr(0, colon)));
+      std::string key = h->substr(0, colon);
+      bool again = std::any_of(headers.begin(), headers.end(), [&key](const auto& kv) {
+        return std::equal(key.begin(), key.end(), kv.key().begin(), kv.key().end(), [](char x, char y) {
+          return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+        });
+      });
+      if (again)
+        return usage_error(
+            self, fmt::format("{} {} is given twice (header names ignore case); give each header once", a, key));
       headers[h->substr(0, colon)] = v;
     } else if (a == "--url") {
       auto u = value(a);

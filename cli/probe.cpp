@@ -351,7 +351,7 @@ int print_added(const json::value& v) {
     return 0;
   }
   const json::array& tools = c.at("tools").as_array();
-  fmt::print("Running, {} tools:\n", tools.size());
+  fmt::print("Running, {} tool{}:\n", tools.size(), tools.size() == 1 ? "" : "s");
   std::string text = tool_list_text(name, tools);
   fmt::print("{}", text);
   for (auto& line : probe_lines(probe_cost(name, text, model_server_url()))) fmt::print("{}\n", line);

@@ -12,9 +12,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -150,9 +152,20 @@ std::string url_problem(const std::string& url) {
                                                          : "it is not a valid URL";
   if (u->encoded_host().empty()) return "it has no host";
   if (u->has_port()) {
-    std::string_view port = u->port();
+    // As written after the host's ':' (the parser keeps no port that is not a number).
+    std::string_view auth = url;
+    auth.remove_prefix(std::min(auth.size(), auth.find("://") + 3));
+    auth = auth.substr(0, auth.find_first_of("/?#"));
+    auth.remove_prefix(auth.find('@') == std::string_view::npos ? 0 : auth.find('@') + 1);
+    auto colon = auth.rfind(':');
+    auto bracket = auth.rfind(']');
+    std::string_view port = colon == std::string_view::npos || (bracket != std::string_view::npos && colon < bracket)
+                                ? std::string_view()
+                                : auth.substr(colon + 1);
+    if (port.empty()) return "it has a ':' after the host but no port number";
     bool digits = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string_view::npos;
-    if (!digits || std::stoi(std::string(port)) == 0 || std::stoi(std::string(port)) > 65535)
+    if (!digits) return fmt::format("its port \"{}\" is not a number", port);
+    if (std::stoi(std::string(port)) == 0 || std::stoi(std::string(port)) > 65535)
       return fmt::format("its port {} is not between 1 and 65535", port);
   }
   return "";
@@ -208,7 +221,14 @@ boost::system::result<ConnectorDef, EditError> check_definition(std::string_view
     if (has_line_break(v)) return refuse("the value of " + k);
   }
   if (has_line_break(def->url)) return refuse("the URL");
+  std::set<std::string> header_names;  // HTTP header names are case-insensitive
   for (auto& [k, v] : def->headers) {
+    std::string lower;
+    for (char ch : k) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (!header_names.insert(lower).second)
+      return EditError{"invalid", fmt::format("{} has the header {} twice (names differing only in case are the "
+                                              "same header); keep one",
+                                              name, escape_controls(k))};
     if (k.empty() || k.find_first_of(" :\t\r\n") != std::string::npos)
       return EditError{"invalid", fmt::format("the header name \"{}\" of {} is not a valid HTTP header name",
                                               escape_controls(k), name)};
@@ -228,9 +248,10 @@ boost::system::result<EditOutcome, EditError> add_entry(const std::string& given
   out.warning = loaded->warning;
   out.replaced = servers.as_object().contains(name);
   if (out.replaced && !force) {
+    // Only your own file is followed through a link: not following means the repository's.
     return EditError{"exists", fmt::format("{} already has a connector named {}; to replace it, add --force "
-                                           "(or remove it first with `oppx mcp remove {}`)",
-                                           path, name, name)};
+                                           "(or remove it first with `oppx mcp remove {}{}`)",
+                                           path, name, name, follow_symlink ? "" : " --project")};
   }
   servers.as_object()[name] = entry;
   auto written = write_back(path, loaded->root, name);

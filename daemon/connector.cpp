@@ -807,7 +807,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     }
     if (state != ConnectorState::kRunning || !peer) {
       return finish(w, *pc,
-                    down_error(fmt::format("{} is {}: {}", def.name, state_name(state),
+                    down_error(fmt::format("{} is not running ({}): {}", def.name, state_name(state),
                                            reason.empty() ? "not running" : reason)));
     }
     bool ro = read_only(pc->tool);

@@ -52,6 +52,12 @@ std::string waiting_reason(const std::string& name, const std::string& root, Con
   if (c == Consent::kDenied) {
     return fmt::format("you denied this definition; to allow it, run `oppx mcp approve {}` in {}", name, root);
   }
+  if (c == Consent::kChanged) {
+    return fmt::format(
+        "its definition changed since you approved it, so it waits for your consent again: review it with `oppx "
+        "mcp get {0} --show-values`, then run `oppx mcp approve {0}` in {1}",
+        name, root);
+  }
   return fmt::format(
       "a repository connector waits for your consent: review it with `oppx mcp get {0} --show-values`, then "
       "run `oppx mcp approve {0}` in {1} (any change to its definition asks again)",
@@ -416,7 +422,10 @@ json::object Connectors::entry_json(const ConnectorDef& d, const Connector* c, c
     Consent decision = consent_.lookup(root, d.name, sha);
     o["root"] = root;
     o["sha256"] = sha;
-    o["consent"] = decision == Consent::kApproved ? "approved" : decision == Consent::kDenied ? "denied" : "none";
+    o["consent"] = decision == Consent::kApproved  ? "approved"
+                   : decision == Consent::kDenied  ? "denied"
+                   : decision == Consent::kChanged ? "changed"
+                                                   : "none";
     if (decision != Consent::kApproved) o["approve"] = "oppx mcp approve " + d.name;
     if (!c) {
       o["hidden_by"] = "user";

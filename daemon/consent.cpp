@@ -134,8 +134,9 @@ Consent ConsentStore::lookup(const std::string& root, const std::string& name, c
   if (!entry || !entry->is_object()) return Consent::kNone;
   const json::value* hash = entry->as_object().if_contains("sha256");
   const json::value* decision = entry->as_object().if_contains("decision");
-  if (!hash || !hash->is_string() || hash->as_string() != sha256) return Consent::kNone;
-  if (decision && decision->is_string() && decision->as_string() == "approve") return Consent::kApproved;
+  bool approved = decision && decision->is_string() && decision->as_string() == "approve";
+  if (!hash || !hash->is_string() || hash->as_string() != sha256) return approved ? Consent::kChanged : Consent::kNone;
+  if (approved) return Consent::kApproved;
   if (decision && decision->is_string() && decision->as_string() == "deny") return Consent::kDenied;
   return Consent::kNone;
 }

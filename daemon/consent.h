@@ -18,7 +18,8 @@ std::string sha256_hex(std::string_view data);
 // or the file a worktree or submodule has), else the folder itself. Git is not run.
 std::string repository_root(const std::string& folder);
 
-enum class Consent { kNone, kApproved, kDenied };
+// kChanged: approved once, for another definition than this one (it changed since): not approved.
+enum class Consent { kNone, kApproved, kDenied, kChanged };
 
 class ConsentStore {
  public:

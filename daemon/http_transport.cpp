@@ -130,16 +130,17 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
 // One not safe to run twice was not sent again; the connector does not repeat it either.
 Failure said_sent(Failure f, const Outgoing& m, bool repeatable) {
   if (!f.sent || !m.request) return f;
+  std::string what = m.tool.empty() ? m.method : "the call to " + escape_controls(m.tool.substr(0, 100));
   if (repeatable)
     f.message += fmt::format(
         "; {} had been sent on a connection closed without an answer, so it may or may not "
         "have run",
-        m.method);
+        what);
   else
     f.message += fmt::format(
-        "; the call to {} had been sent, so it may or may not have run; it was not sent again "
-        "because the tool is not marked read-only",
-        escape_controls(m.tool.substr(0, 100)));
+        "; {} had been sent, so it may or may not have run; it was not sent again, since the tool is not marked "
+        "read-only",
+        what);
   return f;
 }
 

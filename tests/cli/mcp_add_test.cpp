@@ -163,7 +163,11 @@ TEST_F(McpAdd, BadNamesUrlsAndLineBreaksAreRefused) {
       {{"mcp", "add", "web", "--url", "http://127.0.0.1:99999/mcp"}, "its port 99999 is not between 1 and 65535"},
       {{"mcp", "add", "cmd", "-e", "A B=x", "--", "/bin/true"}, "the environment variable name \"A B\" of cmd"},
       {{"mcp", "add", "cmd", "-e", "A=1", "-e", "A=2", "--", "/bin/true"}, "-e A is given twice"},
-      {{"mcp", "add", "web", "--url", "https://x/mcp", "-H", "X-A: 1", "-H", "X-A: 2"}, "-H X-A is given twice"},
+      {{"mcp", "add", "web", "--url", "https://x/mcp", "-H", "X-A: 1", "-H", "x-a: 2"},
+       "-H x-a is given twice (header names ignore case)"},
+      {{"mcp", "add-json", "web", R"({"type":"http","url":"https://x/mcp","headers":{"X-A":"1","x-a":"2"}})"},
+       "web has the header x-a twice"},
+      {{"mcp", "add", "web", "--url", "http://localhost:abc/mcp"}, "its port \"abc\" is not a number"},
       {{"mcp", "add-json", "j", R"({"command":"node",)"}, "the definition is not valid JSON: incomplete JSON"},
   };
   for (auto& c : cases) {
@@ -211,6 +215,10 @@ TEST_F(McpAdd, AProjectAddCountsAsConsentAndRemoveUndoesIt) {
   EXPECT_NE(r.out.find("Added tool in " + repo + "/.mcp.json"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tool.echo: Echoes"), std::string::npos) << r.out;
   EXPECT_EQ(slurp(marker), "yes\n");
+  // Its name taken: the way out names the repository's file, not yours.
+  Result again = oppx({"mcp", "add", "--project", "tool", "--", "/bin/true"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("remove it first with `oppx mcp remove tool --project`"), std::string::npos) << again.err;
   auto store = json::parse(slurp(home.root() + "/state/oppx/mcp-approved.json"));
   EXPECT_EQ(store.at("repositories").at(repo).at("tool").at("decision"), json::value("approve"));
   // Consent was for exactly what was written: a hand edit waits again.
@@ -406,7 +414,7 @@ TEST_F(Probe, ASmallContextIsWarnedAboutWithTheCost) {
   Result r = oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // "one.echo: Echoes\n" is 17 characters: about 5 tokens at 4 characters a token.
-  EXPECT_NE(r.out.find("Running, 1 tools:\none.echo: Echoes\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Running, 1 tool:\none.echo: Echoes\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Cost: about 5 tokens a request (an estimate"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Share: 0.0% of the model's context of 32768 tokens"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("SMALL_CONTEXT: the server's model has a small context window (32k tokens). This connector's "
@@ -444,7 +452,7 @@ TEST_F(Probe, AServerThatDoesNotAnswerCostsAtMostItsLimit) {
   serve("hang", 0);
   Result r = oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"}, 30s);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("Running, 1 tools:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Running, 1 tool:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Share of the model's context: unknown ("), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("did not answer within 4 s"), std::string::npos) << r.out;
 }

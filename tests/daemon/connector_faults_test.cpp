@@ -418,6 +418,7 @@ TEST_F(ConnectorFaults, AMissingProgramGetsNumberedSteps) {
   EXPECT_EQ(again.out.find("nodey"), std::string::npos) << again.out;
   EXPECT_NE(again.out.find("1. Install no-such-program-oppx"), std::string::npos) << again.out;
   EXPECT_EQ(oppx({"mcp", "reconnect"}).exit_code, 1);
+  EXPECT_EQ(oppx({"mcp", "reconnect", "missing", "--json"}).exit_code, 1) << "the same status with --json";
 }
 
 // node's own words for a missing script are a few lines above the "Node.js v20…" it ends with:

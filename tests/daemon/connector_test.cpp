@@ -90,6 +90,13 @@ TEST_F(Connectors, TheCallCommandsTimeoutIsTheDaemonsLimitForTheTool) {
   Result r = oppx({"mcp", "call", "slow", "echo", "--timeout", "1"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("echo did not answer within 1 s; the call was cancelled"), std::string::npos) << r.err;
+  // A script that asked for JSON gets the error as JSON on stdout, with the same exit status.
+  Result js = oppx({"mcp", "call", "slow", "echo", "--timeout", "1", "--json"});
+  EXPECT_EQ(js.exit_code, 1);
+  boost::system::error_code ec;
+  json::value v = json::parse(js.out, ec);
+  ASSERT_FALSE(ec) << js.out;
+  EXPECT_EQ(v.at("error").at("data").at("kind"), json::value("timeout")) << js.out;
   Result bad = oppx({"mcp", "call", "slow", "echo", "--timeout", "0"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--timeout takes a number of seconds from 1 to 3600"), std::string::npos) << bad.err;

@@ -177,6 +177,7 @@ TEST_F(Consent, ApproveRunsExactlyWhatWasShownAndExpandsOnlyThen) {
   EXPECT_NE(approve.out.find("Approved this definition:"), std::string::npos);
   EXPECT_NE(approve.out.find("/bin/sh -c"), std::string::npos) << approve.out;
   EXPECT_NE(approve.out.find("tool is running with"), std::string::npos) << approve.out;
+  EXPECT_NE(approve.out.find("consent:  approved"), std::string::npos) << "what it is now: " << approve.out;
   EXPECT_EQ(slurp(marker), "expanded-at-start\n");
   auto e = get("tool");
   EXPECT_EQ(e.at("state"), json::value("running"));
@@ -240,7 +241,11 @@ TEST_F(Consent, AnyChangeToTheDefinitionAsksAgain) {
     change(s, h);
     write_repo({{"stdio", s}, {"web", h}});
     EXPECT_EQ(state(stdio_changed ? "stdio" : "web"), "waiting");
-    EXPECT_EQ(get(stdio_changed ? "stdio" : "web").at("consent"), json::value("none"));
+    auto changed = get(stdio_changed ? "stdio" : "web");
+    EXPECT_EQ(changed.at("consent"), json::value("changed"));
+    EXPECT_NE(std::string(changed.at("reason").as_string()).find("its definition changed since you approved it"),
+              std::string::npos)
+        << changed.at("reason");
     EXPECT_EQ(get(stdio_changed ? "web" : "stdio").at("consent"), json::value("approved"));
   }
 }
@@ -402,6 +407,9 @@ TEST_F(Consent, TheUsersDefinitionWinsAndTheRepositorysIsShownHidden) {
   ASSERT_EQ(approve.exit_code, 1);
   EXPECT_EQ(approve.out.find("Approved"), std::string::npos) << approve.out;
   EXPECT_NE(approve.err.find("hidden by your own connector"), std::string::npos) << approve.err;
+  Result deny = oppx({"mcp", "deny", "shared"});
+  EXPECT_NE(deny.out.find("state:    hidden"), std::string::npos) << deny.out;
+  EXPECT_NE(deny.out.find("stays off while your own connector of that name exists"), std::string::npos) << deny.out;
   EXPECT_FALSE(exists(repo + "/ran"));
 }
 
