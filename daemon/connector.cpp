@@ -820,6 +820,11 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       auto self = w.lock();
       if (!self) return finish(w, *pc, std::move(r));
       self->disown(r);
+      // Failures of the way there (not a server's own error answer) go to the daemon's log, the
+      // only log an HTTP connector has.
+      if (!r && !r.error().received)
+        log::warn("connector {}: the call to {} failed: {}", self->def.name, escape_controls(pc->tool.substr(0, 100)),
+                  r.error().message);
       if (!r && r.error().kind == proto::kind::kDisconnected) return self->lost_during_call(pc, ro);
       if (!r) self->check_login(r.error());
       if (!r && self->state == ConnectorState::kFailed) {

@@ -604,6 +604,9 @@ TEST_F(HttpConnectors, ACallTheServerClosedOnUnansweredIsSentAgainOnlyWhenReadOn
   EXPECT_NE(r.error().message.find("closed the connection without answering"), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("may or may not have run"), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("not sent again"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("the call to echo had been sent"), std::string::npos) << r.error().message;
+  // An HTTP connector has no log of its own: the daemon's has the failure.
+  EXPECT_NE(home.read_log().find("connector drops: the call to echo failed: "), std::string::npos) << home.read_log();
   // The next call is the barrier: a resend would have reached the server before the error came.
   Result next = oppx({"mcp", "call", "drops", "echo", R"({"message":"next"})"});
   EXPECT_EQ(next.out, "echo: next\n") << next.err;
