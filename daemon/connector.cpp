@@ -575,7 +575,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
         return self->fail(r.error().kind, r.error().message);
       if (!r && http) {
         // The transport's own error (never a server's claim) with the status the URL answered.
-        const json::value* status = r.error().received ? nullptr : r.error().data.if_contains("http_status");
+        // A copy kept: result::error() returns one, and a pointer into a temporary would dangle.
+        const RpcError e = r.error();
+        const json::value* status = e.received ? nullptr : e.data.if_contains("http_status");
         int code = status && status->is_int64() ? static_cast<int>(status->as_int64()) : 0;
         if (url_is_wrong(code))
           return self->fail(down::kConfig, "its URL is not the server's MCP endpoint: " + r.error().message, false,
