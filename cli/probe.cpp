@@ -330,23 +330,16 @@ int print_added(const json::value& v) {
     fmt::print("It did not start ({}): {}\n", str(c, "state"), escape_controls(str(c, "reason")));
     const json::value* steps = c.if_contains("steps");
     int n = 0;
-    std::string last;
     if (steps && steps->is_array()) {
       for (auto& st : steps->as_array()) {
-        if (!st.is_string()) continue;
-        last = std::string(st.as_string());
-        fmt::print("  {}. {}\n", ++n, escape_controls(last));
+        if (st.is_string()) fmt::print("  {}. {}\n", ++n, escape_controls(std::string(st.as_string())));
       }
     }
-    // A last step that already starts it again (a reconnect, or an add line, which probes anew)
-    // needs no reconnect said twice.
-    bool ends_it = last.find(fmt::format("`oppx mcp reconnect {}", name)) != std::string::npos ||
-                   last.find(fmt::format("`oppx mcp add {} ", name)) != std::string::npos;
-    if (ends_it) {
+    // The steps say how to start it again; without them, the reconnect is the way.
+    if (n > 0) {
       fmt::print("It is saved anyway.\n");
     } else {
-      fmt::print("It is saved anyway; {}run `oppx mcp reconnect {}`.\n", n ? "after those steps, " : "fix it and ",
-                 name);
+      fmt::print("It is saved anyway; fix it and run `oppx mcp reconnect {}`.\n", name);
     }
     return 0;
   }

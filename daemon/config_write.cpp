@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -163,9 +164,11 @@ std::string url_problem(const std::string& url) {
                                 ? std::string_view()
                                 : auth.substr(colon + 1);
     if (port.empty()) return "it has a ':' after the host but no port number";
-    bool digits = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string_view::npos;
-    if (!digits) return fmt::format("its port \"{}\" is not a number", port);
-    if (std::stoi(std::string(port)) == 0 || std::stoi(std::string(port)) > 65535)
+    long number = 0;
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
+    if (ec == std::errc::invalid_argument || end != port.data() + port.size())
+      return fmt::format("its port \"{}\" is not a number", port);
+    if (ec != std::errc() || number < 1 || number > 65535)
       return fmt::format("its port {} is not between 1 and 65535", port);
   }
   return "";

@@ -348,26 +348,13 @@ TEST_F(Consent, Kill9MidWriteLeavesTheOldOrTheNewFile) {
     std::string sha = std::string(get("other").at("sha256").as_string());
     auto pid = daemon_pid(home.socket());
     ASSERT_TRUE(pid);
-    std::atomic<int> writes{0};
-    std::atomic<bool> stop{false};
-    std::string last_error;
-    std::thread writer([&] {
-      auto c = client();
-      for (int i = 0; !stop; ++i) {
-        auto r =
-            c.call(i % 2 ? "consent/approve" : "consent/deny", json::object{{"name", "other"}, {"sha256", sha}}, 5s);
-        if (!r) {
-          last_error = r.error().message;
-          break;
-        }
-        ++writes;
-      }
-    });
-    bool wrote = eventually([&] { return writes > 20 + round * 7; }, 20s);
-    ::kill(static_cast<pid_t>(*pid), SIGKILL);
-    stop = true;
-    writer.join();
-    ASSERT_TRUE(wrote) << last_error;
+    std::string why =
+        kill_daemon_mid_writes(client(), static_cast<pid_t>(*pid), 20 + round * 7, [&sha](SyncClient& c, int i) {
+          auto r =
+              c.call(i % 2 ? "consent/approve" : "consent/deny", json::object{{"name", "other"}, {"sha256", sha}}, 5s);
+          return r ? std::string() : r.error().message;
+        });
+    ASSERT_EQ(why, "");
     boost::system::error_code ec;
     json::value doc = json::parse(slurp(store), ec);
     ASSERT_FALSE(ec) << "torn store after kill -9: " << slurp(store);

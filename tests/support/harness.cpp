@@ -8,6 +8,7 @@
 
 #include <boost/json.hpp>
 
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <dirent.h>
@@ -292,6 +293,26 @@ DaemonProcess::~DaemonProcess() {
   if (pid_ <= 0 || !process_alive(static_cast<pid_t>(pid_))) return;
   ::kill(static_cast<pid_t>(pid_), SIGTERM);
   if (!cli::wait_for_exit(pid_, 10s)) ::kill(static_cast<pid_t>(pid_), SIGKILL);
+}
+
+std::string kill_daemon_mid_writes(SyncClient client, pid_t pid, int writes, const WriteCall& write) {
+  std::atomic<int> done{0};
+  std::atomic<bool> stop{false};
+  std::string last_error;
+  std::thread writer([&] {
+    for (int i = 0; !stop; ++i) {
+      if (std::string e = write(client, i); !e.empty()) {
+        last_error = e;
+        break;
+      }
+      ++done;
+    }
+  });
+  bool wrote = eventually([&] { return done > writes; }, 20s);
+  ::kill(pid, SIGKILL);
+  stop = true;
+  writer.join();
+  return wrote ? "" : "fewer writes than asked before the kill: " + last_error;
 }
 
 }  // namespace oppx::test

@@ -84,6 +84,12 @@ std::optional<std::int64_t> daemon_pid(const std::string& socket);  // nullopt w
 // daemon reports, e.g. its client count). The check itself is the event; the deadline bounds it.
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s);
 
+// kill -9 of the daemon `pid` in the middle of its file writes: `write(client, i)` is called over
+// and over on another thread with `client` (one that said hello) and, once more than `writes` of
+// them succeeded, the daemon is killed while they go on. Returns "" or why the writes stopped first.
+using WriteCall = std::function<std::string(SyncClient& client, int i)>;  // "" or the error
+std::string kill_daemon_mid_writes(SyncClient client, pid_t pid, int writes, const WriteCall& write);
+
 // A client on the socket that said hello with this process's environment; fails the test when
 // none answers.
 std::optional<SyncClient> hello_client(const std::string& socket);
