@@ -76,16 +76,6 @@ int run(Context& ctx, const Command& self, std::string_view method, json::object
   return show(*r);
 }
 
-// An argument as a shell would need it, so the command shown is the command that runs.
-std::string shell_word(std::string_view w) {
-  if (!w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") ==
-                        std::string_view::npos)
-    return std::string(w);
-  std::string q = "'";
-  for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 std::string what_runs(const json::object& c) {
   if (str(c, "type") == "http") return str(c, "url");
   std::string what = shell_word(str(c, "command"));

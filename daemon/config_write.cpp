@@ -226,9 +226,7 @@ boost::system::result<ConnectorDef, EditError> check_definition(std::string_view
   if (has_line_break(def->url)) return refuse("the URL");
   std::set<std::string> header_names;  // HTTP header names are case-insensitive
   for (auto& [k, v] : def->headers) {
-    std::string lower;
-    for (char ch : k) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (!header_names.insert(lower).second)
+    if (!header_names.insert(lower(k)).second)
       return EditError{"invalid", fmt::format("{} has the header {} twice (names differing only in case are the "
                                               "same header); keep one",
                                               name, escape_controls(k))};

@@ -120,6 +120,8 @@ std::string result_text(const json::value& result, std::size_t limit, bool* trun
   // Characters are UTF-8 code points: each starts with a byte that is not a continuation byte
   // (10xxxxxx), so the cut falls before one and never inside a multi-byte sequence. An invalid
   // byte counts as one character.
+  *truncated = false;
+  if (text.size() <= limit) return text;  // never more characters than bytes: nothing to count
   auto starts_char = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; };
   std::size_t chars = 0, cut = text.size();
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -202,9 +204,6 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   std::uint64_t generation = 0;  // bumps at each start; callbacks of an older child are ignored
   EnvMap env;                    // of the client that started it last: a restart uses it again
   std::chrono::milliseconds start_timeout = kStartTimeout;
-  // For the starts oppx makes on its own (after a stop, for a call): the last start's limit, but
-  // never a reconnect's login time (3 minutes to wait on a program that merely crashed).
-  std::chrono::milliseconds restart_timeout = kStartTimeout;
   std::chrono::steady_clock::time_point started_at;
   std::chrono::steady_clock::time_point failed_at;
 
@@ -283,7 +282,6 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     list_changed_armed = false;
     if (&client_env != &env) env = client_env;
     start_timeout = timeout;
-    if (timeout != kLoginTimeout) restart_timeout = timeout;
     started_at = std::chrono::steady_clock::now();
     log::info("connector {}: starting (start timeout {} s)", def.name, timeout.count() / 1000);
     set_state(ConnectorState::kStarting);
@@ -417,7 +415,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   void keep_err_line(std::string_view line) {
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
-    err_lines.push_back(escape_controls(line.substr(0, 300)));
+    err_lines.emplace_back(line.substr(0, 300));  // escaped when one is shown
     if (err_lines.size() > kKeptStderrLines) err_lines.pop_front();
   }
 
@@ -464,13 +462,15 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
                                         : fmt::format("signal {}", WTERMSIG(status));
     // Killed by a signal, its last words are whatever it printed before (a start banner): only an
     // error is worth showing then.
-    std::string line = telling_line(err_lines, !WIFEXITED(status));
+    std::string line = escape_controls(telling_line(err_lines, !WIFEXITED(status)));
     std::string tail = line.empty() ? "" : ": " + line;
     std::string why = fmt::format("its program stopped ({}){}; its log is {}", how, tail, log_path);
-    // Its script or module is missing: starting it again finds it missing again.
-    if (says_script_missing(why, def)) return fail(down::kNotInstalled, why);
+    // Its script or module is missing at start: starting it again finds it missing again. (One
+    // that ran a while and then missed a lazily loaded module is started again like any other.)
+    bool soon = std::chrono::steady_clock::now() - started_at <= kStableRun;
+    if (soon && says_script_missing(line, def)) return fail(down::kNotInstalled, why);
     // A crash loop backs off and, after kMaxQuickDeaths quick stops in a row, gives up.
-    if (std::chrono::steady_clock::now() - started_at > kStableRun) quick_deaths = 0;
+    if (!soon) quick_deaths = 0;
     ++quick_deaths;
     if (quick_deaths >= kMaxQuickDeaths) {
       return fail(down::kStopped,
@@ -484,7 +484,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       auto self = w.lock();
       if (ec || !self || gen != self->generation || !self->restartable) return;
       log::info("connector {}: starting it again after its stop", self->def.name);
-      self->start(self->env, self->restart_timeout);
+      self->start(self->env, oppx::daemon::start_timeout(self->env));  // never a reconnect's login time
     });
     fail(down::kStopped, fmt::format("{}. oppx starts it again in {} s", why, delay.count()), true);
   }
@@ -496,8 +496,10 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     o.on_request = [w = weak_from_this(), gen = generation, io = &io](proto::Request req, Reply reply) {
       if (req.method == "ping") return reply.ok(json::object{});
       if (req.method == "initialize") {
-        // No server sends a client initialize: this one is ours, sent back. Posted, as failing
-        // ends the peer that is calling us.
+        // No server sends a client initialize: this one is ours, sent back. Answered like any
+        // request we do not serve; the failure is posted, as failing ends the peer calling us.
+        reply.fail(RpcError::make(ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound,
+                                  "oppx does not support initialize"));
         return asio::post(*io, [w, gen] {
           auto self = w.lock();
           if (!self || gen != self->generation || self->state != ConnectorState::kStarting) return;
@@ -558,7 +560,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       if (!self || ec || gen != self->generation || self->state != ConnectorState::kStarting) return;
       // An HTTP connector has no log of its own (log_path is the daemon's): its steps say where to look.
       bool http = self->def.kind == ConnectorDef::Kind::kHttp;
-      self->fail(down::kTimeout, fmt::format("it did not finish starting within {} s{}", timeout.count() / 1000,
+      self->fail(down::kTimeout, fmt::format("it did not finish starting within {}{}", duration_text(timeout),
                                              http ? "" : "; its log is " + self->log_path));
     });
     json::object params{{"protocolVersion", kProtocolVersions[0]},
@@ -580,9 +582,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
         const json::value* status = e.received ? nullptr : e.data.if_contains("http_status");
         int code = status && status->is_int64() ? static_cast<int>(status->as_int64()) : 0;
         if (url_is_wrong(code))
-          return self->fail(down::kConfig, "its URL is not the server's MCP endpoint: " + r.error().message, false,
-                            code);
-        return self->fail(down::kStopped, "initialize failed: " + r.error().message);
+          return self->fail(down::kConfig, "its URL is not the server's MCP endpoint: " + e.message, false, code);
+        return self->fail(down::kStopped, "initialize failed: " + e.message);
       }
       if (!r) return self->fail(down::kStopped, "it refused initialize: " + r.error().message);
       std::string version;
@@ -722,7 +723,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   // Starts it again for a call and runs `then` once it is no longer starting.
   void restart_for_call(std::function<void()> then) {
     log::info("connector {}: starting it again for a call", def.name);
-    if (state != ConnectorState::kStarting) start(env, restart_timeout);
+    if (state != ConnectorState::kStarting) start(env, oppx::daemon::start_timeout(env));
     when([this] { return state != ConnectorState::kStarting; }, start_timeout + std::chrono::seconds(1),
          std::move(then));
   }
@@ -972,6 +973,17 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     set_state(ConnectorState::kWaiting, std::move(why), "waiting");
   }
 };
+
+// OPPX_MCP_START_TIMEOUT_MS in the asking client's environment shortens or lengthens the 30 s a
+// connector gets to start (a slow first npx download; a test of a server that never answers).
+std::chrono::milliseconds start_timeout(const EnvMap& env) {
+  auto it = env.find("OPPX_MCP_START_TIMEOUT_MS");
+  if (it == env.end()) return kStartTimeout;
+  char* end = nullptr;
+  long long ms = std::strtoll(it->second.c_str(), &end, 10);
+  if (end == it->second.c_str() || *end != '\0' || ms < 100 || ms > 3'600'000) return kStartTimeout;
+  return std::chrono::milliseconds(ms);
+}
 
 std::shared_ptr<Connector> Connector::create(asio::io_context& io, ConnectorDef def, std::string log_path) {
   return std::shared_ptr<Connector>(new Connector(std::make_shared<Impl>(io, std::move(def), std::move(log_path))));

@@ -42,6 +42,8 @@ inline constexpr std::string_view kUnreachable = "unreachable";  // connect refu
 }  // namespace down
 
 inline constexpr std::chrono::milliseconds kStartTimeout{30'000};
+// The start limit for a client's environment: OPPX_MCP_START_TIMEOUT_MS there, else kStartTimeout.
+std::chrono::milliseconds start_timeout(const EnvMap& env);
 inline constexpr std::chrono::milliseconds kLoginTimeout{
     180'000};  // `oppx mcp reconnect <name>`: time for a browser login
 inline constexpr std::chrono::milliseconds kCallTimeout{120'000};

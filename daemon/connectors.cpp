@@ -23,17 +23,6 @@ namespace json = boost::json;
 
 namespace {
 
-// OPPX_MCP_START_TIMEOUT_MS in the asking client's environment shortens or lengthens the 30 s a
-// connector gets to start (a slow first npx download; a test of a server that never answers).
-std::chrono::milliseconds start_timeout(const EnvMap& env) {
-  auto it = env.find("OPPX_MCP_START_TIMEOUT_MS");
-  if (it == env.end()) return kStartTimeout;
-  char* end = nullptr;
-  long long ms = std::strtoll(it->second.c_str(), &end, 10);
-  if (end == it->second.c_str() || *end != '\0' || ms < 100 || ms > 3'600'000) return kStartTimeout;
-  return std::chrono::milliseconds(ms);
-}
-
 // lstat and stat both: a swapped symlink with a same-sized target is still a change. Compared
 // as numbers, since this runs at every request.
 FileStamp stamp_of(const std::string& path) {

@@ -3,6 +3,7 @@
 // a false "log in again" sends the user on a chase, while a missed one still gets the log step.
 #include "daemon/diagnose.h"
 
+#include "common/text.h"
 #include "daemon/connector.h"
 
 #include <fmt/format.h>
@@ -13,12 +14,6 @@
 namespace oppx::daemon {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
 
 bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
 
@@ -57,8 +52,7 @@ const std::pair<std::string, std::string>* token_header(const ConnectorDef& def)
     if (lower(h.first) == "authorization") return &h;
   }
   for (auto& h : def.headers) {
-    std::string n = lower(h.first);
-    if (contains(n, "token") || contains(n, "key") || contains(n, "auth")) return &h;
+    if (secret_word(h.first)) return &h;
   }
   return def.headers.empty() ? nullptr : &def.headers.front();
 }
@@ -66,16 +60,6 @@ const std::pair<std::string, std::string>* token_header(const ConnectorDef& def)
 std::string reconnect(const ConnectorDef& def) { return fmt::format("`oppx mcp reconnect {}`", def.name); }
 
 // One word of a command line for a POSIX shell: as it is when that is safe, else in single quotes.
-std::string shell_word(std::string_view s) {
-  bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
-    return std::isalnum(c) || std::string_view("-_./:@%+=,").find(static_cast<char>(c)) != std::string_view::npos;
-  });
-  if (plain) return std::string(s);
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 // `oppx mcp add --force` replaces the whole entry, so a line that changes one thing of an HTTP
 // connector repeats the URL and every other header as written. A literal value may be a secret and
 // is printed masked, and running a masked line would lose it: then there is no line (empty).
@@ -240,7 +224,8 @@ bool says_script_missing(std::string_view message, const ConnectorDef& def) {
   // A shell or interpreter naming the file it was given: "bash: /x.sh: No such file or directory".
   // A server's own "No such file" (a config file it reads) names no program first.
   std::string program = basename(def.command);
-  return !program.empty() && contains(message, "No such file or directory") && contains(message, ": " + program + ": ");
+  return !program.empty() && contains(message, "No such file or directory") &&
+         (message.starts_with(program + ": ") || contains(message, ": " + program + ": "));
 }
 
 bool tool_error_looks_like_login(std::string_view message) {
@@ -277,8 +262,6 @@ Diagnosis diagnose(std::string_view kind, std::string_view message, const Connec
   } else if ((kind == down::kStopped || kind == down::kUnreachable) && looks_like_login(message)) {
     d.kind = down::kLogin;
     d.reason = fmt::format("it needs a new login: {}", message);
-  } else if (kind == down::kStopped && says_script_missing(message, def)) {
-    d.kind = down::kNotInstalled;
   } else if (kind == down::kLogin && !contains(lower(message), "login")) {
     d.reason = fmt::format("it needs a new login: {}", message);
   }

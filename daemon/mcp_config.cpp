@@ -5,6 +5,7 @@
 
 #include "common/fs.h"
 #include "common/paths.h"
+#include "common/text.h"
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/stream_parser.hpp>
@@ -353,17 +354,16 @@ std::string mask_literal(std::string_view v) {
 
 bool only_separators(std::string_view s) { return s.find_first_not_of(" :/.,;=-_@") == std::string_view::npos; }
 
+}  // namespace
+
 bool secret_word(std::string_view name) {
-  std::string n;
-  for (char ch : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  std::string n = lower(name);
   for (std::string_view w :
        {"token", "key", "secret", "password", "passwd", "auth", "bearer", "credential", "cookie"}) {
     if (n.find(w) != std::string::npos) return true;
   }
   return false;
 }
-
-}  // namespace
 
 std::string mask_value(std::string_view v) {
   if (v.find("${") == std::string_view::npos) return mask_literal(v);

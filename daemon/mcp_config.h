@@ -64,6 +64,8 @@ std::vector<std::string> referenced_variables(const ConnectorDef& def);
 // For display: a value with its secret part hidden ("Bearer lin_…***"), except ${VAR} references.
 // Literal text beside a reference is hidden too ("Bearer ***${T}").
 std::string mask_value(std::string_view value);
+// A name that says it holds a secret (token, key, password, auth…), in any case.
+bool secret_word(std::string_view name);
 
 // A URL with a password and query values masked ("https://h/mcp?api_key=***").
 std::string mask_url(std::string_view url);

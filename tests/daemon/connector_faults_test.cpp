@@ -350,7 +350,6 @@ TEST_F(ConnectorFaults, AnOlderKnownProtocolVersionIsAcceptedAndAnUnknownOneRefu
   EXPECT_FALSE(e.at("steps").as_array().empty());
 }
 
-// RELIABILITY: a command that exists but is not executable is "not installed", with steps.
 // A program that echoes its input sends oppx's own initialize back: it is not an MCP server,
 // which is said at once instead of "it refused initialize" or a wait for the start limit.
 TEST_F(ConnectorFaults, AProgramThatEchoesItsInputIsNotAnMcpServer) {
@@ -363,6 +362,7 @@ TEST_F(ConnectorFaults, AProgramThatEchoesItsInputIsNotAnMcpServer) {
       << str(e, "reason");
 }
 
+// RELIABILITY: a command that exists but is not executable is "not installed", with steps.
 TEST_F(ConnectorFaults, ACommandThatIsNotExecutableIsNotInstalled) {
   std::string path = home.root() + "/not-executable-server";
   { std::ofstream(path) << "#!/bin/sh\nexit 0\n"; }

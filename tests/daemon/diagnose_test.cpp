@@ -194,9 +194,11 @@ TEST(Diagnose, TheTellingStderrLineIsTheLastErrorNotTheBanner) {
   EXPECT_EQ(telling_line({}, false), "");
 }
 
+// The connector decides (says_script_missing on the stop's telling line); its steps follow.
 TEST(Diagnose, AScriptItsRuntimeCannotFindIsNotInstalled) {
   auto def = command("nx", "node", {"/tmp/nope.js"});
-  Diagnosis d = diagnose(down::kStopped,
+  EXPECT_TRUE(says_script_missing("Error: Cannot find module '/tmp/nope.js'", def));
+  Diagnosis d = diagnose(down::kNotInstalled,
                          "its program stopped (exit status 1): Error: Cannot find module '/tmp/nope.js'; its log is /l",
                          def, "/l");
   EXPECT_EQ(d.kind, "not_installed");
@@ -207,21 +209,11 @@ TEST(Diagnose, AScriptItsRuntimeCannotFindIsNotInstalled) {
   EXPECT_EQ(d.steps[1], "Then run `oppx mcp reconnect nx`.");
   for (std::string_view words : {"/usr/bin/python3: can't open file '/x.py': [Errno 2] No such file or directory",
                                  "ModuleNotFoundError: No module named 'mcp'"}) {
-    EXPECT_EQ(diagnose(down::kStopped, "its program stopped (exit status 2): " + std::string(words),
-                       command("py", "python3", {"/x.py"}), "/l")
-                  .kind,
-              "not_installed")
-        << words;
+    EXPECT_TRUE(says_script_missing(words, command("py", "python3", {"/x.py"}))) << words;
   }
-  EXPECT_EQ(diagnose(down::kStopped, "its program stopped (exit status 127): bash: /x.sh: No such file or directory",
-                     command("sh", "/bin/bash", {"/x.sh"}), "/l")
-                .kind,
-            "not_installed");
+  EXPECT_TRUE(says_script_missing("bash: /x.sh: No such file or directory", command("sh", "/bin/bash", {"/x.sh"})));
   // A server's own missing file (its config) is its own trouble, not a missing install.
-  EXPECT_EQ(diagnose(down::kStopped, "its program stopped (exit status 1): open config.yaml: No such file or directory",
-                     command("srv", "/opt/srv"), "/l")
-                .kind,
-            "stopped");
+  EXPECT_FALSE(says_script_missing("open config.yaml: No such file or directory", command("srv", "/opt/srv")));
 }
 
 TEST(Diagnose, StoppedUnreachableAndConfigGiveTheirSteps) {
