@@ -147,10 +147,10 @@ awaitable<Outcome<std::shared_ptr<Conn>>> connect(std::shared_ptr<State> st, Tar
       // the port speaks no TLS, which no certificate would fix.
       if (hec.category() == asio::error::get_ssl_category() &&
           ERR_GET_REASON(static_cast<unsigned long>(hec.value())) == SSL_R_WRONG_VERSION_NUMBER)
-        co_return fail("unreachable", fmt::format("{} does not speak TLS on port {} (it answered the TLS handshake "
+        co_return fail("unreachable", fmt::format("{} does not speak TLS (it answered the TLS handshake "
                                                   "in something else, likely plain HTTP); check whether the URL "
                                                   "should start with http://",
-                                                  t.origin, t.port));
+                                                  t.origin));
       long verify = SSL_get_verify_result(c->tls->native_handle());
       std::string why = verify != X509_V_OK ? X509_verify_cert_error_string(verify) : hec.message();
       co_return fail("unreachable", fmt::format("the TLS handshake with {} failed: {}; oppx does not connect without a "
@@ -196,15 +196,10 @@ bool still_open(Conn& c) {
   return ::poll(&p, 1, 0) == 0;
 }
 
-void drop(State& st, const std::shared_ptr<Conn>& c) {
-  c->close();
-  st.active.erase(c);
-}
-
 // Writes the request and reads the answer's headers on one connection (a pooled one first).
 awaitable<Outcome<std::shared_ptr<Conn>>> roundtrip(std::shared_ptr<State> st, Target t, std::shared_ptr<Request> req,
                                                     Clock::time_point deadline, bool fresh, bool repeatable,
-                                                    bool tool_call) {
+                                                    bool slow_first_byte) {
   std::shared_ptr<Conn> c;
   auto& pool = st->idle[t.origin];
   while (!fresh && !c && !pool.empty()) {
@@ -229,19 +224,19 @@ awaitable<Outcome<std::shared_ptr<Conn>>> roundtrip(std::shared_ptr<State> st, T
   if (wec) {
     // Not all of the request went out, so the server cannot have acted on it: a reused
     // connection that broke here is replaced, whatever the request.
-    drop(*st, c);
+    st->drop(c);
     Failure f = net_failure(*st, t, wec, "write", deadline);
     f.retry_fresh = c->reused && wec != beast::error::timeout;
     co_return f;
   }
   // The headers limit counts from the request sent: a server that accepts and says nothing is
-  // found out there. A tool may work long before a JSON answer starts, so the first byte of a
-  // tool call's answer is bounded by the total only (and by the caller's limit on the call).
-  c->lowest().expires_at(tool_call ? deadline : soonest(deadline, st->opt.timeouts.headers));
+  // found out there. An answer that may rightly start late (Ask::slow_first_byte) has its first
+  // byte bounded by the total only (and by the caller's limit on the call).
+  c->lowest().expires_at(slow_first_byte ? deadline : soonest(deadline, st->opt.timeouts.headers));
   auto [fec, fn] = co_await read_first_bytes(c);
   if (fec) {
-    drop(*st, c);
-    Failure f = net_failure(*st, t, fec, tool_call ? "first byte" : "headers", deadline);
+    st->drop(c);
+    Failure f = net_failure(*st, t, fec, slow_first_byte ? "first byte" : "headers", deadline);
     if (fec != beast::error::timeout && !st->stopped && !st->closing) {
       // SPEC §3: the request went out whole, so the server may have run it before it closed.
       // Only what is safe to run twice is sent again (the server had closed an idle connection).
@@ -251,12 +246,12 @@ awaitable<Outcome<std::shared_ptr<Conn>>> roundtrip(std::shared_ptr<State> st, T
     }
     co_return f;
   }
-  if (tool_call) c->lowest().expires_at(soonest(deadline, st->opt.timeouts.headers));
+  if (slow_first_byte) c->lowest().expires_at(soonest(deadline, st->opt.timeouts.headers));
   c->parser.emplace();
   c->parser->body_limit(boost::none);  // bodies are capped by their readers: a stream may be long
   auto [hec, hn] = co_await read_header(c);
   if (hec) {
-    drop(*st, c);
+    st->drop(c);
     co_return net_failure(*st, t, hec, "headers", deadline);
   }
   co_return c;
@@ -292,12 +287,12 @@ awaitable<Outcome<Answer>> open(std::shared_ptr<State> st, Ask ask, Clock::time_
     }
     req->prepare_payload();
 
-    auto got = co_await roundtrip(st, t, req, deadline, false, ask.repeatable, ask.tool_call);
+    auto got = co_await roundtrip(st, t, req, deadline, false, ask.repeatable, ask.slow_first_byte);
     if (!got && got.error().retry_fresh) {
       bool sent = got.error().sent;
       log::info("http transport: {} closed a kept-alive connection ({}); sending again on a new one", t.origin,
                 got.error().message);
-      got = co_await roundtrip(st, t, req, deadline, true, ask.repeatable, ask.tool_call);
+      got = co_await roundtrip(st, t, req, deadline, true, ask.repeatable, ask.slow_first_byte);
       if (!got && sent) {
         // What the new connection met (even a refusal) must not read as if the request never
         // reached the server: it did, on the first one.
@@ -313,8 +308,7 @@ awaitable<Outcome<Answer>> open(std::shared_ptr<State> st, Ask ask, Clock::time_
     unsigned status = head.result_int();
     if (follows(status) && head.count(http::field::location)) {
       std::string location(head[http::field::location]);
-      c->close();
-      st->active.erase(c);
+      st->drop(c);
       if (hop + 1 > st->opt.max_redirects)
         co_return fail("protocol", fmt::format("{} redirected more than {} times (a loop?); check the URL",
                                                st->target.origin, st->opt.max_redirects));

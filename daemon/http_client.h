@@ -99,9 +99,10 @@ struct Ask {
   // SPEC §3: sent again on a new connection after one closed unanswered only when it is safe to
   // run twice (everything but a tools/call of a tool not marked read-only).
   bool repeatable = true;
-  // A tools/call (or the resumption of its stream): the tool may work long before the answer
-  // starts, so its first byte is not held to the headers limit.
-  bool tool_call = false;
+  // The answer may rightly start late, so its first byte is not held to the headers limit: a
+  // tools/call (the tool may work long first), the server stream's GET and a stream's resumption
+  // (a server may send their headers only with the next event).
+  bool slow_first_byte = false;
 };
 
 struct State : std::enable_shared_from_this<State> {
@@ -125,6 +126,11 @@ struct State : std::enable_shared_from_this<State> {
   std::deque<std::string> waiting;
   std::uint64_t listen_gen = 0;  // the server stream of the current session; older ones end
 
+  // A connection that is not kept: closed and forgotten.
+  void drop(const std::shared_ptr<Conn>& c) {
+    c->close();
+    active.erase(c);
+  }
   // What the server sent.
   void deliver(std::string line) {
     if (!stopped && handlers.on_line) handlers.on_line(std::move(line));

@@ -83,7 +83,6 @@ Outgoing classify(std::string_view line) {
 struct Watch {
   std::string key;
   bool initialize = false;
-  bool tool_call = false;  // its stream's resumptions may wait for the tool too
   bool answered = false;
   std::string version;
   void see(const json::value& v) {
@@ -131,16 +130,8 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
 Failure said_sent(Failure f, const Outgoing& m, bool repeatable) {
   if (!f.sent || !m.request) return f;
   std::string what = m.tool.empty() ? m.method : "the call to " + escape_controls(m.tool.substr(0, 100));
-  if (repeatable)
-    f.message += fmt::format(
-        "; {} had been sent on a connection closed without an answer, so it may or may not "
-        "have run",
-        what);
-  else
-    f.message += fmt::format(
-        "; {} had been sent, so it may or may not have run; it was not sent again, since the tool is not marked "
-        "read-only",
-        what);
+  f.message += fmt::format("; {} had been sent, so it may or may not have run", what);
+  if (!repeatable) f.message += "; it was not sent again, since the tool is not marked read-only";
   return f;
 }
 
@@ -192,8 +183,7 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch*
         break;
       }
       if (!parser.feed(ch->data, events)) {
-        a.conn->close();
-        st->active.erase(a.conn);
+        st->drop(a.conn);
         co_return fail("protocol", fmt::format("{} sent an event over {} MiB; the stream was closed", a.at.origin,
                                                st->opt.max_body >> 20));
       }
@@ -212,8 +202,7 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch*
     }
     bool failed = ended.has_error();
     if (failed) {
-      a.conn->close();
-      st->active.erase(a.conn);
+      st->drop(a.conn);
     } else {
       release(*st, a);
     }
@@ -248,7 +237,7 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch*
     ask.verb = http::verb::get;
     ask.last_event_id = last_id;
     ask.request_key = w->key;
-    ask.tool_call = w->tool_call;
+    ask.slow_first_byte = true;  // a server may send the headers only with the next event
     auto got = co_await open(st, ask, deadline);
     if (!got) co_return got.error();
     a = *got;
@@ -269,8 +258,8 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
   ask.body = line;
   ask.initialize = m.method == "initialize";
   ask.request_key = m.key;
-  ask.tool_call = m.method == "tools/call";
-  ask.repeatable = !ask.tool_call || (st->opt.read_only && st->opt.read_only(m.tool));
+  ask.slow_first_byte = m.method == "tools/call";
+  ask.repeatable = !ask.slow_first_byte || (st->opt.read_only && st->opt.read_only(m.tool));
   std::string session = st->session_id;
   auto got = co_await open(st, ask, deadline);
   if (st->stopped) co_return fail("cancelled", "the connector was stopped");
@@ -280,8 +269,7 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
   if (a.status >= 200 && a.status < 300 && ask.initialize && a.session_id) {
     // MCP: the session id is visible ASCII (0x21-0x7E). Anything else could split a header.
     if (!valid_session_id(*a.session_id)) {
-      a.conn->close();
-      st->active.erase(a.conn);
+      st->drop(a.conn);
       co_return fail("protocol", origin +
                                      " sent an Mcp-Session-Id with characters outside visible ASCII (control "
                                      "characters, spaces or non-ASCII); oppx refuses that session");
@@ -301,8 +289,7 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
     if (body) {
       release(*st, a);
     } else {
-      a.conn->close();
-      st->active.erase(a.conn);
+      st->drop(a.conn);
     }
     std::string words = body ? server_words(*body) : "";
     bool lost_session =
@@ -323,7 +310,7 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
     co_return fail("protocol", fmt::format("{} answered HTTP {}{} to {}{}", origin, a.status, words, m.method, hint),
                    a.status);
   }
-  Watch w{m.key, ask.initialize, ask.tool_call};
+  Watch w{m.key, ask.initialize};
   if (a.media_type == "text/event-stream") {
     auto r = co_await read_stream(st, a, &w, deliver, deadline);
     if (!r) co_return r.error();
@@ -334,8 +321,7 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
     if (!body->empty() && !take_messages(*st, *body, w, deliver))
       co_return fail("protocol", origin + " answered with a body that is not valid JSON");
   } else {
-    a.conn->close();
-    st->active.erase(a.conn);
+    st->drop(a.conn);
     std::string what = a.media_type.empty() ? "no Content-Type" : "Content-Type " + escape_controls(a.media_type);
     bool html = a.media_type == "text/html";
     co_return fail("protocol", fmt::format("{} answered with {}{}, not JSON or an event stream; is the URL the "
@@ -368,10 +354,11 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
     Ask ask;
     ask.verb = http::verb::get;
     ask.last_event_id = last_id;
+    ask.slow_first_byte = true;  // a server may send the headers only with its first event
     auto deadline = Clock::now() + std::chrono::hours(24 * 365);
     auto got = co_await open(st, ask, deadline);
     if (!live(*st, gen)) {
-      if (got) got->conn->close(), st->active.erase(got->conn);
+      if (got) st->drop(got->conn);
       co_return;
     }
     bool progress = false;
@@ -408,8 +395,7 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
           break;
         }
       }
-      a.conn->close();
-      st->active.erase(a.conn);
+      st->drop(a.conn);
     }
     failures = progress || polled ? 0 : failures + 1;
     asio::steady_timer timer(st->io, sse::clamp_retry(retry, std::chrono::milliseconds(1000)));
@@ -478,8 +464,7 @@ awaitable<void> end_session(std::shared_ptr<State> st) {
     if (got) {
       // MCP: 405 means the server does not let clients end sessions; fine either way.
       log::debug("http transport: DELETE of the session at {}: HTTP {}", got->at.origin, got->status);
-      got->conn->close();
-      st->active.erase(got->conn);
+      st->drop(got->conn);
     }
   }
   st->finish("closed", "closed");

@@ -391,7 +391,8 @@ function handle(req, res) {
     }
     if (mode === "notify" && sessions.has(req.headers["mcp-session-id"])) {
       res.writeHead(200, { "Content-Type": "text/event-stream" });
-      res.write(": the server's own stream\n\n");
+      // "notify late-headers": the headers go out only with the first event.
+      if (args[0] !== "late-headers") res.write(": the server's own stream\n\n");
       listeners.push(res);
       return say("server stream opened");
     }
