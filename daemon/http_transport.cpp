@@ -8,7 +8,7 @@
 #include "common/log.h"
 #include "common/text.h"
 #include "daemon/http_client.h"
-#include "daemon/sse.h"
+#include "common/sse.h"
 #include "proto/jsonrpc.h"
 
 #include <boost/asio/co_spawn.hpp>

@@ -1,6 +1,6 @@
 // daemon/sse: the event-stream parser against the WHATWG rules, fed whole, split at every byte,
 // and one byte at a time; line endings, comments, fields, ids, retry values, a BOM and the cap.
-#include "daemon/sse.h"
+#include "common/sse.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The event-stream parser. Follows the WHATWG algorithm step by step ("Interpreting an event
 // stream"); the only additions are the size cap and reading bytes rather than decoded text,
 // which is equivalent here because every delimiter it looks for is ASCII.
-#include "daemon/sse.h"
+#include "common/sse.h"
 
 #include <algorithm>
 
