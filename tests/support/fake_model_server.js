@@ -4,13 +4,19 @@
 // info: GET /v1/info → {"context_length": <context>}; models: /v1/info is 404 and GET /v1/models
 // names max_model_len. With a tokenize count, POST /tokenize answers {"count": <n>}; else 404.
 // hang: accepts connections and never answers (the probe's 4 s limit).
+// With FAKE_TLS_CERT and FAKE_TLS_KEY (PEM files) in the environment, it speaks https.
 const http = require("http");
+const https = require("https");
+const fs = require("fs");
 const [mode, context, count] = process.argv.slice(2);
 const json = (res, code, body) => {
   res.writeHead(code, { "Content-Type": "application/json" });
   res.end(JSON.stringify(body));
 };
-const server = http.createServer((req, res) => {
+const tls = process.env.FAKE_TLS_CERT
+  ? { cert: fs.readFileSync(process.env.FAKE_TLS_CERT), key: fs.readFileSync(process.env.FAKE_TLS_KEY) }
+  : null;
+const handle = (req, res) => {
   if (mode === "hang") return;
   let body = "";
   req.on("data", (d) => (body += d));
@@ -26,5 +32,6 @@ const server = http.createServer((req, res) => {
     }
     json(res, 404, { error: "not found" });
   });
-});
+};
+const server = tls ? https.createServer(tls, handle) : http.createServer(handle);
 server.listen(0, "127.0.0.1", () => console.log(`port ${server.address().port}`));
