@@ -1,9 +1,8 @@
-// The probe's cost figures. The model server is asked over a tiny blocking HTTP/1.1 client on a
-// plain TCP socket (one request per connection, Connection: close, every step under one 4 s
-// deadline): model servers on a LAN speak plain http in practice, and an https one is reported as
-// not supported for the share rather than pulling TLS into the CLI for one number.
+// The probe's cost figures. The model server (http or https) is asked through the one HTTP client
+// (common/http.h), blocking, every exchange within what is left of one 4 s limit.
 #include "cli/probe.h"
 
+#include "common/http.h"
 #include "common/paths.h"
 #include "common/text.h"
 #include "common/tool_text.h"
@@ -12,16 +11,9 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <fcntl.h>
 #include <fstream>
-#include <netdb.h>
-#include <poll.h>
 #include <sstream>
-#include <sys/socket.h>
-#include <unistd.h>
 
 namespace oppx::cli {
 
@@ -34,151 +26,41 @@ constexpr std::chrono::milliseconds kServerLimit{4000};
 constexpr std::size_t kMaxBody = 1u << 20;
 constexpr std::int64_t kSmallContext = 32 * 1024;
 
-struct Url {
-  std::string host, port, base;
-};
-
-std::optional<Url> parse_http_url(std::string url, std::string& why) {
-  if (url.rfind("https://", 0) == 0) {
-    why = "the server is https, which the probe does not speak";
+// The server's base URL, without a trailing /v1 (an OpenAI base URL usually ends in it; the paths
+// below add it themselves). Refused with why when it is no http(s) URL.
+std::optional<std::string> base_url(std::string url, std::string& why) {
+  if (auto u = http::parse_url(url); !u) {
+    why = "the server URL " + escape_controls(url) + " cannot be used: " + u.error();
     return std::nullopt;
   }
-  if (url.rfind("http://", 0) != 0) {
-    why = "the server URL " + url + " does not start with http://";
-    return std::nullopt;
-  }
-  url = url.substr(7);
-  Url u;
-  auto slash = url.find('/');
-  std::string hostport = url.substr(0, slash);
-  u.base = slash == std::string::npos ? "" : url.substr(slash);
-  while (!u.base.empty() && u.base.back() == '/') u.base.pop_back();
-  // An OpenAI base URL usually ends in /v1; the paths below add it themselves.
-  if (u.base.size() >= 3 && u.base.compare(u.base.size() - 3, 3, "/v1") == 0) u.base.resize(u.base.size() - 3);
-  if (!hostport.empty() && hostport[0] == '[') {
-    auto close = hostport.find(']');
-    u.host = hostport.substr(1, close - 1);
-    if (close + 1 < hostport.size() && hostport[close + 1] == ':') u.port = hostport.substr(close + 2);
-  } else if (auto colon = hostport.rfind(':'); colon != std::string::npos) {
-    u.host = hostport.substr(0, colon);
-    u.port = hostport.substr(colon + 1);
-  } else {
-    u.host = hostport;
-  }
-  if (u.port.empty()) u.port = "80";
-  if (u.host.empty()) {
-    why = "the server URL has no host";
-    return std::nullopt;
-  }
-  return u;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  if (url.size() >= 3 && url.compare(url.size() - 3, 3, "/v1") == 0) url.resize(url.size() - 3);
+  return url;
 }
 
-struct HttpReply {
-  int status = 0;
-  std::string body;
-};
-
-int remaining_ms(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return left > 0 ? static_cast<int>(left) : 0;
-}
-
-std::string dechunk(std::string_view body) {
-  std::string out;
-  while (!body.empty()) {
-    auto eol = body.find("\r\n");
-    if (eol == std::string_view::npos) break;
-    std::size_t size = std::strtoul(std::string(body.substr(0, eol)).c_str(), nullptr, 16);
-    body.remove_prefix(eol + 2);
-    if (size == 0 || size > body.size()) break;
-    out.append(body.substr(0, size));
-    body.remove_prefix(std::min(body.size(), size + 2));
-  }
-  return out;
-}
-
-std::optional<HttpReply> http(const Url& u, std::string_view method, const std::string& path, const std::string& body,
-                              Clock::time_point deadline, std::string& why) {
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_socktype = SOCK_STREAM;
-  if (int rc = ::getaddrinfo(u.host.c_str(), u.port.c_str(), &hints, &res); rc != 0) {
-    why = fmt::format("cannot resolve {}: {}", u.host, ::gai_strerror(rc));
+// One exchange with the model server, within what is left of the probe's limit.
+std::optional<http::Response> ask(const std::string& base, std::string method, const std::string& path,
+                                  std::string body, Clock::time_point deadline, std::string& why) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  if (left.count() <= 0) {
+    why = fmt::format("{} did not answer within {} s", http::origin_of(base), kServerLimit.count() / 1000);
     return std::nullopt;
   }
-  int fd = -1;
-  for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
-      why = fmt::format("cannot connect to {}:{}: {}", u.host, u.port, std::strerror(errno));
-      ::close(fd);
-      fd = -1;
-      continue;
-    }
-    pollfd p{fd, POLLOUT, 0};
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (::poll(&p, 1, remaining_ms(deadline)) <= 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ||
-        err != 0) {
-      why = err ? fmt::format("cannot connect to {}:{}: {}", u.host, u.port, std::strerror(err))
-                : fmt::format("{}:{} did not answer within {} s", u.host, u.port, kServerLimit.count() / 1000);
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ::freeaddrinfo(res);
-  if (fd < 0) return std::nullopt;
-  std::string req =
-      fmt::format("{} {}{} HTTP/1.1\r\nHost: {}\r\nAccept: application/json\r\nConnection: close\r\n", method, u.base,
-                  path, u.host.find(':') != std::string::npos ? "[" + u.host + "]:" + u.port : u.host + ":" + u.port);
-  if (!body.empty()) req += fmt::format("Content-Type: application/json\r\nContent-Length: {}\r\n", body.size());
-  req += "\r\n" + body;
-  std::string in;
-  std::size_t sent = 0;
-  bool ok = true;
-  while (ok) {
-    pollfd p{fd, static_cast<short>(sent < req.size() ? POLLOUT : POLLIN), 0};
-    if (::poll(&p, 1, remaining_ms(deadline)) <= 0) {
-      why = fmt::format("{}:{} did not answer within {} s", u.host, u.port, kServerLimit.count() / 1000);
-      ok = false;
-      break;
-    }
-    if (sent < req.size()) {
-      ssize_t n = ::send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
-      if (n < 0 && errno != EAGAIN) {
-        why = fmt::format("cannot send to {}:{}: {}", u.host, u.port, std::strerror(errno));
-        ok = false;
-      }
-      if (n > 0) sent += static_cast<std::size_t>(n);
-      continue;
-    }
-    char buf[16384];
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n == 0) break;
-    if (n < 0 && errno != EAGAIN) {
-      why = fmt::format("reading from {}:{}: {}", u.host, u.port, std::strerror(errno));
-      ok = false;
-    }
-    if (n > 0) in.append(buf, static_cast<std::size_t>(n));
-    if (in.size() > kMaxBody) {
-      why = "the server's answer is larger than 1 MiB";
-      ok = false;
-    }
-  }
-  ::close(fd);
-  if (!ok) return std::nullopt;
-  auto head_end = in.find("\r\n\r\n");
-  if (in.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos || in.size() < 12) {
-    why = "the server's answer is not HTTP";
+  http::Request req;
+  req.method = std::move(method);
+  req.url = base + path;
+  req.headers.push_back({"Accept", "application/json", {}});
+  if (!body.empty()) req.headers.push_back({"Content-Type", "application/json", {}});
+  req.body = std::move(body);
+  req.timeouts = {left, left, left, left};
+  auto got = http::fetch(req, kMaxBody);
+  if (!got) {
+    why = got.error().kind == "timeout"
+              ? fmt::format("{} did not answer within {} s", http::origin_of(base), kServerLimit.count() / 1000)
+              : got.error().message;
     return std::nullopt;
   }
-  HttpReply r;
-  r.status = std::atoi(in.c_str() + 9);
-  std::string head = in.substr(0, head_end);
-  for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  r.body = in.substr(head_end + 4);
-  if (head.find("transfer-encoding: chunked") != std::string::npos) r.body = dechunk(r.body);
-  return r;
+  return std::move(*got);
 }
 
 // The first integer under one of the names servers use for the context window, at any depth.
@@ -229,11 +111,11 @@ ProbeReport probe_cost(std::string_view connector, const std::string& list_text,
   r.tokens = estimate_tokens(list_text);
   if (server.empty()) {
     r.context_note = "no model server is configured (set \"server\" in config.json or OPPX_SERVER)";
-  } else if (std::string why; auto url = parse_http_url(server, why)) {
+  } else if (std::string why; auto url = base_url(server, why)) {
     auto deadline = Clock::now() + kServerLimit;
     // The context: /v1/info, else /v1/models (vLLM says max_model_len there).
     for (const char* path : {"/v1/info", "/v1/models"}) {
-      auto reply = http(*url, "GET", path, "", deadline, why);
+      auto reply = ask(*url, "GET", path, "", deadline, why);
       if (!reply) break;
       if (reply->status != 200) {
         why = fmt::format("{} answered {} to {}", server, reply->status, path);
@@ -251,8 +133,8 @@ ProbeReport probe_cost(std::string_view connector, const std::string& list_text,
       if (list_text.empty() || Clock::now() >= deadline) break;
       std::string tw;
       auto reply =
-          http(*url, "POST", path, json::serialize(json::object{{"prompt", list_text}, {"add_special_tokens", false}}),
-               deadline, tw);
+          ask(*url, "POST", path, json::serialize(json::object{{"prompt", list_text}, {"add_special_tokens", false}}),
+              deadline, tw);
       if (!reply) break;
       if (reply->status != 200) continue;
       boost::system::error_code ec;

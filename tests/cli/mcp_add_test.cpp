@@ -478,13 +478,37 @@ TEST_F(Probe, WithoutAServerTheShareIsUnknown) {
       << r.out;
   ::setenv("OPPX_SERVER", "https://models.example/v1", 1);
   Result https = oppx({"mcp", "add", "two", "--", FAKE_MCP_SERVER, "ok"});
-  EXPECT_NE(https.out.find("unknown (the server is https, which the probe does not speak)"), std::string::npos)
+  EXPECT_NE(https.out.find("unknown (the host of https://models.example could not be resolved"), std::string::npos)
       << https.out;
   // The server in config.json is used when OPPX_SERVER is not set.
   ::unsetenv("OPPX_SERVER");
   std::ofstream(home.root() + "/config/oppx/config.json") << R"({"server":"http://127.0.0.1:9/v1"})";
   Result refused = oppx({"mcp", "add", "three", "--", FAKE_MCP_SERVER, "ok"});
-  EXPECT_NE(refused.out.find("unknown (cannot connect to 127.0.0.1:9"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("unknown (http://127.0.0.1:9 is unreachable"), std::string::npos) << refused.out;
+}
+
+// The probe speaks https through the one HTTP client, verifying the certificate.
+TEST_F(Probe, AnHttpsServerIsAskedWithItsCertificateVerified) {
+  std::string cert = home.root() + "/cert.pem", key = home.root() + "/key.pem";
+  Result gen = run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days",
+                    "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  ::setenv("FAKE_TLS_CERT", cert.c_str(), 1);
+  ::setenv("FAKE_TLS_KEY", key.c_str(), 1);
+  serve("info", 16384);
+  ::unsetenv("FAKE_TLS_CERT");
+  ::unsetenv("FAKE_TLS_KEY");
+  std::string url = std::getenv("OPPX_SERVER");
+  url.replace(0, std::string("http://127.0.0.1").size(), "https://localhost");
+  ::setenv("OPPX_SERVER", url.c_str(), 1);
+  Result untrusted = oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"});
+  EXPECT_NE(untrusted.out.find("Share of the model's context: unknown (the TLS handshake with https://localhost:"),
+            std::string::npos)
+      << untrusted.out;
+  ::setenv("SSL_CERT_FILE", cert.c_str(), 1);
+  Result trusted = oppx({"mcp", "add", "two", "--", FAKE_MCP_SERVER, "ok"});
+  ::unsetenv("SSL_CERT_FILE");
+  EXPECT_NE(trusted.out.find("of the model's context of 16384 tokens"), std::string::npos) << trusted.out;
 }
 
 }  // namespace
