@@ -38,8 +38,9 @@ boost::system::result<Url, std::string> parse_url(std::string_view text);
 
 struct Header {
   std::string name, value;
-  // Sent only to this origin; empty: the origin of the request's URL. A redirect to any other
-  // origin drops the header, so a credential never leaves where it was meant to go.
+  // Sent only to this origin. Empty: to the request's own origin until a redirect involves any
+  // other, and then never again, so a credential never leaves where it was meant to go. "*": to
+  // every origin (Accept, Content-Type: what is no secret).
   std::string origin;
 };
 

@@ -126,6 +126,10 @@ Clock::time_point soonest(Clock::time_point deadline, std::chrono::milliseconds 
   return within.count() <= 0 || deadline - now < within ? deadline : now + within;
 }
 
+std::string size_words(std::size_t n) {
+  return n >= (1u << 20) && n % (1u << 20) == 0 ? fmt::format("{} MiB", n >> 20) : fmt::format("{} bytes", n);
+}
+
 std::string seconds(std::chrono::milliseconds d) {
   return d.count() % 1000 == 0 ? fmt::format("{} s", d.count() / 1000) : fmt::format("{:.1f} s", d.count() / 1000.0);
 }
@@ -147,8 +151,6 @@ Failure net_failure(const Timeouts& to, const Url& t, error_code ec, std::string
     if (phase == "headers")
       return fail("timeout",
                   fmt::format("{} took over {} to send the headers of its answer", t.origin, seconds(to.headers)));
-    if (phase == "first byte")
-      return fail("timeout", fmt::format("{} sent nothing within {}", t.origin, seconds(to.total)));
     return fail("timeout",
                 fmt::format("{} sent nothing for {} in the middle of an answer", t.origin, seconds(to.idle)));
   }
@@ -358,14 +360,15 @@ Exchange& Exchange::operator=(Exchange&& o) noexcept {
 
 Exchange::~Exchange() { release(); }
 
-awaitable<Outcome<Chunk>> Exchange::next_chunk() {
+awaitable<Outcome<Chunk>> Exchange::next_chunk(Clock::time_point by) {
   auto c = conn_;
   if (!c || c->aborted || !c->parser)
     co_return fail("cancelled", "the exchange with " + head_.at.origin + " was cancelled");
-  c->lowest().expires_at(soonest(deadline_, timeouts_.idle));
+  auto deadline = std::min(deadline_, by);
+  c->lowest().expires_at(soonest(deadline, timeouts_.idle));
   Chunk out;
   auto ec = co_await read_piece(c, out.data, out.done);
-  if (ec) co_return net_failure(timeouts_, head_.at, ec, "body", deadline_, c->aborted);
+  if (ec) co_return net_failure(timeouts_, head_.at, ec, "body", deadline, c->aborted);
   co_return out;
 }
 
@@ -376,10 +379,13 @@ awaitable<Outcome<std::string>> Exchange::read_body(std::size_t cap) {
     if (!ch) co_return ch.error();
     body += ch->data;
     if (body.size() > cap)
-      co_return fail("protocol", fmt::format("{} sent an answer over {} bytes; it was cut off", head_.at.origin, cap));
+      co_return fail("protocol",
+                     fmt::format("{} sent an answer over {}; it was cut off", head_.at.origin, size_words(cap)));
     if (ch->done) co_return Outcome<std::string>(boost::system::in_place_value, std::move(body));
   }
 }
+
+bool Exchange::finished() const { return conn_ && conn_->parser && conn_->parser->is_done(); }
 
 void Exchange::abort() {
   if (!conn_) return;
@@ -424,16 +430,17 @@ void Client::close_all() {
 
 awaitable<Outcome<Exchange>> Client::open(Request req, Clock::time_point deadline) {
   auto sh = shared_;
-  deadline = std::min(deadline, soonest(deadline, req.timeouts.total));
+  if (deadline == Clock::time_point::max()) deadline = soonest(deadline, req.timeouts.total);
   auto first = parse_url(req.url);
   if (!first) co_return fail("protocol", "the URL cannot be used: " + first.error());
   Url t = *first;
   const std::string home = t.origin;
+  bool cross = false;  // once another origin was involved, the headers bound to none are not sent again
   for (int hop = 0;; ++hop) {
     auto wreq = std::make_shared<WireRequest>(bhttp::string_to_verb(req.method), t.path, 11);
     if (wreq->method() == bhttp::verb::unknown) wreq->method_string(req.method);
     for (const auto& h : req.headers) {
-      if ((h.origin.empty() ? home : h.origin) == t.origin) wreq->set(h.name, h.value);
+      if (h.origin == "*" || (h.origin.empty() ? !cross : h.origin == t.origin)) wreq->set(h.name, h.value);
     }
     wreq->set(bhttp::field::host, t.host_header);
     wreq->set(bhttp::field::user_agent, "oppx/" OPPX_VERSION);
@@ -475,7 +482,10 @@ awaitable<Outcome<Exchange>> Client::open(Request req, Clock::time_point deadlin
         co_return fail("protocol", fmt::format("{} redirected from https to http ({}); refused, so that nothing goes "
                                                "out unencrypted",
                                                t.origin, nt->origin));
-      if (nt->origin != t.origin) log::info("http: {} redirected to {}", t.origin, nt->origin);
+      if (nt->origin != home && !cross) {
+        cross = true;
+        log::info("http: {} redirected to {}; the request's own headers are not sent there", t.origin, nt->origin);
+      }
       t = *nt;
       continue;
     }
@@ -519,8 +529,8 @@ Outcome<Response> run_blocking(const Request& req, const std::function<bool(std:
       } else {
         r.body += ch->data;
         if (r.body.size() > max_body) {
-          result =
-              fail("protocol", fmt::format("{} sent an answer over {} bytes; it was cut off", r.at.origin, max_body));
+          result = fail("protocol",
+                        fmt::format("{} sent an answer over {}; it was cut off", r.at.origin, size_words(max_body)));
           co_return;
         }
       }

@@ -40,10 +40,13 @@ class Exchange {
   unsigned status() const { return head_.status; }
   const std::string& media_type() const { return head_.media_type; }
 
-  // The next bytes of the body, within the idle limit and the exchange's deadline.
-  awaitable<Outcome<Chunk>> next_chunk();
+  // The next bytes of the body, within the idle limit and the exchange's deadline (or `by`, when
+  // that comes first).
+  awaitable<Outcome<Chunk>> next_chunk(Clock::time_point by = Clock::time_point::max());
   // The rest of the body, failing ("protocol") once it is over `cap` bytes.
   awaitable<Outcome<std::string>> read_body(std::size_t cap);
+  // The body has been read to its end (or there was none).
+  bool finished() const;
   // Ends it now (the connection is closed): a read in progress fails with "cancelled".
   void abort();
   // Done with it: the connection goes back to the pool when the body was read whole and the
@@ -68,8 +71,8 @@ class Client {
 
   // Sends the request and reads the answer's headers, following redirects (301/302/307/308,
   // method and body kept; https to http refused; headers dropped across origins as Header says).
-  // The body is left on the connection for the Exchange. `deadline`: the whole exchange's, which
-  // Request::timeouts.total also bounds.
+  // The body is left on the connection for the Exchange. `deadline`: the whole exchange's; without
+  // one, Request::timeouts.total from now.
   awaitable<Outcome<Exchange>> open(Request req, Clock::time_point deadline = Clock::time_point::max());
 
   // Ends every exchange in flight (their reads fail "cancelled") and drops the idle connections.

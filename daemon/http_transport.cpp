@@ -2,22 +2,32 @@
 // the end), all on the daemon's io_context; a State shared by them holds the session, the idle
 // connections and the remembered initialize. Every wait has a deadline; every body is capped.
 // Spec: MCP 2025-11-25 "Transports", also 2025-06-18 and 2025-03-26, which differ in the
-// MCP-Protocol-Version header and in whether a server may end a stream early (http_client.h).
+// MCP-Protocol-Version header and in whether a server may end a stream early. The HTTP itself
+// (connections, TLS, limits, redirects) is the one client of common/http_client.h; the MCP session
+// (its id, version header, re-initialize, resumption) is here.
 #include "daemon/http_transport.h"
 
+#include "common/http_client.h"
 #include "common/log.h"
-#include "common/text.h"
-#include "daemon/http_client.h"
 #include "common/sse.h"
+#include "common/text.h"
 #include "proto/jsonrpc.h"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
 #include <fmt/format.h>
-#include <openssl/ssl.h>
 
 #include <algorithm>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
 
 // GCC 12 reports -Wmismatched-new-delete on some Asio coroutine frames here, which are allocated
 // and freed by the same awaitable_frame_base operators: a known false positive of its coroutine
@@ -26,10 +36,147 @@
 
 namespace oppx::daemon {
 
-using namespace http_detail;
+namespace asio = boost::asio;
 namespace json = boost::json;
+using boost::system::error_code;
+using http::awaitable;
+using http::Clock;
+using http::Failure;
+using http::Outcome;
 
 namespace {
+
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+Failure fail(std::string kind, std::string message, unsigned status = 0) {
+  return Failure{std::move(kind), std::move(message), status, false, false};
+}
+
+// A co_spawn completion handler that logs what escaped a coroutine.
+std::function<void(std::exception_ptr)> logged(std::string what) {
+  return [what](std::exception_ptr e) {
+    if (!e) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      log::error("http transport: {} failed: {}", what, x.what());
+    }
+  };
+}
+
+// MCP 2025-06-18 added the MCP-Protocol-Version header to every request after initialize;
+// 2025-03-26 has none (its servers assume that version when it is missing), so it goes unsent.
+bool sends_version_header(std::string_view version) { return !version.empty() && version != "2025-03-26"; }
+
+// MCP 2025-11-25 (SEP-1699): once it sent an event with an id, a server may end the connection
+// of a stream before the response and the client polls (GET with Last-Event-ID after `retry`).
+// Earlier versions say the server SHOULD NOT end it early: there every early end is a drop.
+bool server_may_poll(std::string_view version) { return version == "2025-11-25"; }
+
+// One answer of the server, its body still to read on `ex`.
+struct Answer {
+  std::shared_ptr<http::Exchange> ex;
+  unsigned status = 0;
+  std::string media_type;  // lower case, without parameters
+  std::optional<std::string> session_id;
+  http::Url at;
+};
+
+struct Ask {
+  std::string method = "POST";
+  std::string body;
+  std::string last_event_id;
+  bool initialize = false;  // no session id and no protocol version header on it
+  std::string request_key;  // for cancellation: the request this exchange carries
+  // SPEC §3: sent again on a new connection after one closed unanswered only when it is safe to
+  // run twice (everything but a tools/call of a tool not marked read-only).
+  bool repeatable = true;
+  // The answer may rightly start late, so its first byte is not held to the headers limit: a
+  // tools/call (the tool may work long first), the server stream's GET and a stream's resumption
+  // (a server may send their headers only with the next event).
+  bool slow_first_byte = false;
+};
+
+// The session, shared by every exchange of one connector.
+struct State : std::enable_shared_from_this<State> {
+  State(asio::io_context& io, HttpOptions o, http::Url t)
+      : io(io), opt(std::move(o)), target(std::move(t)), client(io, opt.max_idle_connections), reinit_done(io) {}
+  asio::io_context& io;
+  HttpOptions opt;
+  http::Url target;
+  http::Client client;
+  Transport::Handlers handlers;
+  bool stopped = false, closing = false;
+  std::string session_id, protocol_version, init_line, initialized_line;
+  std::string session_origin;  // the session id goes only where it came from (a redirect may move it)
+  bool reiniting = false;
+  asio::steady_timer reinit_done;  // cancelled when a re-initialize ends, waking who waits on it
+  std::map<std::string, std::shared_ptr<http::Exchange>> by_request;
+  std::set<std::string> cancelled;
+  std::size_t running = 0;
+  std::deque<std::string> waiting;
+  std::uint64_t listen_gen = 0;  // the server stream of the current session; older ones end
+
+  // What the server sent.
+  void deliver(std::string line) {
+    if (!stopped && handlers.on_line) handlers.on_line(std::move(line));
+  }
+  // What the transport made itself (the error answer to a request it could not carry): out of
+  // band, so that no server's answer can pass for it.
+  void deliver_own(std::string line) {
+    if (!stopped && handlers.on_own_line) handlers.on_own_line(std::move(line));
+  }
+  void finish(std::string kind, std::string message) {
+    if (stopped) return;
+    stopped = true;
+    client.close_all();
+    reinit_done.cancel();
+    if (auto fn = std::move(handlers.on_closed)) {
+      // Posted, so that a close() never re-enters its caller (as the NDJSON transport does).
+      asio::post(io, [fn, e = TransportError{std::move(kind), std::move(message)}] { fn(e); });
+    }
+    handlers = {};
+  }
+};
+
+// Opens one exchange with the MCP endpoint: the configured headers (to its origin only), the
+// session's, and the answer's headers read; the body is left for the caller.
+awaitable<Outcome<Answer>> open(std::shared_ptr<State> st, Ask ask, Clock::time_point deadline) {
+  http::Request req;
+  req.method = ask.method;
+  req.url = st->target.url;
+  for (auto& [k, v] : st->opt.headers) req.headers.push_back({k, v, {}});
+  req.headers.push_back(
+      {"Accept", ask.method == "GET" ? "text/event-stream" : "application/json, text/event-stream", "*"});
+  if (!ask.initialize && !st->session_id.empty())
+    req.headers.push_back({"Mcp-Session-Id", st->session_id, st->session_origin});
+  if (!ask.initialize && sends_version_header(st->protocol_version))
+    req.headers.push_back({"MCP-Protocol-Version", st->protocol_version, "*"});
+  if (!ask.last_event_id.empty()) req.headers.push_back({"Last-Event-ID", ask.last_event_id, "*"});
+  if (ask.method == "POST") {
+    req.headers.push_back({"Content-Type", "application/json", "*"});
+    req.body = std::move(ask.body);
+  }
+  req.timeouts = st->opt.timeouts;
+  req.slow_first_byte = ask.slow_first_byte;
+  req.repeatable = ask.repeatable;
+  req.max_redirects = st->opt.max_redirects;
+  auto got = co_await st->client.open(std::move(req), deadline);
+  if (!got) co_return got.error();
+  Answer a;
+  a.ex = std::make_shared<http::Exchange>(std::move(*got));
+  a.status = a.ex->status();
+  a.media_type = a.ex->media_type();
+  a.at = a.ex->head().at;
+  for (const auto& h : a.ex->head().headers) {
+    if (lower(h.name) == "mcp-session-id") {
+      a.session_id = h.value;
+      break;
+    }
+  }
+  if (!ask.request_key.empty()) st->by_request[ask.request_key] = a.ex;
+  co_return a;
+}
 
 constexpr const char* kAcceptedVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 constexpr std::size_t kMaxErrorBody = 64u << 10;  // an error page is read this far for its message
@@ -176,14 +323,14 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch*
     std::vector<sse::Event> events;
     Outcome<void> ended;
     for (;;) {
-      auto ch = co_await next_chunk(st, a, deadline);
+      auto ch = co_await a.ex->next_chunk(deadline);
       if (st->stopped) co_return fail("cancelled", "the connector was stopped");
       if (!ch) {
         ended = ch.error();
         break;
       }
       if (!parser.feed(ch->data, events)) {
-        st->drop(a.conn);
+        a.ex->abort();
         co_return fail("protocol", fmt::format("{} sent an event over {} MiB; the stream was closed", a.at.origin,
                                                st->opt.max_body >> 20));
       }
@@ -202,9 +349,9 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch*
     }
     bool failed = ended.has_error();
     if (failed) {
-      st->drop(a.conn);
+      a.ex->abort();
     } else {
-      release(*st, a);
+      a.ex->release();
     }
     if (w->answered) co_return Outcome<void>{};  // a stream held open after the response is not waited for
     if (w->key.empty()) co_return ended;         // a notification's stream: nothing to wait for
@@ -234,7 +381,7 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch*
     co_await timer.async_wait(kTuple);
     if (st->stopped) co_return fail("cancelled", "the connector was stopped");
     Ask ask;
-    ask.verb = http::verb::get;
+    ask.method = "GET";
     ask.last_event_id = last_id;
     ask.request_key = w->key;
     ask.slow_first_byte = true;  // a server may send the headers only with the next event
@@ -242,7 +389,7 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch*
     if (!got) co_return got.error();
     a = *got;
     if (a.status != 200 || a.media_type != "text/event-stream") {
-      release(*st, a);
+      a.ex->release();
       co_return fail("protocol", fmt::format("{} would not resume the dropped stream (HTTP {})", a.at.origin, a.status),
                      a.status);
     }
@@ -269,7 +416,7 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
   if (a.status >= 200 && a.status < 300 && ask.initialize && a.session_id) {
     // MCP: the session id is visible ASCII (0x21-0x7E). Anything else could split a header.
     if (!valid_session_id(*a.session_id)) {
-      st->drop(a.conn);
+      a.ex->abort();
       co_return fail("protocol", origin +
                                      " sent an Mcp-Session-Id with characters outside visible ASCII (control "
                                      "characters, spaces or non-ASCII); oppx refuses that session");
@@ -277,19 +424,19 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
     st->session_id = *a.session_id;
     st->session_origin = a.at.origin;
   }
-  if (a.status == 202 || a.status == 204 || ((a.status == 200) && a.conn->parser->is_done() && !m.request)) {
-    release(*st, a);
+  if (a.status == 202 || a.status == 204 || ((a.status == 200) && a.ex->finished() && !m.request)) {
+    a.ex->release();
     if (m.request)
       co_return fail("protocol", fmt::format("{} answered HTTP {} to a {} request, with no response in it", origin,
                                              a.status, m.method));
     co_return Outcome<void>{};
   }
   if (a.status < 200 || a.status >= 300) {
-    auto body = co_await read_body(st, a, deadline, kMaxErrorBody);
+    auto body = co_await a.ex->read_body(kMaxErrorBody);
     if (body) {
-      release(*st, a);
+      a.ex->release();
     } else {
-      st->drop(a.conn);
+      a.ex->abort();
     }
     std::string words = body ? server_words(*body) : "";
     bool lost_session =
@@ -315,13 +462,13 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
     auto r = co_await read_stream(st, a, &w, deliver, deadline);
     if (!r) co_return r.error();
   } else if (a.media_type == "application/json") {
-    auto body = co_await read_body(st, a, deadline, st->opt.max_body);
+    auto body = co_await a.ex->read_body(st->opt.max_body);
     if (!body) co_return body.error();
-    release(*st, a);
+    a.ex->release();
     if (!body->empty() && !take_messages(*st, *body, w, deliver))
       co_return fail("protocol", origin + " answered with a body that is not valid JSON");
   } else {
-    st->drop(a.conn);
+    a.ex->abort();
     std::string what = a.media_type.empty() ? "no Content-Type" : "Content-Type " + escape_controls(a.media_type);
     bool html = a.media_type == "text/html";
     co_return fail("protocol", fmt::format("{} answered with {}{}, not JSON or an event stream; is the URL the "
@@ -352,13 +499,13 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
   int failures = 0;
   while (live(*st, gen) && failures < st->opt.max_resumes) {
     Ask ask;
-    ask.verb = http::verb::get;
+    ask.method = "GET";
     ask.last_event_id = last_id;
     ask.slow_first_byte = true;  // a server may send the headers only with its first event
     auto deadline = Clock::now() + std::chrono::hours(24 * 365);
     auto got = co_await open(st, ask, deadline);
     if (!live(*st, gen)) {
-      if (got) st->drop(got->conn);
+      if (got) got->ex->abort();
       co_return;
     }
     bool progress = false;
@@ -366,14 +513,14 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
     if (got) {
       Answer a = *got;
       if (a.status != 200 || a.media_type != "text/event-stream") {
-        release(*st, a);
+        a.ex->release();
         log::debug("http transport: {} offers no stream of its own (HTTP {})", a.at.origin, a.status);
         co_return;
       }
       sse::Parser parser(st->opt.max_body);
       std::vector<sse::Event> events;
       for (;;) {
-        auto ch = co_await next_chunk(st, a, deadline);
+        auto ch = co_await a.ex->next_chunk(deadline);
         if (!live(*st, gen)) break;
         if (!ch) {
           progress = progress || ch.error().kind == "timeout";  // quiet, not broken
@@ -395,7 +542,7 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
           break;
         }
       }
-      st->drop(a.conn);
+      a.ex->abort();
     }
     failures = progress || polled ? 0 : failures + 1;
     asio::steady_timer timer(st->io, sse::clamp_retry(retry, std::chrono::milliseconds(1000)));
@@ -452,19 +599,19 @@ void cancel_request(State& st, std::string_view line) {
   std::string key = proto::id_key(*id);
   if (auto it = st.by_request.find(key); it != st.by_request.end()) {
     st.cancelled.insert(key);
-    it->second->close();
+    it->second->abort();
   }
 }
 
 awaitable<void> end_session(std::shared_ptr<State> st) {
   if (!st->session_id.empty()) {
     Ask ask;
-    ask.verb = http::verb::delete_;
+    ask.method = "DELETE";
     auto got = co_await open(st, ask, Clock::now() + st->opt.close_timeout);
     if (got) {
       // MCP: 405 means the server does not let clients end sessions; fine either way.
       log::debug("http transport: DELETE of the session at {}: HTTP {}", got->at.origin, got->status);
-      st->drop(got->conn);
+      got->ex->abort();
     }
   }
   st->finish("closed", "closed");
@@ -492,7 +639,7 @@ class HttpTransport : public Transport {
   void close() override {
     if (st_->stopped || st_->closing) return;
     st_->closing = true;
-    for (auto& c : st_->active) c->close();  // calls still in flight end now; their callers are told
+    st_->client.close_all();  // calls still in flight end now; their callers are told
     asio::co_spawn(st_->io, end_session(st_), logged("ending the session at " + st_->target.origin));
   }
   void abort() override { st_->finish("closed", "closed"); }
@@ -509,8 +656,8 @@ bool token_char(char c) {
 }  // namespace
 
 std::string url_origin(std::string_view url) {
-  auto t = parse_target(url);
-  return t ? t->origin : "the configured URL";
+  std::string o = http::origin_of(url);
+  return o.empty() ? "the configured URL" : o;
 }
 
 boost::system::result<void, std::string> apply_timeout_spec(HttpTimeouts& t, std::string_view spec) {
@@ -536,7 +683,7 @@ boost::system::result<void, std::string> apply_timeout_spec(HttpTimeouts& t, std
 
 boost::system::result<std::unique_ptr<Transport>, std::string> make_http_transport(asio::io_context& io,
                                                                                    HttpOptions options) {
-  auto target = parse_target(options.url);
+  auto target = http::parse_url(options.url);
   if (!target) return "the url is unusable: " + target.error();
   for (auto& [k, v] : options.headers) {
     if (k.empty() || !std::all_of(k.begin(), k.end(), token_char))
@@ -546,11 +693,6 @@ boost::system::result<std::unique_ptr<Transport>, std::string> make_http_transpo
       return "the value of header \"" + k + "\" holds a line break or NUL; remove it";
   }
   auto st = std::make_shared<State>(io, std::move(options), std::move(*target));
-  error_code ec;
-  st->ssl_ctx.set_default_verify_paths(ec);  // honours SSL_CERT_FILE / SSL_CERT_DIR
-  if (ec) log::warn("http transport: the system's CA certificates could not be loaded: {}", ec.message());
-  st->ssl_ctx.set_verify_mode(ssl::verify_peer);
-  SSL_CTX_set_min_proto_version(st->ssl_ctx.native_handle(), TLS1_2_VERSION);
   return std::unique_ptr<Transport>(new HttpTransport(std::move(st)));
 }
 

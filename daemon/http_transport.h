@@ -5,6 +5,7 @@
 // there was one. Beast and OpenSSL stay in http_transport.cpp; this header is light.
 #pragma once
 
+#include "common/http.h"
 #include "common/transport.h"
 
 #include <boost/system/result.hpp>
@@ -24,14 +25,8 @@ class io_context;
 
 namespace oppx::daemon {
 
-struct HttpTimeouts {
-  std::chrono::milliseconds connect{10'000};  // resolve + TCP connect + TLS handshake
-  // From the request sent to the answer's last header; for a tools/call, from the answer's first
-  // byte (a tool may work long before it answers: that wait is bounded by the total only).
-  std::chrono::milliseconds headers{15'000};
-  std::chrono::milliseconds idle{300'000};     // no byte at all on a body or stream this long
-  std::chrono::milliseconds total{1'800'000};  // one exchange, from connect to its last byte
-};
+// The connect/headers/idle/total limits of common/http.h (defaults 10 s, 15 s, 300 s, 30 min).
+using HttpTimeouts = http::Timeouts;
 
 struct HttpOptions {
   std::string url;                                           // http:// or https://
