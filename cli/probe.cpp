@@ -2,6 +2,7 @@
 // (common/http.h), blocking, every exchange within what is left of one 4 s limit.
 #include "cli/probe.h"
 
+#include "chat/model_client.h"
 #include "common/http.h"
 #include "common/paths.h"
 #include "common/text.h"
@@ -63,28 +64,6 @@ std::optional<http::Response> ask(const std::string& base, std::string method, c
   return std::move(*got);
 }
 
-// The first integer under one of the names servers use for the context window, at any depth.
-std::optional<std::int64_t> find_context(const json::value& v, int depth = 0) {
-  static const char* kKeys[] = {"max_model_len", "context_length", "context_window",         "max_context_length",
-                                "n_ctx",         "max_seq_len",    "max_position_embeddings"};
-  if (depth > 6) return std::nullopt;
-  if (const json::object* o = v.if_object()) {
-    for (const char* k : kKeys) {
-      if (const json::value* x = o->if_contains(k); x && x->is_int64() && x->as_int64() > 0) return x->as_int64();
-      if (const json::value* x = o->if_contains(k); x && x->is_uint64())
-        return static_cast<std::int64_t>(x->as_uint64());
-    }
-    for (auto& [k, x] : *o) {
-      if (auto c = find_context(x, depth + 1)) return c;
-    }
-  } else if (const json::array* a = v.if_array()) {
-    for (auto& x : *a) {
-      if (auto c = find_context(x, depth + 1)) return c;
-    }
-  }
-  return std::nullopt;
-}
-
 // "32k" for 32768 and for 32000 alike, as model cards name them.
 std::string k_tokens(std::int64_t n) {
   if (n < 1000) return fmt::format("{}", n);
@@ -113,21 +92,12 @@ ProbeReport probe_cost(std::string_view connector, const std::string& list_text,
     r.context_note = "no model server is configured (set \"server\" in config.json or OPPX_SERVER)";
   } else if (std::string why; auto url = base_url(server, why)) {
     auto deadline = Clock::now() + kServerLimit;
-    // The context: /v1/info, else /v1/models (vLLM says max_model_len there).
-    for (const char* path : {"/v1/info", "/v1/models"}) {
-      auto reply = ask(*url, "GET", path, "", deadline, why);
-      if (!reply) break;
-      if (reply->status != 200) {
-        why = fmt::format("{} answered {} to {}", server, reply->status, path);
-        continue;
-      }
-      boost::system::error_code ec;
-      json::value v = json::parse(reply->body, ec);
-      if (!ec) r.context = find_context(v);
-      if (r.context) break;
-      why = fmt::format("{}{} does not name a context length", server, path);
-    }
-    if (!r.context) r.context_note = why;
+    chat::ModelConfig mc;
+    mc.server = server;
+    chat::ModelClient model(mc);
+    chat::ContextInfo ctx = model.context_length(kServerLimit);
+    r.context = ctx.tokens;
+    if (!r.context) r.context_note = ctx.note;
     // The count: the server's own tokenizer, when it has the endpoint (vLLM: /tokenize).
     for (const char* path : {"/tokenize", "/v1/tokenize"}) {
       if (list_text.empty() || Clock::now() >= deadline) break;
