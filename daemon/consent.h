@@ -4,6 +4,8 @@
 // read-modify-write here never races; a corrupt or unsafe file counts as nothing approved.
 #pragma once
 
+#include "daemon/state_file.h"
+
 #include <boost/json/value.hpp>
 #include <boost/system/result.hpp>
 
@@ -25,7 +27,7 @@ class ConsentStore {
  public:
   explicit ConsentStore(std::string path);
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return file_.path(); }
   // What the user decided for exactly this definition; another hash counts as no decision.
   Consent lookup(const std::string& root, const std::string& name, const std::string& sha256);
   boost::system::result<void, std::string> approve(const std::string& root, const std::string& name,
@@ -35,19 +37,13 @@ class ConsentStore {
   // Forgets the decision on (root, name), e.g. when the connector is removed.
   boost::system::result<void, std::string> forget(const std::string& root, const std::string& name);
   // The last problem met with the file (corrupt, unsafe, moved aside), for `mcp list`; empty if none.
-  const std::string& problem() const { return problem_; }
+  const std::string& problem() const { return file_.problem(); }
 
  private:
-  // Re-reads the file when it changed on disk (a hand edit counts).
-  void load();
   boost::system::result<void, std::string> record(const std::string& root, const std::string& name,
                                                   boost::json::value decision);
-  void set_aside(const std::string& why);
 
-  std::string path_;
-  std::string stamp_;  // inode, size and mtime of what was read last
-  boost::json::value doc_;
-  std::string problem_;
+  StateFile file_;
 };
 
 }  // namespace oppx::daemon
