@@ -50,8 +50,10 @@ int main(int argc, char** argv) {
       args.erase(args.begin());
     }
   }
-  // Bare `oppx mcp` (and `oppx mcp --json`) lists, as in SPEC §3.
-  if (group == "mcp" && name.empty() && (args.empty() || (args.size() == 1 && args[0] == "--json"))) name = "list";
+  // Bare `oppx mcp` (and `oppx mcp --json`) lists, as in SPEC §3; so does `oppx permissions`.
+  if ((group == "mcp" || group == "permissions") && name.empty() &&
+      (args.empty() || (args.size() == 1 && args[0] == "--json")))
+    name = "list";
   const Command* cmd = find_command(group, name);
   if (!cmd) {
     if (!group.empty() && (name.empty() || name == "help")) {

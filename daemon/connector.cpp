@@ -1018,6 +1018,7 @@ const std::string& Connector::reason() const { return impl_->reason; }
 const std::string& Connector::down_kind() const { return impl_->kind; }
 const std::vector<std::string>& Connector::steps() const { return impl_->steps; }
 const json::array& Connector::tools() const { return impl_->tools; }
+bool Connector::read_only(const std::string& tool) const { return impl_->read_only(tool); }
 const std::string& Connector::log_path() const { return impl_->log_path; }
 std::int64_t Connector::pid() const { return impl_->exited ? 0 : impl_->child.pid; }
 std::size_t Connector::calls_waiting() const { return impl_->peer ? impl_->peer->calls_waiting() : 0; }

@@ -93,6 +93,9 @@ class Connector {
   const std::string& down_kind() const;           // a down:: value when failed
   const std::vector<std::string>& steps() const;  // the steps back when failed (daemon/diagnose.h)
   const boost::json::array& tools() const;
+  // Whether the connector marks this tool read-only (annotations.readOnlyHint): it then runs
+  // without asking, and a call it interrupted may be repeated.
+  bool read_only(const std::string& tool) const;
   const std::string& log_path() const;
   std::int64_t pid() const;
   std::size_t calls_waiting() const;  // requests sent to the server and not answered yet

@@ -6,6 +6,7 @@
 #include "common/proc.h"
 #include "daemon/connectors.h"
 #include "daemon/methods_config.h"
+#include "daemon/methods_permissions.h"
 #include "proto/decode.h"
 #include "proto/daemon_api.h"
 
@@ -271,6 +272,20 @@ void register_methods(Router& r, Server& s) {
         [&s](const ConsentParams& p, Reply reply, Client& c) { consent_decide(s, p, false, std::move(reply), c); });
   r.add("tools/call", call_params,
         [&s](const CallParams& p, Reply reply, Client& c) { tools_call(s, p, std::move(reply), c); });
+  r.add(
+      "permissions/list", [](const json::value& v) { return decode_rule_params(v, false); },
+      [&s](const RuleParams& p, Reply reply, Client& c) { permissions_list(s, p, std::move(reply), c); });
+  r.add(
+      "permissions/allow", [](const json::value& v) { return decode_rule_params(v, true); },
+      [&s](const RuleParams& p, Reply reply, Client& c) { permissions_add(s, p, true, std::move(reply), c); });
+  r.add(
+      "permissions/deny", [](const json::value& v) { return decode_rule_params(v, true); },
+      [&s](const RuleParams& p, Reply reply, Client& c) { permissions_add(s, p, false, std::move(reply), c); });
+  r.add(
+      "permissions/remove", [](const json::value& v) { return decode_rule_params(v, true); },
+      [&s](const RuleParams& p, Reply reply, Client& c) { permissions_remove(s, p, std::move(reply), c); });
+  r.add("permissions/judge", decode_judge_params,
+        [&s](const JudgeParams& p, Reply reply, Client& c) { permissions_judge(s, p, std::move(reply), c); });
 }
 
 }  // namespace oppx::daemon

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/paths.h"
 #include "daemon/connectors.h"
+#include "daemon/permissions.h"
 #include "proto/daemon_api.h"
 
 #include <boost/asio/io_context.hpp>
@@ -36,6 +37,7 @@ struct Server::Impl {
         io(io),
         options(std::move(options)),
         connectors(io, paths::state_dir()),
+        permissions(paths::state_dir() + "/permissions.json"),
         acceptor(io),
         signals(io),
         watch(io),
@@ -46,6 +48,7 @@ struct Server::Impl {
   ServerOptions options;
   Router router;
   Connectors connectors;
+  PermissionStore permissions;
   unix_socket::acceptor acceptor;
   asio::signal_set signals;
   asio::posix::stream_descriptor watch;
@@ -216,6 +219,7 @@ void Server::start() {
 void Server::stop(const std::string& reason) { impl_->stop(reason); }
 Router& Server::router() { return impl_->router; }
 Connectors& Server::connectors() { return impl_->connectors; }
+PermissionStore& Server::permissions() { return impl_->permissions; }
 asio::io_context& Server::io() { return impl_->io; }
 const ServerOptions& Server::options() const { return impl_->options; }
 std::int64_t Server::client_count() const {

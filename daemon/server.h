@@ -19,6 +19,8 @@ class io_context;
 
 namespace oppx::daemon {
 
+class PermissionStore;
+
 class Connectors;
 
 struct ServerOptions {
@@ -45,6 +47,7 @@ class Server {
 
   Router& router();
   Connectors& connectors();
+  PermissionStore& permissions();
   boost::asio::io_context& io();
   const ServerOptions& options() const;
   std::int64_t client_count() const;

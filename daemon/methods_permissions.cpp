@@ -1,0 +1,125 @@
+// The permissions/… methods over the PermissionStore. The project is the repository root of the
+// request's folder (params.cwd, else the client's); a client cannot name another file.
+#include "daemon/methods_permissions.h"
+
+#include "daemon/connectors.h"
+#include "daemon/methods_config.h"
+#include "daemon/permissions.h"
+#include "daemon/server.h"
+#include "proto/decode.h"
+#include "proto/jsonrpc.h"
+
+#include <boost/json.hpp>
+
+namespace oppx::daemon {
+
+namespace json = boost::json;
+
+namespace {
+
+template <class T>
+using Decoded = boost::system::result<T, std::string>;
+
+bool relative(const std::string& cwd) { return !cwd.empty() && cwd[0] != '/'; }
+
+json::array array_of(const std::vector<std::string>& v) {
+  json::array a;
+  for (const auto& s : v) a.emplace_back(s);
+  return a;
+}
+
+json::object rules_json(Server& s, const std::string& project) {
+  Rules r = s.permissions().rules(project);
+  json::object o{
+      {"project", project}, {"file", s.permissions().path()}, {"allow", array_of(r.allow)}, {"deny", array_of(r.deny)}};
+  if (!s.permissions().problem().empty()) o["problem"] = s.permissions().problem();
+  return o;
+}
+
+proto::RpcError no_project() {
+  return proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams,
+                               "the request names no folder: pass params.cwd (or cwd in hello)");
+}
+
+}  // namespace
+
+Decoded<RuleParams> decode_rule_params(const json::value& params, bool required) {
+  proto::FieldReader r(params, "params");
+  RuleParams p;
+  p.rule = r.string("rule", required).value_or("");
+  p.cwd = r.string("cwd", false).value_or("");
+  if (!r.ok()) return {boost::system::in_place_error, r.error()};
+  if (relative(p.cwd)) return {boost::system::in_place_error, "params.cwd: expected an absolute path"};
+  if (required) {
+    if (auto why = rule_problem(p.rule)) return {boost::system::in_place_error, "params.rule: " + *why};
+  }
+  return p;
+}
+
+Decoded<JudgeParams> decode_judge_params(const json::value& params) {
+  proto::FieldReader r(params, "params");
+  JudgeParams p;
+  p.connector = r.string("connector", false).value_or("");
+  p.tool = r.string("tool", false).value_or("");
+  p.command = r.string("command", false).value_or("");
+  p.cwd = r.string("cwd", false).value_or("");
+  if (!r.ok()) return {boost::system::in_place_error, r.error()};
+  if (relative(p.cwd)) return {boost::system::in_place_error, "params.cwd: expected an absolute path"};
+  if (p.command.empty() == (p.connector.empty() || p.tool.empty()))
+    return {boost::system::in_place_error, "params: expected either connector and tool, or command"};
+  return p;
+}
+
+void permissions_list(Server& s, const RuleParams& p, Reply reply, Client& client) {
+  std::string project = request_root(p.cwd, client);
+  if (project.empty()) return reply.fail(no_project());
+  reply.ok(rules_json(s, project));
+}
+
+void permissions_add(Server& s, const RuleParams& p, bool allow, Reply reply, Client& client) {
+  std::string project = request_root(p.cwd, client);
+  if (project.empty()) return reply.fail(no_project());
+  auto r = s.permissions().add(project, p.rule, allow);
+  if (!r) return reply.fail(proto::RpcError::make(proto::ErrorCode::kInternal, "write_failed", r.error()));
+  json::object o = rules_json(s, project);
+  o["rule"] = p.rule;
+  o["changed"] = *r;
+  reply.ok(std::move(o));
+}
+
+void permissions_remove(Server& s, const RuleParams& p, Reply reply, Client& client) {
+  std::string project = request_root(p.cwd, client);
+  if (project.empty()) return reply.fail(no_project());
+  auto r = s.permissions().remove(project, p.rule);
+  if (!r) return reply.fail(proto::RpcError::make(proto::ErrorCode::kInternal, "write_failed", r.error()));
+  if (!*r) {
+    auto e = proto::RpcError::make(proto::ErrorCode::kInvalidParams, "unknown_rule",
+                                   "this project has no rule " + p.rule + "; `oppx permissions` lists them");
+    e.data["field"] = "params.rule";
+    return reply.fail(std::move(e));
+  }
+  json::object o = rules_json(s, project);
+  o["rule"] = p.rule;
+  o["changed"] = true;
+  reply.ok(std::move(o));
+}
+
+void permissions_judge(Server& s, const JudgeParams& p, Reply reply, Client& client) {
+  std::string project = request_root(p.cwd, client);
+  if (project.empty()) return reply.fail(no_project());
+  Judgement j;
+  bool read_only = false;
+  if (!p.command.empty()) {
+    j = s.permissions().judge_command(project, p.command);
+  } else {
+    // Read-only as the connector itself says (its tools list), never as the caller claims.
+    if (auto c = s.connectors().find(p.connector, project)) read_only = c->read_only(p.tool);
+    j = s.permissions().judge_tool(project, p.connector, p.tool, read_only);
+  }
+  json::object o{{"decision", verdict_name(j.verdict)}, {"why", j.why}, {"project", project}};
+  if (!j.rule.empty()) o["rule"] = j.rule;
+  if (p.command.empty()) o["read_only"] = read_only;
+  reply.ok(std::move(o));
+}
+
+}  // namespace oppx::daemon

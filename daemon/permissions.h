@@ -1,0 +1,58 @@
+// Permission rules, per project (the repository root), in user state
+// ($XDG_STATE_HOME/oppx/permissions.json, 0600; never read from a repository, so a repository
+// cannot allow itself anything). The daemon judges each tool call and command from them: one set
+// of rules for the terminal, the chat and editor plugins (docs/protocol.md, permissions/…).
+#pragma once
+
+#include "daemon/state_file.h"
+
+#include <boost/system/result.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oppx::daemon {
+
+// Rule forms: "<connector>.<tool>", "<connector>.*" (every tool of it), "run:<command prefix>".
+// Returns why a rule is not one of them (for a usage error), or nothing.
+std::optional<std::string> rule_problem(std::string_view rule);
+
+enum class Verdict { kAllow, kAsk, kDeny };
+std::string_view verdict_name(Verdict v);
+
+struct Judgement {
+  Verdict verdict = Verdict::kAsk;
+  std::string rule;  // the rule that decided, when one did
+  std::string why;   // in words: "denied by the rule linear.*", "it only reads", …
+};
+
+struct Rules {
+  std::vector<std::string> allow, deny;
+};
+
+class PermissionStore {
+ public:
+  explicit PermissionStore(std::string path);
+  const std::string& path() const { return file_.path(); }
+  const std::string& problem() const { return file_.problem(); }
+
+  Rules rules(const std::string& project);
+  // Adds `rule` to the allow (or deny) list, taking it off the other; false when it was there.
+  boost::system::result<bool, std::string> add(const std::string& project, const std::string& rule, bool allow);
+  // False when the project had no such rule.
+  boost::system::result<bool, std::string> remove(const std::string& project, const std::string& rule);
+
+  // A deny rule wins over everything; then an allow rule; then a read-only tool runs; else ask.
+  Judgement judge_tool(const std::string& project, const std::string& connector, const std::string& tool,
+                       bool read_only);
+  // `run`: allowed only by a rule whose prefix it starts with (whole words), and never when it
+  // chains or redirects (; & | ` $( > < or a line break): those are asked.
+  Judgement judge_command(const std::string& project, const std::string& command);
+
+ private:
+  StateFile file_;
+};
+
+}  // namespace oppx::daemon

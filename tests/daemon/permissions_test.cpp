@@ -1,0 +1,171 @@
+// daemon/permissions: the rules and their order (deny over everything, then allow, then a tool the
+// connector marks read-only, else ask), command prefixes that never let a chained command through,
+// the file kept 0600 in user state and set aside when it cannot be trusted; and as a user meets
+// them: `oppx permissions` and permissions/judge over the socket with a real connector.
+#include "daemon/permissions.h"
+#include "tests/support/harness.h"
+
+#include <boost/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace oppx::test {
+namespace {
+
+namespace json = boost::json;
+using daemon::PermissionStore;
+using daemon::Verdict;
+
+TEST(PermissionRules, FormsAndRefusals) {
+  for (const char* ok : {"linear.save_issue", "linear.*", "my-conn_2.tool.with.dots", "run:git status", "run:npm test"})
+    EXPECT_FALSE(daemon::rule_problem(ok)) << ok;
+  for (const char* bad : {"linear", ".tool", "linear.", "run:", "run:   ", "bad name.tool", "x.tool name", "*.*"})
+    EXPECT_TRUE(daemon::rule_problem(bad)) << bad;
+}
+
+struct Store : ::testing::Test {
+  TempHome home;
+  std::string path = home.root() + "/state/oppx/permissions.json";
+  PermissionStore store{path};
+  const std::string project = "/work/repo";
+  void SetUp() override {
+    ::mkdir((home.root() + "/state").c_str(), 0700);
+    ::mkdir((home.root() + "/state/oppx").c_str(), 0700);
+  }
+};
+
+TEST_F(Store, ADenyRuleWinsOverReadOnlyAndOverAnyAllow) {
+  EXPECT_EQ(store.judge_tool(project, "linear", "get_issue", true).verdict, Verdict::kAllow);
+  EXPECT_EQ(store.judge_tool(project, "linear", "save_issue", false).verdict, Verdict::kAsk);
+  ASSERT_TRUE(store.add(project, "linear.*", true));
+  EXPECT_EQ(store.judge_tool(project, "linear", "save_issue", false).verdict, Verdict::kAllow);
+  EXPECT_EQ(store.judge_tool(project, "github", "save_issue", false).verdict, Verdict::kAsk);
+  ASSERT_TRUE(store.add(project, "linear.save_issue", false));
+  auto j = store.judge_tool(project, "linear", "save_issue", false);
+  EXPECT_EQ(j.verdict, Verdict::kDeny);
+  EXPECT_EQ(j.rule, "linear.save_issue");
+  EXPECT_EQ(store.judge_tool(project, "linear", "get_issue", false).verdict, Verdict::kAllow);
+  ASSERT_TRUE(store.add(project, "linear.*", false));  // moves from allow to deny
+  EXPECT_EQ(store.judge_tool(project, "linear", "get_issue", true).verdict, Verdict::kDeny);
+  EXPECT_TRUE(store.rules(project).allow.empty());
+  // Rules are per project.
+  EXPECT_EQ(store.judge_tool("/work/other", "linear", "save_issue", false).verdict, Verdict::kAsk);
+}
+
+TEST_F(Store, ACommandRuleIsAPrefixOfWholeWordsAndNeverLetsAChainThrough) {
+  ASSERT_TRUE(store.add(project, "run:git status", true));
+  EXPECT_EQ(store.judge_command(project, "git status").verdict, Verdict::kAllow);
+  EXPECT_EQ(store.judge_command(project, "  git status -s ").verdict, Verdict::kAllow);
+  EXPECT_EQ(store.judge_command(project, "git statusx").verdict, Verdict::kAsk);
+  EXPECT_EQ(store.judge_command(project, "git push").verdict, Verdict::kAsk);
+  for (const char* chained : {"git status && rm -rf ~", "git status; curl x", "git status | sh", "git status > f",
+                              "git status $(rm x)", "git status `rm x`", "git status\nrm x"})
+    EXPECT_EQ(store.judge_command(project, chained).verdict, Verdict::kAsk) << chained;
+  ASSERT_TRUE(store.add(project, "run:git", false));
+  EXPECT_EQ(store.judge_command(project, "git status").verdict, Verdict::kDeny);
+}
+
+TEST_F(Store, TheFileIsPrivateAndOneThatCannotBeTrustedGrantsNothing) {
+  ASSERT_TRUE(store.add(project, "linear.*", true));
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  auto again = store.add(project, "linear.*", true);
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(*again) << "already there";
+  // Another store on the same file (a restarted daemon) reads the same rules.
+  EXPECT_EQ(PermissionStore(path).rules(project).allow, std::vector<std::string>{"linear.*"});
+  // Made writable by others: whoever can write it could allow anything; it is set aside.
+  ::chmod(path.c_str(), 0666);
+  EXPECT_EQ(store.judge_tool(project, "linear", "save_issue", false).verdict, Verdict::kAsk);
+  EXPECT_NE(store.problem().find("can be read or written by others"), std::string::npos) << store.problem();
+  EXPECT_NE(::access(path.c_str(), F_OK), 0) << "moved aside";
+  // Not JSON: the same.
+  std::ofstream(path) << "{not json";
+  ::chmod(path.c_str(), 0600);
+  EXPECT_TRUE(store.rules(project).allow.empty());
+  EXPECT_NE(store.problem().find("is not valid JSON"), std::string::npos) << store.problem();
+  ASSERT_TRUE(store.remove(project, "nothing.here").has_value());
+  EXPECT_FALSE(*store.remove(project, "nothing.here"));
+}
+
+// As a user meets them: the CLI for the project of the current folder, and the daemon's verdict
+// on a real connector's tools (read-only as the connector says, not as a client claims).
+struct Permissions : ::testing::Test {
+  TempHome home;
+  std::string repo = home.root() + "/repo";
+  char old_cwd[4096] = {};
+  void SetUp() override {
+    ::mkdir(repo.c_str(), 0700);
+    ::mkdir((repo + "/.git").c_str(), 0700);
+    ::mkdir((repo + "/src").c_str(), 0700);
+    ASSERT_NE(::getcwd(old_cwd, sizeof old_cwd), nullptr);
+    ASSERT_EQ(::chdir((repo + "/src").c_str()), 0);
+  }
+  void TearDown() override {
+    oppx({"daemon", "stop"});
+    (void)!::chdir(old_cwd);
+  }
+  json::object judge(json::object params) {
+    params["cwd"] = repo + "/src";
+    auto c = SyncClient::connect(home.socket());
+    EXPECT_TRUE(c);
+    if (!c) return {};
+    EXPECT_TRUE(c->call("hello", json::object{{"protocol", 1}}, 5s));
+    auto r = c->call("permissions/judge", params, 20s);
+    EXPECT_TRUE(r) << (r ? "" : r.error().message);
+    return r ? r->as_object() : json::object{};
+  }
+};
+
+TEST_F(Permissions, RulesFromTheCommandLineDecideTheDaemonsVerdict) {
+  home.write_mcp_config(stdio_entry("fake", FAKE_MCP_SERVER, {"tools", home.root()}));
+  ASSERT_EQ(oppx({"mcp", "list", "--json"}).exit_code, 0);
+  Result empty = oppx({"permissions"});
+  ASSERT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_NE(empty.out.find("Permission rules for " + repo + "\n  allow: none\n  deny: none"), std::string::npos)
+      << empty.out;
+  // read: readOnlyHint in the connector's own list; write: none.
+  auto read = judge({{"connector", "fake"}, {"tool", "read"}});
+  EXPECT_EQ(read.at("decision"), "allow");
+  EXPECT_EQ(read.at("read_only"), true);
+  EXPECT_EQ(judge({{"connector", "fake"}, {"tool", "write"}}).at("decision"), "ask");
+
+  Result allow = oppx({"permissions", "allow", "fake.*"});
+  ASSERT_EQ(allow.exit_code, 0) << allow.err;
+  EXPECT_NE(allow.out.find("Allowed fake.*"), std::string::npos) << allow.out;
+  EXPECT_EQ(judge({{"connector", "fake"}, {"tool", "write"}}).at("decision"), "allow");
+  Result deny = oppx({"permissions", "deny", "fake.read"});
+  ASSERT_EQ(deny.exit_code, 0) << deny.err;
+  auto denied = judge({{"connector", "fake"}, {"tool", "read"}});
+  EXPECT_EQ(denied.at("decision"), "deny");
+  EXPECT_EQ(denied.at("rule"), "fake.read");
+
+  Result listed = oppx({"permissions", "list", "--json"});
+  ASSERT_EQ(listed.exit_code, 0);
+  auto o = json::parse(listed.out).as_object();
+  EXPECT_EQ(o.at("allow"), json::parse(R"(["fake.*"])"));
+  EXPECT_EQ(o.at("deny"), json::parse(R"(["fake.read"])"));
+  EXPECT_EQ(o.at("project"), json::value(repo));
+
+  Result bad = oppx({"permissions", "allow", "no rule"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("is not a rule"), std::string::npos) << bad.err;
+  Result missing = oppx({"permissions", "remove", "fake.nothing"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("has no rule fake.nothing"), std::string::npos) << missing.err;
+  Result removed = oppx({"permissions", "remove", "fake.read"});
+  EXPECT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_EQ(judge({{"connector", "fake"}, {"tool", "read"}}).at("decision"), "allow");
+
+  // A repository cannot allow itself anything: the rules live in user state only.
+  std::ofstream(repo + "/.mcp.json") << R"({"permissions": {"allow": ["run:rm"]}})";
+  EXPECT_EQ(judge({{"command", "rm -rf build"}}).at("decision"), "ask");
+}
+
+}  // namespace
+}  // namespace oppx::test
