@@ -107,7 +107,12 @@ struct Ask {
 
 struct State : std::enable_shared_from_this<State> {
   State(asio::io_context& io, HttpOptions o, Target t)
-      : io(io), opt(std::move(o)), target(std::move(t)), ssl_ctx(ssl::context::tls_client), reinit_done(io) {}
+      : io(io),
+        opt(std::move(o)),
+        target(std::move(t)),
+        ssl_ctx(ssl::context::tls_client),
+        reinit_done(io),
+        stream_answered(io) {}
   asio::io_context& io;
   HttpOptions opt;
   Target target;
@@ -125,6 +130,14 @@ struct State : std::enable_shared_from_this<State> {
   std::size_t running = 0;
   std::deque<std::string> waiting;
   std::uint64_t listen_gen = 0;  // the server stream of the current session; older ones end
+  // The server stream (GET) is opened before anything else goes out after notifications/initialized
+  // (a server's list_changed right after it is lost otherwise): until its GET is answered, or
+  // HttpTimeouts::stream passed, what the peer sends waits in `waiting`.
+  bool holding = false;
+  bool stream_asked = false;           // the current session's GET went out and is not answered yet
+  bool stream_open = false;            // the current session's server stream is open
+  bool went_ahead = false;             // messages went ahead before it opened: when it does, opt.on_late_stream
+  asio::steady_timer stream_answered;  // cancelled when the GET is answered (any way), waking who waits
 
   // A connection that is not kept: closed and forgotten.
   void drop(const std::shared_ptr<Conn>& c) {
@@ -148,6 +161,7 @@ struct State : std::enable_shared_from_this<State> {
       for (auto& c : list) c->close();
     idle.clear();
     reinit_done.cancel();
+    stream_answered.cancel();
     if (auto fn = std::move(handlers.on_closed)) {
       // Posted, so that a close() never re-enters its caller (as the NDJSON transport does).
       asio::post(io, [fn, e = TransportError{std::move(kind), std::move(message)}] { fn(e); });
