@@ -2,9 +2,10 @@
 // without oppxd's logic (client → Unix socket → a byte relay → pipe → the same C echo child) and
 // the official TypeScript SDK client calling that child directly, all measured in one run; then
 // `oppx mcp list --json` with 5 warm connectors and the daemon's RSS idle and with 20 connectors.
-// Prints figures and the ratios to the targets of issue 3; asserts nothing.
+// Prints figures and the ratios to the targets of issue 3 and asserts none of them; a measurement
+// that failed prints its error instead of figures, and the run then exits 1.
 //   usage: mcp_calls [--calls N] [--inflight K] [--warmup W] [--rounds R] [--list-runs M]
-//                    [--connectors C] [--sdk-calls S] [--npm-dir DIR]
+//                    [--connectors C] [--sdk-calls S] [--npm-dir DIR]   (DIR may be relative)
 // It runs its own daemon in a temporary HOME with its own socket, so it never touches the user's.
 #include "bench/bench_support.h"
 #include "bench/relay.h"
@@ -17,7 +18,9 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -73,6 +76,7 @@ struct Series {
   std::string first_error;
 
   bool ran() const { return !lat.empty(); }
+  bool ok() const { return ran() && errors == 0; }  // only then are its figures shown and compared
   Stats us() const { return oppx::bench::summarize(lat); }
   double calls_per_s() const { return seconds > 0 ? lat.size() / seconds : 0; }
   double cpu_us() const { return cpu_known && ran() ? cpu_ns / 1000.0 / lat.size() : -1; }
@@ -245,13 +249,25 @@ std::string mcp_request(std::int64_t id) {
       id, kMessage);
 }
 
-void print_series(std::string_view label, const Series& s) {
-  if (!s.ran()) return (void)fmt::print("  {:<44} not measured: {}\n", label, s.first_error);
-  Stats us = s.us();
-  fmt::print("  {:<44} {:8.1f} {:9.1f} {:10.0f}", label, us.median, us.p99, s.calls_per_s());
-  if (s.cpu_us() >= 0) fmt::print(" {:10.1f}", s.cpu_us());
-  if (s.errors) fmt::print("   {} errors, first: {}", s.errors, s.first_error);
-  fmt::print("\n");
+// A series with errors shows them and no figures: timings of calls that failed mean nothing.
+// Returns whether it was measured without errors.
+bool print_series(std::string_view label, const Series& s) {
+  if (!s.ran() && s.errors == 0) {
+    fmt::print("  {:<44} not measured: {}\n", label, s.first_error);
+  } else if (s.errors) {
+    fmt::print("  {:<44} FAILED: {} of its calls failed, the first with: {}\n", label, s.errors, s.first_error);
+  } else {
+    Stats us = s.us();
+    fmt::print("  {:<44} {:8.1f} {:9.1f} {:10.0f}", label, us.median, us.p99, s.calls_per_s());
+    if (s.cpu_us() >= 0) fmt::print(" {:10.1f}", s.cpu_us());
+    fmt::print("\n");
+  }
+  return s.ok();
+}
+
+// The line of a ratio whose series did not both measure: no figure and no verdict.
+void print_no_ratio(std::string_view what) {
+  fmt::print("  {:<37} not computed: a series it needs failed or was not measured (above)\n", what);
 }
 
 const char* verdict(bool met) { return met ? "met" : "NOT met"; }
@@ -264,7 +280,8 @@ int parse_args(int argc, char** argv, Options& o) {
           "usage: mcp_calls [--calls N] [--inflight K] [--warmup W] [--rounds R] [--list-runs M]\n"
           "                 [--connectors C] [--sdk-calls S] [--npm-dir DIR]\n"
           "Times tools/call echo through a private oppxd against a C echo server and server-everything,\n"
-          "beside a raw relay floor and the TypeScript SDK client; prints figures and ratios.\n");
+          "beside a raw relay floor and the TypeScript SDK client; prints figures and ratios. A relative\n"
+          "DIR is taken from the current folder. Exits 1 when a measurement failed (its error is shown).\n");
       return 0;
     }
     if (i + 1 >= argc) {
@@ -288,7 +305,8 @@ int parse_args(int argc, char** argv, Options& o) {
     } else if (a == "--sdk-calls") {
       o.sdk_calls = num();
     } else if (a == "--npm-dir") {
-      o.npm_dir = v;
+      // Made absolute here: the connectors that load from it run in another folder.
+      o.npm_dir = std::filesystem::absolute(v).lexically_normal().string();
     } else {
       fmt::print(stderr, "mcp_calls: unknown option {} (see --help)\n", a);
       return 2;
@@ -334,6 +352,7 @@ int main(int argc, char** argv) {
   write_config(home, echo_servers(echo, o.connectors));
   bool all_up = settle(c, static_cast<std::size_t>(o.connectors), &why);
   long rss_many = daemon_rss(c);
+  std::string many_why = why;
   if (!all_up) fmt::print(stderr, "mcp_calls: not all {} connectors started: {}\n", o.connectors, why);
 
   // (5) oppx mcp list --json with 5 warm connectors (the other ones are stopped by the edit).
@@ -415,46 +434,82 @@ int main(int argc, char** argv) {
   fmt::print("  {:<44} {:>8} {:>9} {:>10} {:>10}\n", "", "p50 µs", "p99 µs", "calls/s", "CPU µs");
   fmt::print("  {:<44} {:>8} {:>9} {:>10} {:>10}\n", "", "", "", "", "per call");
   // CPU per call: of the relay process for the floor, of oppxd for the others.
-  print_series("floor: socket → relay → pipe → C echo", floor_seq);
-  print_series(fmt::format("floor, {} in flight", o.inflight), floor_par);
-  print_series("oppxd → C echo", echo_seq);
-  print_series(fmt::format("oppxd → C echo, {} in flight", o.inflight), echo_par);
-  print_series("oppxd → server-everything", every_seq);
-  print_series(fmt::format("oppxd → server-everything, {} in flight", o.inflight), every_par);
+  int failed = 0;
+  auto series = [&failed](std::string_view label, const Series& s) {
+    if (!print_series(label, s)) ++failed;
+  };
+  series("floor: socket → relay → pipe → C echo", floor_seq);
+  series(fmt::format("floor, {} in flight", o.inflight), floor_par);
+  series("oppxd → C echo", echo_seq);
+  series(fmt::format("oppxd → C echo, {} in flight", o.inflight), echo_par);
+  series("oppxd → server-everything", every_seq);
+  series(fmt::format("oppxd → server-everything, {} in flight", o.inflight), every_par);
   if (sdk_note.empty()) {
     fmt::print("  {:<44} {:8.1f} {:9.1f}   ({} calls)\n", "TypeScript SDK client → C echo (stdio)", sdk.median, sdk.p99,
                o.sdk_calls);
   } else {
+    ++failed;
     fmt::print("  {:<44} {}\n", "TypeScript SDK client → C echo (stdio)", sdk_note);
   }
 
   fmt::print("ratios and targets:\n");
-  if (floor_seq.ran() && echo_seq.ran()) {
+  if (floor_seq.ok() && echo_seq.ok()) {
     double r = echo_seq.us().median / floor_seq.us().median;
     fmt::print("  oppxd p50 / floor p50                 {:6.2f}   (target <= 1.5: {})\n", r, verdict(r <= 1.5));
+  } else {
+    print_no_ratio("oppxd p50 / floor p50");
   }
-  if (floor_par.ran() && echo_par.ran()) {
+  if (floor_par.ok() && echo_par.ok()) {
     double r = echo_par.calls_per_s() / floor_par.calls_per_s();
     fmt::print("  oppxd / floor throughput, {} in flight {:6.2f}   (target >= 0.5: {})\n", o.inflight, r,
                verdict(r >= 0.5));
+  } else {
+    print_no_ratio(fmt::format("oppxd / floor throughput, {} in flight", o.inflight));
   }
-  if (sdk_note.empty() && echo_seq.ran()) {
+  if (sdk_note.empty() && echo_seq.ok()) {
     double r = sdk.median / echo_seq.us().median;
     fmt::print("  SDK client p50 / oppxd p50            {:6.2f}   (target >= 3: {})\n", r, verdict(r >= 3));
-    if (floor_seq.ran()) {
+    if (floor_seq.ok()) {
       fmt::print("  (SDK client p50 / floor p50           {:6.2f}: the most any relay through a socket could show)\n",
                  sdk.median / floor_seq.us().median);
     }
+  } else {
+    print_no_ratio("SDK client p50 / oppxd p50");
   }
-  fmt::print(
-      "  oppx mcp list --json, 5 warm          {:6.2f} ms median, p90 {:.2f} ms, {} runs, {} failures "
-      "(target <= 3 ms: {})\n",
-      list.median, list.p90, o.list_runs, list.failures, verdict(list.failures == 0 && list.median <= 3.0));
-  fmt::print("  (oppx --version, no daemon: {:.2f} ms median, the cost of starting the CLI)\n", start_only.median);
-  fmt::print("  daemon RSS with {} connectors         {:6.1f} MiB   (target <= 16 MiB: {}){}\n", o.connectors,
-             rss_many / 1024.0, verdict(rss_many > 0 && rss_many <= 16 * 1024),
-             all_up ? "" : " (not all of them started)");
-  fmt::print("  daemon RSS idle                       {:6.1f} MiB;  after the call series {:.1f} MiB\n",
-             rss_idle / 1024.0, rss_after / 1024.0);
+  if (list.failures == 0) {
+    fmt::print(
+        "  oppx mcp list --json, 5 warm          {:6.2f} ms median, p90 {:.2f} ms, {} runs (target <= 3 ms: {})\n",
+        list.median, list.p90, o.list_runs, verdict(list.median <= 3.0));
+  } else {
+    ++failed;
+    fmt::print("  oppx mcp list --json, 5 warm          FAILED: {} of {} runs failed\n", list.failures, o.list_runs);
+  }
+  if (start_only.failures == 0) {
+    fmt::print("  (oppx --version, no daemon: {:.2f} ms median, the cost of starting the CLI)\n", start_only.median);
+  } else {
+    ++failed;
+    fmt::print("  oppx --version                        FAILED: {} of {} runs failed\n", start_only.failures,
+               o.list_runs);
+  }
+  if (all_up && rss_many > 0) {
+    fmt::print("  daemon RSS with {} connectors         {:6.1f} MiB   (target <= 16 MiB: {})\n", o.connectors,
+               rss_many / 1024.0, verdict(rss_many <= 16 * 1024));
+  } else {
+    ++failed;
+    fmt::print("  daemon RSS with {} connectors         FAILED: {}\n", o.connectors,
+               all_up ? "daemon/status gave no RSS" : "not all of them started: " + many_why);
+  }
+  if (rss_idle > 0 && rss_after > 0) {
+    fmt::print("  daemon RSS idle                       {:6.1f} MiB;  after the call series {:.1f} MiB\n",
+               rss_idle / 1024.0, rss_after / 1024.0);
+  } else {
+    ++failed;
+    fmt::print("  daemon RSS idle                       FAILED: daemon/status gave no RSS\n");
+  }
+  if (failed) {
+    std::fflush(stdout);  // the figures first, then the line that sums them up
+    fmt::print(stderr, "mcp_calls: {} of the measurements failed; their errors are above\n", failed);
+    return 1;
+  }
   return 0;
 }

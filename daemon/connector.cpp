@@ -354,6 +354,13 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       auto self = w.lock();
       return self && self->read_only(tool);
     };
+    // The server stream opened only after tools/list went out without it: a list_changed sent
+    // meanwhile was lost, so the tools are fetched once more.
+    o.on_late_stream = [w = weak_from_this(), gen = generation] {
+      auto self = w.lock();
+      if (self && gen == self->generation && (self->state == ConnectorState::kRunning || self->fetching))
+        self->fetch_tools(gen);
+    };
     auto t = make_http_transport(io, std::move(o));
     if (!t)
       return fail(down::kConfig, fmt::format("{}; correct \"url\" or \"headers\" of {} in {}", t.error(), def.name,

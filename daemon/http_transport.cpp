@@ -100,7 +100,12 @@ struct Ask {
 // The session, shared by every exchange of one connector.
 struct State : std::enable_shared_from_this<State> {
   State(asio::io_context& io, HttpOptions o, http::Url t)
-      : io(io), opt(std::move(o)), target(std::move(t)), client(io, opt.max_idle_connections), reinit_done(io) {}
+      : io(io),
+        opt(std::move(o)),
+        target(std::move(t)),
+        client(io, opt.max_idle_connections),
+        reinit_done(io),
+        stream_answered(io) {}
   asio::io_context& io;
   HttpOptions opt;
   http::Url target;
@@ -116,6 +121,14 @@ struct State : std::enable_shared_from_this<State> {
   std::size_t running = 0;
   std::deque<std::string> waiting;
   std::uint64_t listen_gen = 0;  // the server stream of the current session; older ones end
+  // The server stream (GET) is opened before anything else goes out after notifications/initialized
+  // (a server's list_changed right after it is lost otherwise): until its GET is answered, or
+  // HttpTimeouts::stream passed, what the peer sends waits in `waiting`.
+  bool holding = false;
+  bool stream_asked = false;           // the current session's GET went out and is not answered yet
+  bool stream_open = false;            // the current session's server stream is open
+  bool went_ahead = false;             // messages went ahead before it opened: when it does, opt.on_late_stream
+  asio::steady_timer stream_answered;  // cancelled when the GET is answered (any way), waking who waits
 
   // What the server sent.
   void deliver(std::string line) {
@@ -131,6 +144,7 @@ struct State : std::enable_shared_from_this<State> {
     stopped = true;
     client.close_all();
     reinit_done.cancel();
+    stream_answered.cancel();
     if (auto fn = std::move(handlers.on_closed)) {
       // Posted, so that a close() never re-enters its caller (as the NDJSON transport does).
       asio::post(io, [fn, e = TransportError{std::move(kind), std::move(message)}] { fn(e); });
@@ -283,6 +297,7 @@ Failure said_sent(Failure f, const Outgoing& m, bool repeatable) {
 }
 
 void start_listening(const std::shared_ptr<State>& st);
+awaitable<void> wait_for_stream(std::shared_ptr<State> st);
 
 // The session expired (HTTP 404, or server-everything's 400 naming the session): start a new one
 // with the remembered initialize, once, however many calls noticed it at the same time.
@@ -301,7 +316,10 @@ awaitable<bool> reinitialize(std::shared_ptr<State> st, std::string stale) {
   if (r && !st->initialized_line.empty()) {
     auto n = co_await exchange(st, st->initialized_line, classify(st->initialized_line), false, false);
     if (!n) log::warn("http transport: notifications/initialized after a new session failed: {}", n.error().message);
-    if (n) start_listening(st);
+    if (n) {
+      start_listening(st);
+      co_await wait_for_stream(st);  // as after the first initialize: the stream opens first
+    }
   }
   if (!r) log::warn("http transport: initializing again failed: {}", r.error().message);
   st->reiniting = false;
@@ -493,6 +511,21 @@ std::string error_line(const json::value& id, const Failure& f) {
 // 2025-11-25 server ended cleanly after an event id (polling, as for a request's stream).
 bool live(const State& st, std::uint64_t gen) { return !st.stopped && !st.closing && gen == st.listen_gen; }
 
+// The current session's GET was answered: whoever holds messages for it is woken. The first time
+// the stream opens after messages went ahead without it, the connector hears of it (it fetches
+// its tools again: a list_changed sent meanwhile went nowhere).
+void note_stream_answer(State& st, bool opened) {
+  st.stream_asked = false;
+  st.stream_answered.cancel();
+  if (!opened || st.stream_open) return;
+  st.stream_open = true;
+  if (st.went_ahead && st.opt.on_late_stream) {
+    log::info("http transport: the server stream of {} opened late; what it announced before may be lost",
+              st.target.origin);
+    st.opt.on_late_stream();
+  }
+}
+
 awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
   std::string last_id;
   std::optional<std::uint64_t> retry;
@@ -508,11 +541,13 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
       if (got) got->ex->abort();
       co_return;
     }
+    bool opened = got && got->status == 200 && got->media_type == "text/event-stream";
+    note_stream_answer(*st, opened);
     bool progress = false;
     bool polled = false;
     if (got) {
       Answer a = *got;
-      if (a.status != 200 || a.media_type != "text/event-stream") {
+      if (!opened) {
         a.ex->release();
         log::debug("http transport: {} offers no stream of its own (HTTP {})", a.at.origin, a.status);
         co_return;
@@ -554,15 +589,44 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
 }
 
 void start_listening(const std::shared_ptr<State>& st) {
+  st->stream_asked = true;
+  st->stream_open = st->went_ahead = false;
   asio::co_spawn(st->io, listen(st, ++st->listen_gen), logged("the server stream of " + st->target.origin));
 }
+
+// As the official TypeScript SDK does, the server stream's GET goes out right after
+// notifications/initialized is accepted and before anything else: a server that announces a
+// change right after initialized (server-everything registers tools then) says it on that
+// stream. What is sent meanwhile waits here until the GET is answered (opened, refused or
+// failed) or HttpTimeouts::stream passed; then it goes ahead, and a stream that opens later
+// calls opt.on_late_stream (note_stream_answer).
+awaitable<void> wait_for_stream(std::shared_ptr<State> st) {
+  if (st->stream_asked) {
+    st->stream_answered.expires_after(st->opt.timeouts.stream);
+    (void)co_await st->stream_answered.async_wait(kTuple);
+  }
+  if (st->stream_open || st->stopped || st->closing) co_return;
+  st->went_ahead = true;
+  if (st->stream_asked)
+    log::info("http transport: the server stream of {} did not open within {} ms; requests go ahead without it",
+              st->target.origin, st->opt.timeouts.stream.count());
+}
+
+void run_waiting(const std::shared_ptr<State>& st);
 
 awaitable<void> post(std::shared_ptr<State> st, std::string line) {
   Outgoing m = classify(line);
   if (m.method == "initialize") st->init_line = line;
   if (m.method == "notifications/initialized") st->initialized_line = line;
   auto r = co_await exchange(st, line, m, true, true);
-  if (r && m.method == "notifications/initialized" && !st->stopped && !st->closing) start_listening(st);
+  if (m.method == "notifications/initialized") {
+    if (r && !st->stopped && !st->closing) {
+      start_listening(st);
+      co_await wait_for_stream(st);
+    }
+    st->holding = false;  // what waited for the server stream goes now
+    run_waiting(st);
+  }
   st->by_request.erase(m.key);
   bool cancelled = !m.key.empty() && st->cancelled.erase(m.key);
   if (!r && !st->stopped) {
@@ -579,11 +643,25 @@ awaitable<void> post(std::shared_ptr<State> st, std::string line) {
 awaitable<void> run_queue(std::shared_ptr<State> st, std::string line) {
   for (;;) {
     co_await post(st, std::move(line));
-    if (st->waiting.empty() || st->stopped || st->closing) break;
+    if (st->waiting.empty() || st->holding || st->stopped || st->closing) break;
     line = std::move(st->waiting.front());
     st->waiting.pop_front();
   }
   --st->running;
+}
+
+void run(const std::shared_ptr<State>& st, std::string line) {
+  ++st->running;
+  asio::co_spawn(st->io, run_queue(st, std::move(line)), logged("a POST to " + st->target.origin));
+}
+
+// Sends what waits, as many at once as kMaxInFlight allows.
+void run_waiting(const std::shared_ptr<State>& st) {
+  while (!st->waiting.empty() && st->running < kMaxInFlight && !st->stopped && !st->closing) {
+    std::string line = std::move(st->waiting.front());
+    st->waiting.pop_front();
+    run(st, std::move(line));
+  }
 }
 
 // A caller gave up on a request: its exchange is ended, so no connection stays held for it.
@@ -628,12 +706,15 @@ class HttpTransport : public Transport {
   bool send(std::string message) override {
     if (st_->stopped || st_->closing) return false;
     if (message.find("\"notifications/cancelled\"") != std::string::npos) cancel_request(*st_, message);
-    if (st_->running >= kMaxInFlight) {
+    if (st_->holding || st_->running >= kMaxInFlight) {
       st_->waiting.push_back(std::move(message));
       return true;
     }
-    ++st_->running;
-    asio::co_spawn(st_->io, run_queue(st_, std::move(message)), logged("a POST to " + st_->target.origin));
+    // What follows notifications/initialized waits for the server stream (wait_for_stream).
+    if (message.find("\"notifications/initialized\"") != std::string::npos &&
+        classify(message).method == "notifications/initialized")
+      st_->holding = true;
+    run(st_, std::move(message));
     return true;
   }
   void close() override {
@@ -671,11 +752,12 @@ boost::system::result<void, std::string> apply_timeout_spec(HttpTimeouts& t, std
                                       : name == "headers" ? &t.headers
                                       : name == "idle"    ? &t.idle
                                       : name == "total"   ? &t.total
+                                      : name == "stream"  ? &t.stream
                                                           : nullptr;
     std::string_view num = eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
     if (!slot || num.empty() || num.size() > 9 ||
         !std::all_of(num.begin(), num.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      return "\"" + escape_controls(part) + "\" is not connect=MS, headers=MS, idle=MS or total=MS";
+      return "\"" + escape_controls(part) + "\" is not connect=MS, headers=MS, idle=MS, total=MS or stream=MS";
     *slot = std::chrono::milliseconds(std::stol(std::string(num)));
   }
   return {};

@@ -25,8 +25,12 @@ class io_context;
 
 namespace oppx::daemon {
 
-// The connect/headers/idle/total limits of common/http.h (defaults 10 s, 15 s, 300 s, 30 min).
-using HttpTimeouts = http::Timeouts;
+// The connect/headers/idle/total limits of common/http.h (defaults 10 s, 15 s, 300 s, 30 min), and
+// how long the messages after notifications/initialized wait for the server stream's GET to be
+// answered (a server may send its headers only with its first event: they then go ahead).
+struct HttpTimeouts : http::Timeouts {
+  std::chrono::milliseconds stream{1'000};
+};
 
 struct HttpOptions {
   std::string url;                                           // http:// or https://
@@ -45,9 +49,12 @@ struct HttpOptions {
   // Whether a tool is read-only (the connector's annotations.readOnlyHint, as for a stdio call):
   // only then is a tools/call that a server closed the connection on unanswered sent again.
   std::function<bool(const std::string& tool)> read_only;
+  // Called once when the server stream of a session opens after messages went ahead without it
+  // (it was slow or failed first): what the server announced meanwhile (list_changed) was lost.
+  std::function<void()> on_late_stream;
 };
 
-// Overrides from a spec like "connect=500,headers=1000,idle=2000,total=5000" (milliseconds; any
+// Overrides from a spec like "connect=500,headers=1000,idle=2000,total=5000,stream=200" (milliseconds; any
 // subset). The tests use it (OPPX_HTTP_TIMEOUTS); an unusable spec is an error naming the part.
 boost::system::result<void, std::string> apply_timeout_spec(HttpTimeouts& t, std::string_view spec);
 

@@ -2,7 +2,8 @@
 # Sets a Debian 12 machine up to build and test oppx, then builds it. Idempotent: a second run
 # installs nothing, configures nothing and only lets Ninja check that the build is up to date.
 #   usage: packaging/bootstrap.sh [--preset NAME]     (default preset: default, into build/)
-# Run as root when Debian packages are missing. The npm packages go into build/npm, never globally.
+# Run as root when Debian packages are missing. The npm packages go into build/npm, build/node22
+# and build/conformance, never globally.
 set -euo pipefail
 
 say() { printf 'bootstrap: %s\n' "$*"; }
@@ -75,19 +76,30 @@ if command -v node >/dev/null 2>&1; then
 else
   warn "node not found: the connector tests of later issues need Node 18+; carrying on without it"
 fi
-npm_dir=build/npm
+# Installs packaging/SRC/package.json into build/SRC (never globally) unless the install there is
+# newer than the file; npm leaves its stamp alone when nothing changed, so it is touched.
+up_to_date=()
+npm_install() {
+  local src=packaging/$1/package.json dir=build/$1
+  if [ -f "$dir/node_modules/.package-lock.json" ] && [ "$dir/node_modules/.package-lock.json" -nt "$src" ]; then
+    up_to_date+=("$dir")
+    return
+  fi
+  say "installing the pinned npm packages of $src into $dir"
+  mkdir -p "$dir"
+  cp "$src" "$dir/package.json"
+  npm install --prefix "$dir" --no-audit --no-fund --loglevel=error
+  touch "$dir/node_modules/.package-lock.json"
+}
 if ! command -v npm >/dev/null 2>&1; then
   warn "npm not found: the pinned MCP servers (packaging/npm/package.json) are not installed; carrying on"
-elif [ -f "$npm_dir/node_modules/.package-lock.json" ] &&
-  [ "$npm_dir/node_modules/.package-lock.json" -nt packaging/npm/package.json ]; then
-  say "npm packages up to date in $npm_dir"
 else
-  say "installing the pinned npm packages into $npm_dir"
-  mkdir -p "$npm_dir"
-  cp packaging/npm/package.json "$npm_dir/package.json"
-  npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error
-  # npm leaves the file alone when nothing changed; the stamp must still be newer than package.json.
-  touch "$npm_dir/node_modules/.package-lock.json"
+  npm_install npm
+  # The MCP conformance harness that the tests run (tests/conformance/run.sh) and the Node 22 it
+  # needs, in a prefix of its own: the system's node is left as it is.
+  npm_install node22
+  npm_install conformance
+  [ ${#up_to_date[@]} -eq 0 ] || say "npm packages up to date in ${up_to_date[*]}"
 fi
 
 # 3. Configure (only when needed) and build with the preset.
@@ -102,8 +114,9 @@ if [ -f "$cache" ]; then
     reason="it was made for another source folder"
   fi
   if [ -n "$reason" ]; then
-    say "wiping $rel/ ($reason); keeping build/npm"
-    find "$bin" -mindepth 1 -maxdepth 1 ! -path "$root/build/npm" -exec rm -rf {} +
+    say "wiping $rel/ ($reason); keeping the npm packages (build/npm, build/node22, build/conformance)"
+    find "$bin" -mindepth 1 -maxdepth 1 ! -path "$root/build/npm" ! -path "$root/build/node22" \
+      ! -path "$root/build/conformance" -exec rm -rf {} +
   fi
 fi
 if [ -f "$cache" ]; then

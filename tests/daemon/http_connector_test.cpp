@@ -255,6 +255,32 @@ TEST_F(HttpConnectors, TheServersOwnStreamMayStartWithItsFirstEvent) {
   ::unsetenv("OPPX_HTTP_TIMEOUTS");
 }
 
+// A server whose tool list changes while it handles notifications/initialized (server-everything
+// registers tools there) says so on its own stream, or nowhere when none is open yet: the GET
+// goes out once initialized is accepted and before any other request, so the first tools/list
+// already has the tool. The fake takes 300 ms over initialized: a tools/list sent beside it
+// would be answered first, every time.
+TEST_F(HttpConnectors, TheServersOwnStreamOpensBeforeTheFirstToolsList) {
+  Fake f = fake({"announce"});
+  home.write_mcp_config(http_entry("announce", f.url()));
+  json::array tools = entry("announce").at("tools").as_array();
+  EXPECT_EQ(tools.size(), 3u) << json::serialize(tools) << "\n" << f.proc->out();
+  ASSERT_TRUE(f.proc->wait_for_stdout("POST tools/list")) << f.proc->out();
+  std::string out = f.proc->out();
+  EXPECT_LT(out.find("server stream opened"), out.find("POST tools/list")) << out;
+}
+
+// A server stream that opens only after requests went ahead without it (here: once the first
+// tools/list was answered, after the list changed with nobody to hear it) makes the connector
+// fetch its tools once more.
+TEST_F(HttpConnectors, AServerStreamThatOpensLateFetchesTheToolsAgain) {
+  Fake f = fake({"announce", "late-stream"});
+  home.write_mcp_config(http_entry("late", f.url()));
+  EXPECT_GE(entry("late").at("tools").as_array().size(), 2u);
+  ASSERT_TRUE(f.proc->wait_for_stdout("server stream opened")) << f.proc->out();
+  EXPECT_TRUE(eventually([&] { return entry("late").at("tools").as_array().size() == 3u; })) << f.proc->out();
+}
+
 // A 2025-11-25 server may end its own stream cleanly after an event id and expect the client to
 // poll it: that is no failure, so the stream is polled on past the limit of drops in a row (5).
 TEST_F(HttpConnectors, TheServersOwnStreamIsPolledWhenItEndsItCleanly) {

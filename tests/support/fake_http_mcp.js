@@ -20,15 +20,16 @@ let nextSession = 1;
 let initializeCount = 0;
 let sessionRequests = 0;
 let nextEventId = 1;
-const replay = new Map();
+const replay = new Map(); // event id -> the event still to send after it (mode drop-stream)
 let droppedAt = 0; // when drop-stream cut its stream, to measure the client's wait before resuming
 let resumes = 0; // GETs with Last-Event-ID (modes drop-forever, poll)
 let pollAnswer = null; // the response that mode "poll" sends once it is done polling
 let connections = 0; // TCP connections accepted (modes count, close-idle)
 let calls = 0;
 const notes = []; // notifications waiting for the next poll of the server's stream (mode notify-poll)
-const extraTools = []; // grows in mode "notify", announced on the server's own stream
-const listeners = []; // open GET streams (mode "notify") // event id -> [lines still to send after it] (drop-stream mode)
+const extraTools = []; // grows in modes "notify" and "announce", announced on the server's own stream
+const listeners = []; // open GET streams (modes "notify", "announce")
+const held = []; // GETs not answered yet (mode "announce late-stream")
 const callsOf = new Map(); // tool -> tools/call received (mode drop-call)
 
 function result(id, r) {
@@ -64,6 +65,21 @@ function mcpResult(msg) {
     default:
       return null;
   }
+}
+
+// A tool is added and list_changed sent on each open server stream (modes notify, announce).
+function addTool(name, description) {
+  extraTools.push({ name, description, inputSchema: { type: "object" } });
+  const note = JSON.stringify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
+  say(`tool ${name} added; list_changed sent on ${listeners.length} server streams`);
+  for (const l of listeners) l.write(sseEvent(note, String(nextEventId++)));
+}
+
+function openListener(res) {
+  res.writeHead(200, { "Content-Type": "text/event-stream" });
+  res.write(": the server's own stream\n\n");
+  listeners.push(res);
+  say("server stream opened");
 }
 
 function sendJson(res, status, body, headers = {}) {
@@ -151,6 +167,25 @@ function answer(req, res, msg) {
     }
   }
   if (msg.method === "notifications/cancelled") say("notifications/cancelled");
+  if (mode === "announce") say(`POST ${msg.method || "response"}`);
+  if (mode === "announce" && msg.method === "notifications/initialized") {
+    // Like server-everything, whose initialized handler registers tools: the list changes while
+    // initialized is handled (which takes a while here) and the news goes to the server's own
+    // stream if one is open, else nowhere (as the SDK's servers do).
+    return setTimeout(() => {
+      if (args[0] !== "late-stream") addTool("added", "Added while initialized was handled");
+      res.writeHead(202);
+      res.end();
+    }, 300);
+  }
+  if (mode === "announce" && msg.method === "tools/list" && args[0] === "late-stream" && !extraTools.length) {
+    // "announce late-stream": the list changes right after the first tools/list was answered,
+    // before the server's own stream (held until then) opened: that news is lost.
+    res.on("finish", () => {
+      addTool("added", "Added after the first tools/list");
+      for (const l of held.splice(0)) openListener(l);
+    });
+  }
   if (msg.id === undefined || msg.method === undefined) {
     res.writeHead(202);
     return res.end();
@@ -172,9 +207,7 @@ function answer(req, res, msg) {
     case "notify":
       if (isCall) {
         // The tool list changes; the news goes out on the server's own stream (GET).
-        extraTools.push({ name: "added", description: "Added after a call", inputSchema: { type: "object" } });
-        const note = JSON.stringify({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
-        for (const l of listeners) l.write(sseEvent(note, String(nextEventId++)));
+        addTool("added", "Added after a call");
       }
       break;
     case "notify-poll":
@@ -388,6 +421,10 @@ function handle(req, res) {
       res.writeHead(200, { "Content-Type": "text/event-stream" });
       const waiting = notes.splice(0).map((n) => sseEvent(n, String(nextEventId++))).join("");
       return res.end(`retry: 100\nid: ${nextEventId++}\ndata:\n\n` + waiting);
+    }
+    if (mode === "announce" && sessions.has(req.headers["mcp-session-id"])) {
+      if (args[0] === "late-stream" && !extraTools.length) return held.push(res), say("server stream held");
+      return openListener(res);
     }
     if (mode === "notify" && sessions.has(req.headers["mcp-session-id"])) {
       res.writeHead(200, { "Content-Type": "text/event-stream" });
