@@ -462,13 +462,16 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
                                         : fmt::format("signal {}", WTERMSIG(status));
     // Killed by a signal, its last words are whatever it printed before (a start banner): only an
     // error is worth showing then.
-    std::string line = escape_controls(telling_line(err_lines, !WIFEXITED(status)));
-    std::string tail = line.empty() ? "" : ": " + line;
+    LastWords words = read_last_words(err_lines, def, !WIFEXITED(status));
+    std::string line = escape_controls(words.line);
+    std::string tail = line.empty() ? "" : ": " + line + (words.meaning.empty() ? "" : ": " + words.meaning);
     std::string why = fmt::format("its program stopped ({}){}; its log is {}", how, tail, log_path);
-    // Its script or module is missing at start: starting it again finds it missing again. (One
-    // that ran a while and then missed a lazily loaded module is started again like any other.)
+    // Its package, script or module is missing at start: starting it again finds it missing again.
+    // (One that ran a while and then missed a lazily loaded module is started again like any other.)
     bool soon = std::chrono::steady_clock::now() - started_at <= kStableRun;
-    if (soon && says_script_missing(line, def)) return fail(down::kNotInstalled, why);
+    if (soon && words.kind == down::kNotInstalled) return fail(down::kNotInstalled, why);
+    // mcp-remote whose login failed: each start would open the browser again; a reconnect does it.
+    if (words.kind == down::kLogin) return fail(down::kLogin, why);
     // A crash loop backs off and, after kMaxQuickDeaths quick stops in a row, gives up.
     if (!soon) quick_deaths = 0;
     ++quick_deaths;

@@ -63,6 +63,23 @@ struct McpAdd : ::testing::Test {
     ::chmod(config.c_str(), mode);
   }
   json::object servers(const std::string& path) { return json::parse(slurp(path)).at("mcpServers").as_object(); }
+  // An executable shell script in the temp home's bin: a stand-in for a program (npx, mcp-remote).
+  std::string script(const std::string& name, const std::string& body) {
+    std::string dir = home.root() + "/bin";
+    ::mkdir(dir.c_str(), 0700);
+    std::string path = dir + "/" + name;
+    std::ofstream(path) << "#!/bin/sh\n" << body;
+    ::chmod(path.c_str(), 0700);
+    return path;
+  }
+  // The entry of `oppx mcp list --json` named `name` (an empty object when there is none).
+  json::object listed(const std::string& name) {
+    json::value v = json::parse(oppx({"mcp", "list", "--json"}).out);
+    for (auto& c : v.at("connectors").as_array()) {
+      if (c.at("name") == json::value(name)) return c.as_object();
+    }
+    return {};
+  }
 };
 
 TEST_F(McpAdd, WritesTheUsersFile0600KeepingWhatItDoesNotKnow) {
@@ -257,6 +274,86 @@ TEST_F(McpAdd, OneThatDoesNotStartIsSavedWithTheReason) {
   EXPECT_NE(r.out.find("Then run `oppx mcp reconnect broken`.\nIt is saved anyway.\n"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("after those steps"), std::string::npos) << r.out;
   EXPECT_TRUE(servers(config).contains("broken"));
+}
+
+// npx for a package the registry does not have, with npm's own words as npm 11 prints them (a
+// stand-in npx: a test cannot count on reaching the registry): not installed, with what to do,
+// not "stopped" with the log pointer npm prints last.
+TEST_F(McpAdd, APackageTheRegistryDoesNotHaveIsNotInstalled) {
+  std::string npx = script("npx", R"(cat >&2 <<'EOF'
+npm error code E404
+npm error 404 Not Found - GET https://registry.npmjs.org/@modelcontextprotocol%2fserver-doesnotexist-zzz
+npm error 404
+npm error 404  The requested resource '@modelcontextprotocol/server-doesnotexist-zzz@*' could not be found or you do not have permission to access it.
+npm error 404
+npm error 404 Note that you can also install from a
+npm error 404 tarball, folder, http url, or git url.
+npm error A complete log of this run can be found in: /home/ana/.npm/_logs/2026-12-03T23_11_18_662Z-debug-0.log
+EOF
+exit 1
+)");
+  Result r = oppx({"mcp", "add", "zzz", "--", npx, "-y", "@modelcontextprotocol/server-doesnotexist-zzz"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("It did not start (failed): its program stopped (exit status 1): npm error code E404: the "
+                       "package does not exist on the registry: check its name; its log is "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  1. Correct the package name (or version) in the command of zzz in "), std::string::npos)
+      << r.out;
+  json::object c = listed("zzz");
+  EXPECT_EQ(c["reason_kind"], "not_installed") << json::serialize(c);
+}
+
+// mcp-remote against a server that answers 401 and refuses its client registration: its output as
+// mcp-remote 0.15.1 prints it (a stand-in named mcp-remote), whose last line is the end of the
+// metadata it dumps. It needs a login (with the ~/.mcp-auth step), and is not started again and
+// again (each start would open the browser).
+TEST_F(McpAdd, AnMcpRemoteWhoseLoginFailedNeedsALogin) {
+  std::string bridge = script("mcp-remote", R"(cat >&2 <<'EOF'
+[20330] Using callback port derived from the server URL: 19866
+[20330] Discovering OAuth server configuration...
+[20330] Discovered authorization server: https://mcp.example.com
+[20330] Initializing auth coordination on-demand
+[20330] OAuth callback server running at http://127.0.0.1:19866
+[20330] This instance is running the sign-in for this server (callback port 19866)
+[20330] [20330] Connecting to remote server: https://mcp.example.com/mcp
+[20330] Using transport strategy: http-first
+[20330] Fatal error: RegistrationRejectedError: Dynamic Client Registration rejected (HTTP 400): {"error":"invalid_client_metadata","error_description":"redirect_uris not allowed"}
+    at registerClient (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/mcp-remote/dist/chunk-KJCT2FXL.js:28409:27)
+    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)
+    at async authInternal (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/mcp-remote/dist/chunk-KJCT2FXL.js:28047:12)
+    at async auth (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/mcp-remote/dist/chunk-KJCT2FXL.js:27940:12)
+    at async handleOAuthUnauthorized (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/mcp-remote/dist/chunk-KJCT2FXL.js:27758:7)
+    at async StreamableHTTPClientTransport._send (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/mcp-remote/dist/chunk-KJCT2FXL.js:31421:15) {
+  status: 400,
+  body: '{"error":"invalid_client_metadata","error_description":"redirect_uris not allowed"}',
+  submittedMetadata: {
+    redirect_uris: [ 'http://localhost:19866/oauth/callback' ],
+    token_endpoint_auth_method: 'none',
+    grant_types: [ 'authorization_code', 'refresh_token' ],
+    response_types: [ 'code' ],
+    client_name: 'MCP CLI Proxy',
+    client_uri: 'https://github.com/modelcontextprotocol/mcp-cli',
+    software_id: '2e6dc280-f3c3-4e01-99a7-8181dbd1d23d',
+    software_version: '0.15.1',
+    scope: 'openid email profile',
+    application_type: 'native'
+  }
+}
+EOF
+exit 1
+)");
+  Result r = oppx({"mcp", "add", "remote", "--", bridge, "https://mcp.example.com/mcp"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("It did not start (failed): it needs a new login: its program stopped (exit status 1): [20330] "
+                       "Fatal error: RegistrationRejectedError: Dynamic Client Registration rejected (HTTP 400)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("application_type"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("`rm -rf ~/.mcp-auth`"), std::string::npos) << r.out;
+  json::object c = listed("remote");
+  EXPECT_EQ(c["reason_kind"], "login") << json::serialize(c);
+  EXPECT_EQ(c["reason"].as_string().find("oppx starts it again"), std::string::npos) << json::serialize(c);
 }
 
 TEST_F(McpAdd, Kill9MidWriteLeavesTheOldOrTheNewFile) {
