@@ -356,6 +356,57 @@ exit 1
   EXPECT_EQ(c["reason"].as_string().find("oppx starts it again"), std::string::npos) << json::serialize(c);
 }
 
+// A secret the daemon expanded into a connector, said back by its server (the issue's `leaky`):
+// hidden in the add output, `mcp list --json`, a call's error and isError text, the daemon's log
+// and the connector's own log. Planted values of several lengths: 3 and 5 characters (hidden as
+// words of their own), 8 and 40 (anywhere).
+TEST_F(McpAdd, WhatAServerSaysBackHidesTheSecretsItWasGiven) {
+  const std::vector<std::string> planted = {"q7x", "k9Zp2", "s3cr3t-8", "sk-live-0123456789abcdef0123456789abcdef"};
+  std::vector<std::string> outputs;
+  for (std::size_t i = 0; i < planted.size(); ++i) {
+    std::string var = "OPPX_TEST_LEAK_" + std::to_string(i);
+    ::setenv(var.c_str(), planted[i].c_str(), 1);
+    Result r = oppx({"mcp", "add", "leaky" + std::to_string(i), "-e", "API_KEY=${" + var + "}", "--", "sh", "-c",
+                     "echo \"Error: 401 invalid api key $API_KEY\" >&2; exit 1"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("invalid api key ***"), std::string::npos) << r.out;
+    outputs.push_back(r.out + r.err);
+    EXPECT_NE(json::serialize(listed("leaky" + std::to_string(i))).find("invalid api key ***"), std::string::npos);
+  }
+  // A running one whose tools repeat the key in their errors.
+  ASSERT_EQ(oppx({"mcp", "add", "tool", "-e", "API_KEY=${OPPX_TEST_LEAK_3}", "--", FAKE_MCP_SERVER, "leak"}).exit_code,
+            0);
+  Result refused = oppx({"mcp", "call", "tool", "refuse", "--json"});
+  EXPECT_NE(refused.out.find("upstream refused the key ***"), std::string::npos) << refused.out;
+  Result failed = oppx({"mcp", "call", "tool", "fail"});
+  EXPECT_NE(failed.out.find("invalid key ***"), std::string::npos) << failed.out;
+  for (const Result& r : {refused, failed}) outputs.push_back(r.out + r.err);
+  outputs.push_back(oppx({"mcp", "list", "--json"}).out);
+  outputs.push_back(oppx({"mcp", "list"}).out);
+  std::string state = home.root() + "/state/oppx";
+  std::string daemon_log = slurp(state + "/oppxd.log");
+  EXPECT_NE(daemon_log.find("invalid api key ***"), std::string::npos) << daemon_log;
+  outputs.push_back(daemon_log);
+  for (std::size_t i = 0; i < planted.size(); ++i) {
+    // Once or more: it may have been started again by now.
+    std::string own = slurp(state + "/mcp-leaky" + std::to_string(i) + ".log");
+    std::istringstream lines(own);
+    for (std::string line; std::getline(lines, line);) EXPECT_EQ(line, "Error: 401 invalid api key ***");
+    EXPECT_FALSE(own.empty());
+    outputs.push_back(own);
+  }
+  std::string tool_log = slurp(state + "/mcp-tool.log");
+  EXPECT_NE(tool_log.find("fake: starting with key ***\n"), std::string::npos) << tool_log;
+  outputs.push_back(tool_log);
+  for (auto& out : outputs) {
+    for (auto& secret : planted) {
+      EXPECT_EQ(out.find("key " + secret), std::string::npos) << secret << " in " << out;
+    }
+    EXPECT_EQ(out.find(planted[3]), std::string::npos) << out;
+    EXPECT_EQ(out.find(planted[2]), std::string::npos) << out;
+  }
+}
+
 TEST_F(McpAdd, Kill9MidWriteLeavesTheOldOrTheNewFile) {
   write_config(R"({"future_key": {"x": 1}, "mcpServers": {"keep": {"command": "true"}}})", 0600);
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
