@@ -549,7 +549,7 @@ TEST_F(Probe, ASmallContextIsWarnedAboutWithTheCost) {
   // "one.echo: Echoes\n" is 17 characters: about 5 tokens at 4 characters a token.
   EXPECT_NE(r.out.find("Running, 1 tool:\none.echo: Echoes\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Cost: about 5 tokens a request (an estimate"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Share: 0.0% of the model's context of 32768 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Share: 0.0% of the model's context of 32k tokens"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("SMALL_CONTEXT: the server's model has a small context window (32k tokens). This connector's "
                        "tool list takes about 5 tokens of every request (0.0%), and each tool result uses more. Keep "
                        "only the connectors you need"),
@@ -563,7 +563,7 @@ TEST_F(Probe, AHeavyListIsWarnedAboutWithTheServersOwnCount) {
   Result r = oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Cost: 5000 tokens a request (counted by the server's tokenizer)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Share: 12.5% of the model's context of 40000 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Share: 12.5% of the model's context of 40k tokens"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("HEAVY_SHARE: the tool list takes a tenth or more of the server's model's context window "
                        "(40k tokens). This connector's tool list takes about 5000 tokens of every request (12.5%)"),
             std::string::npos)
@@ -599,6 +599,50 @@ TEST_F(Probe, TheReplyOverTheSocketCarriesTheLinesAndTheirCount) {
   EXPECT_EQ(probe.at("lines"), json::parse(R"(["one.echo: Echoes"])"));
   EXPECT_EQ(probe.at("tokens"), 5);
   EXPECT_EQ(probe.at("estimated"), true);
+}
+
+// --json carries what the text says: the share of the context and the warnings. Token counts are
+// exact below 10,000 (a 1,500-token context is not "2k"), in thousands from there.
+TEST_F(Probe, TheJsonCarriesTheShareAndTheWarningsAsTheTextSaysThem) {
+  serve("info", 1500, 400);
+  Result text = oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Cost: 400 tokens a request (counted by the server's tokenizer)\nShare: 26.7% of the "
+                          "model's context of 1500 tokens\nwarning: SMALL_CONTEXT: the server's model has a small "
+                          "context window (1500 tokens). This connector's tool list takes about 400 tokens"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("warning: HEAVY_SHARE: the tool list takes a tenth or more of the server's model's context "
+                          "window (1500 tokens)"),
+            std::string::npos)
+      << text.out;
+  Result r = oppx({"mcp", "add", "two", "--json", "--", FAKE_MCP_SERVER, "ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json::object probe = json::parse(r.out).at("probe").as_object();
+  EXPECT_EQ(probe.at("tokens"), 400);
+  EXPECT_EQ(probe.at("estimated"), false);
+  EXPECT_FALSE(probe.contains("estimate"));
+  EXPECT_EQ(probe.at("context"), 1500);
+  EXPECT_EQ(probe.at("share"), 26.7);
+  const json::array& warnings = probe.at("warnings").as_array();
+  ASSERT_EQ(warnings.size(), 2u) << r.out;
+  EXPECT_EQ(warnings[0].at("kind"), "SMALL_CONTEXT");
+  EXPECT_EQ(std::string_view(warnings[0].at("message").as_string())
+                .find("the server's model has a small context window (1500 tokens). This connector's tool list takes "
+                      "about 400 tokens of every request (26.7%)"),
+            0u)
+      << r.out;
+  EXPECT_EQ(warnings[1].at("kind"), "HEAVY_SHARE");
+  // Without a server: why the share is unknown, and no warnings.
+  ::unsetenv("OPPX_SERVER");
+  Result none = oppx({"mcp", "add", "three", "--json", "--", FAKE_MCP_SERVER, "ok"});
+  json::object unknown = json::parse(none.out).at("probe").as_object();
+  EXPECT_NE(std::string_view(unknown.at("context_note").as_string()).find("no model server is configured"),
+            std::string::npos)
+      << none.out;
+  EXPECT_FALSE(unknown.contains("share"));
+  EXPECT_EQ(unknown.at("warnings"), json::array());
+  EXPECT_EQ(unknown.at("estimated"), true);
 }
 
 TEST(ToolLine, TheFirstSentenceAtMost140Characters) {
