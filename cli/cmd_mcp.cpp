@@ -49,8 +49,10 @@ using Show = std::function<int(const json::value&)>;
 
 // Runs one method; prints --json or hands the result to `show`. Notifications go to `on_note`.
 // With --json the exit status is `json_status`'s (the same as the text's, where it varies).
+// `complete` adds to a result what the client asks elsewhere (the probe's share), before either is printed.
 int run(Context& ctx, const Command& self, std::string_view method, json::object params, bool as_json, const Show& show,
-        NoteHandler on_note = {}, std::chrono::milliseconds timeout = kMcpTimeout, const Show& json_status = {}) {
+        NoteHandler on_note = {}, std::chrono::milliseconds timeout = kMcpTimeout, const Show& json_status = {},
+        const std::function<void(json::value&)>& complete = {}) {
   auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
   if (!conn) {
     fmt::print(stderr, "oppx: {}\n", conn.error().message);
@@ -58,6 +60,7 @@ int run(Context& ctx, const Command& self, std::string_view method, json::object
   }
   conn->client.on_notification(std::move(on_note));
   auto r = conn->client.call(method, params, timeout);
+  if (r && complete) complete(*r);
   if (!r) {
     fmt::print(stderr, "oppx: {}\n", printable(r.error().message));
     // A connector that is down says why and what to do (data.reason, data.steps).
@@ -367,7 +370,7 @@ int reconnect(Context& ctx) {
 int send_add(Context& ctx, const Command& self, const std::string& name, json::object def, bool project, bool force,
              bool as_json) {
   json::object params{{"name", name}, {"definition", std::move(def)}, {"project", project}, {"force", force}};
-  return run(ctx, self, "mcp/add", std::move(params), as_json, print_added);
+  return run(ctx, self, "mcp/add", std::move(params), as_json, print_added, {}, kMcpTimeout, {}, complete_probe);
 }
 
 int add(Context& ctx) {

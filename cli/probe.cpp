@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -64,10 +65,15 @@ std::optional<http::Response> ask(const std::string& base, std::string method, c
   return std::move(*got);
 }
 
-// "32k" for 32768 and for 32000 alike, as model cards name them.
-std::string k_tokens(std::int64_t n) {
-  if (n < 1000) return fmt::format("{}", n);
+// A count of tokens as every line of the probe prints it: exact below 10,000 ("1500"); from there
+// in thousands, "32k" for 32768 and for 32000 alike, as model cards name them.
+std::string token_count(std::int64_t n) {
+  if (n < 10'000) return fmt::format("{}", n);
   return n % 1024 == 0 ? fmt::format("{}k", n / 1024) : fmt::format("{}k", (n + 500) / 1000);
+}
+
+double share_of(std::int64_t tokens, std::int64_t context) {
+  return 100.0 * static_cast<double>(tokens) / static_cast<double>(context);
 }
 
 }  // namespace
@@ -126,38 +132,86 @@ ProbeReport probe_cost(std::string_view connector, const std::string& list_text,
     r.context_note = why;
   }
   if (r.context) {
-    double share = 100.0 * static_cast<double>(r.tokens) / static_cast<double>(*r.context);
+    double share = share_of(r.tokens, *r.context);
     std::string cost = fmt::format(
         "This connector's tool list takes about {} tokens of every request ({:.1f}%), and each tool result uses "
         "more. Keep only the connectors you need (`oppx mcp remove {}` drops this one).",
-        r.tokens, share, connector);
+        token_count(r.tokens), share, connector);
     // Either or both: a small window, a heavy share of it.
     if (*r.context <= kSmallContext) {
-      r.warnings.push_back(fmt::format("SMALL_CONTEXT: the server's model has a small context window ({} tokens). {}",
-                                       k_tokens(*r.context), cost));
+      r.warnings.push_back(
+          {"SMALL_CONTEXT", fmt::format("the server's model has a small context window ({} tokens). {}",
+                                        token_count(*r.context), cost)});
     }
     if (share >= 10.0) {
-      r.warnings.push_back(fmt::format(
-          "HEAVY_SHARE: the tool list takes a tenth or more of the server's model's context window ({} tokens). {}",
-          k_tokens(*r.context), cost));
+      r.warnings.push_back(
+          {"HEAVY_SHARE",
+           fmt::format("the tool list takes a tenth or more of the server's model's context window ({} tokens). {}",
+                       token_count(*r.context), cost)});
     }
   }
   return r;
 }
 
-std::vector<std::string> probe_lines(const ProbeReport& r) {
-  std::vector<std::string> out;
-  out.push_back(r.estimated ? fmt::format("Cost: about {} tokens a request (an estimate: ~4 characters a token, "
-                                          "no tokenizer endpoint was available to count them)",
-                                          r.tokens)
-                            : fmt::format("Cost: {} tokens a request (counted by the server's tokenizer)", r.tokens));
-  if (r.context) {
-    out.push_back(fmt::format("Share: {:.1f}% of the model's context of {} tokens",
-                              100.0 * static_cast<double>(r.tokens) / static_cast<double>(*r.context), *r.context));
-  } else {
-    out.push_back("Share of the model's context: unknown (" + r.context_note + ")");
+void complete_probe(json::value& add_result) {
+  json::object* result = add_result.if_object();
+  json::value* pv = result ? result->if_contains("probe") : nullptr;
+  json::object* probe = pv ? pv->if_object() : nullptr;
+  if (!probe || probe->contains("share") || probe->contains("context_note")) return;
+  const json::value* name = result->if_contains("name");
+  const json::value* lines = probe->if_contains("lines");
+  std::string text;
+  if (lines && lines->is_array()) {
+    for (auto& l : lines->as_array()) {
+      if (l.is_string()) text += std::string(l.as_string()) + "\n";
+    }
   }
-  for (auto& w : r.warnings) out.push_back("warning: " + w);
+  ProbeReport r = probe_cost(name && name->is_string() ? std::string_view(name->as_string()) : std::string_view(), text,
+                             model_server_url());
+  (*probe)["tokens"] = r.tokens;
+  (*probe)["estimated"] = r.estimated;
+  if (r.estimated) {
+    (*probe)["estimate"] = "about 4 characters a token";
+  } else {
+    probe->erase("estimate");
+  }
+  if (r.context) {
+    (*probe)["context"] = *r.context;
+    (*probe)["share"] = std::round(share_of(r.tokens, *r.context) * 10.0) / 10.0;
+  } else {
+    (*probe)["context_note"] = r.context_note;
+  }
+  json::array warnings;
+  for (auto& [kind, message] : r.warnings) warnings.push_back(json::object{{"kind", kind}, {"message", message}});
+  (*probe)["warnings"] = std::move(warnings);
+}
+
+std::vector<std::string> probe_lines(const json::object& probe) {
+  auto number = [&probe](std::string_view k) {
+    const json::value* v = probe.if_contains(k);
+    return v && v->is_number() ? v->to_number<double>() : 0.0;
+  };
+  auto tokens = static_cast<std::int64_t>(number("tokens"));
+  std::vector<std::string> out;
+  out.push_back(
+      probe.at("estimated") == json::value(true)
+          ? fmt::format("Cost: about {} tokens a request (an estimate: ~4 characters a token, no tokenizer "
+                        "endpoint was available to count them)",
+                        token_count(tokens))
+          : fmt::format("Cost: {} tokens a request (counted by the server's tokenizer)", token_count(tokens)));
+  if (probe.contains("context")) {
+    out.push_back(fmt::format("Share: {:.1f}% of the model's context of {} tokens", number("share"),
+                              token_count(static_cast<std::int64_t>(number("context")))));
+  } else if (const json::value* note = probe.if_contains("context_note"); note && note->is_string()) {
+    out.push_back(fmt::format("Share of the model's context: unknown ({})", std::string_view(note->as_string())));
+  }
+  if (const json::value* w = probe.if_contains("warnings"); w && w->is_array()) {
+    for (auto& x : w->as_array()) {
+      const json::object& o = x.as_object();
+      out.push_back(fmt::format("warning: {}: {}", std::string_view(o.at("kind").as_string()),
+                                std::string_view(o.at("message").as_string())));
+    }
+  }
   return out;
 }
 
@@ -197,9 +251,14 @@ int print_added(const json::value& v) {
   }
   const json::array& tools = c.at("tools").as_array();
   fmt::print("Running, {} tool{}:\n", tools.size(), tools.size() == 1 ? "" : "s");
-  std::string text = tool_list_text(name, tools);
-  fmt::print("{}", text);
-  for (auto& line : probe_lines(probe_cost(name, text, model_server_url()))) fmt::print("{}\n", line);
+  fmt::print("{}", tool_list_text(name, tools));
+  // The probe's figures, asked of the model server once: by the caller (`oppx mcp add`, for its
+  // --json as well) or here.
+  json::value done = v;
+  complete_probe(done);
+  if (const json::value* probe = done.as_object().if_contains("probe"); probe && probe->is_object()) {
+    for (auto& line : probe_lines(probe->as_object())) fmt::print("{}\n", line);
+  }
   return 0;
 }
 

@@ -5,11 +5,14 @@
 #pragma once
 
 #include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace oppx::cli {
@@ -22,7 +25,8 @@ struct ProbeReport {
   bool estimated = true;                // no tokenizer endpoint: about 4 characters a token
   std::optional<std::int64_t> context;  // the model's context window, when the server said
   std::string context_note;             // why the share is unknown, when it is
-  std::vector<std::string> warnings;    // SMALL_CONTEXT, HEAVY_SHARE in the seed's wording
+  // SMALL_CONTEXT, HEAVY_SHARE (the kind) with the seed's wording (the message)
+  std::vector<std::pair<std::string, std::string>> warnings;
 };
 
 // Counts `list_text` and asks the server (when there is one) for its context.
@@ -32,7 +36,13 @@ ProbeReport probe_cost(std::string_view connector, const std::string& list_text,
 // probe (the tools, their cost and share), or why it did not start. Returns the exit status.
 int print_added(const boost::json::value& add_result);
 
-// The lines printed after the tool list.
-std::vector<std::string> probe_lines(const ProbeReport& r);
+// Adds to an mcp/add result's `probe` (when it has one) what the model server says, the same for
+// the text and --json: `tokens` (its tokenizer's count, then `estimated` false), `context` and
+// `share` (percent, one decimal) or `context_note` (why the share is unknown), and `warnings`
+// ([{"kind": "SMALL_CONTEXT" or "HEAVY_SHARE", "message": …}]). Done once: a completed one is left.
+void complete_probe(boost::json::value& add_result);
+
+// The lines printed after the tool list, from a completed `probe`.
+std::vector<std::string> probe_lines(const boost::json::object& probe);
 
 }  // namespace oppx::cli

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 
 namespace oppx {
@@ -57,6 +58,40 @@ std::string escape_controls(std::string_view s, bool keep_newlines_and_tabs) {
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string mask_secrets(std::string_view text, const std::vector<std::string>& secrets) {
+  constexpr std::size_t kShortest = 3, kAnywhere = 8;
+  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  std::vector<std::string_view> by_length;
+  for (auto& s : secrets) {
+    if (s.size() >= kShortest) by_length.emplace_back(s);
+  }
+  if (by_length.empty()) return std::string(text);
+  // The longest first: a secret that holds another is hidden whole.
+  std::sort(by_length.begin(), by_length.end(), [](auto a, auto b) { return a.size() > b.size(); });
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t hidden = 0;
+    for (auto s : by_length) {
+      if (text.compare(i, s.size(), s) != 0) continue;
+      std::size_t end = i + s.size();
+      bool alone = (i == 0 || !word_char(text[i - 1]) || !word_char(s.front())) &&
+                   (end == text.size() || !word_char(text[end]) || !word_char(s.back()));
+      if (s.size() >= kAnywhere || alone) {
+        hidden = s.size();
+        break;
+      }
+    }
+    if (hidden) {
+      out += "***";
+      i += hidden;
+    } else {
+      out += text[i++];
+    }
+  }
   return out;
 }
 

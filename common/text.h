@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace oppx {
 
@@ -11,6 +12,13 @@ std::string escape_controls(std::string_view s, bool keep_newlines_and_tabs = fa
 
 // ASCII letters in lower case (header names, words matched without regard to case).
 std::string lower(std::string_view s);
+
+// Text from a server (its stderr, its errors) with the secrets oppx gave it hidden, each as
+// "***", before it is shown or logged. A secret of 8 characters or more is hidden wherever it
+// occurs; a shorter one only where it stands as a word of its own (not inside a longer run of
+// letters and digits), so that "dev" leaves "device" alone; one of 1 or 2 characters is left as
+// it is: it hides nothing that a guess would not find, and hiding every "1" would garble the text.
+std::string mask_secrets(std::string_view text, const std::vector<std::string>& secrets);
 
 // One word for a POSIX shell: as it is when it holds only safe characters, else in single quotes.
 std::string shell_word(std::string_view w);

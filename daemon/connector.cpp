@@ -81,6 +81,41 @@ constexpr const char* kPassedVariables[] = {"HOME", "LOGNAME", "PATH", "SHELL", 
 // the call; those take the connector down. Anything else (a timeout, a bad answer) fails one call.
 bool takes_it_down(const RpcError& e) { return e.kind == down::kLogin || e.kind == down::kUnreachable; }
 
+// What a start gives its program or server that may be a secret, hidden in all that the server
+// says back (mask_secrets): the value of each ${VAR} it reads (but those every program gets, such
+// as HOME and PATH), and the values a definition is shown with masked: headers, env entries whose
+// name says secret, arguments after a secret flag; each also without its "Bearer " or "KEY=" part,
+// as a server would repeat it.
+std::vector<std::string> secrets_of(const ConnectorDef& def, const EnvMap& env) {
+  std::vector<std::string> out;
+  auto keep = [&out](const std::string& v) {
+    if (v.empty()) return;
+    out.push_back(v);
+    for (auto at : {v.rfind(' '), v.find('='), v.find(':')}) {
+      auto from = at == std::string::npos ? at : v.find_first_not_of(' ', at + 1);
+      if (from != std::string::npos) out.push_back(v.substr(from));
+    }
+  };
+  auto expanded = [&env](const std::string& v) {
+    auto r = expand(v, env);
+    return r ? *r : v;
+  };
+  for (auto& var : referenced_variables(def)) {
+    bool everyones = std::any_of(std::begin(kPassedVariables), std::end(kPassedVariables),
+                                 [&var](const char* p) { return var == p; });
+    if (auto it = env.find(var); it != env.end() && !everyones) keep(it->second);
+  }
+  for (auto& h : def.headers) keep(expanded(h.second));
+  for (auto& [k, v] : def.env) {
+    if (secret_word(k)) keep(expanded(v));
+  }
+  auto shown = mask_args(def.args);
+  for (std::size_t i = 0; i < def.args.size(); ++i) {
+    if (shown[i] != def.args[i]) keep(expanded(def.args[i]));
+  }
+  return out;
+}
+
 std::string duration_text(std::chrono::milliseconds limit) {
   auto ms = limit.count();
   return ms % 1000 ? fmt::format("{} ms", ms) : fmt::format("{} s", ms / 1000);
@@ -197,6 +232,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   std::array<char, 8192> err_buf{};
   std::string err_partial;
   std::deque<std::string> err_lines;  // its last kKeptStderrLines lines, for the reason of a stop
+  std::vector<std::string> secrets;   // of its last start (secrets_of), hidden in what it says
   int log_fd = -1;
   std::size_t log_size = 0;
   bool refetch_again = false, fetching = false;
@@ -213,8 +249,36 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   // Run at every state change; each returns true when it is done and can be dropped.
   std::vector<std::function<bool()>> waiters;
 
+  std::string masked(std::string_view text) const { return mask_secrets(text, secrets); }
+
+  // A call's answer with the secrets hidden: an error's words and data, and a result that is an
+  // error (isError); the server may repeat what it was given ("invalid api key sk-…").
+  void hide_secrets(CallResult& r) const {
+    if (secrets.empty()) return;
+    if (r) {
+      const json::value* is_error = r->is_object() ? r->as_object().if_contains("isError") : nullptr;
+      if (is_error && *is_error == json::value(true)) hide_in(*r);
+      return;
+    }
+    RpcError e = r.error();
+    e.message = masked(e.message);
+    for (auto& member : e.data) hide_in(member.value());
+    r = CallResult(boost::system::in_place_error, std::move(e));
+  }
+
+  void hide_in(json::value& v) const {
+    if (v.is_string()) {
+      v = masked(v.as_string());
+    } else if (v.is_array()) {
+      for (auto& x : v.as_array()) hide_in(x);
+    } else if (v.is_object()) {
+      for (auto& member : v.as_object()) hide_in(member.value());
+    }
+  }
+
   void set_state(ConnectorState s, std::string why = {}, std::string_view k = {}, int http_status = 0) {
     state = s;
+    why = masked(why);  // its reason quotes what the server said
     steps.clear();
     if (s == ConnectorState::kFailed) {
       Diagnosis d = diagnose(k, why, def, log_path, http_status);
@@ -283,6 +347,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     if (&client_env != &env) env = client_env;
     start_timeout = timeout;
     started_at = std::chrono::steady_clock::now();
+    secrets = secrets_of(def, client_env);
     log::info("connector {}: starting (start timeout {} s)", def.name, timeout.count() / 1000);
     set_state(ConnectorState::kStarting);
     auto expanded = [&](const std::string& v) -> std::optional<std::string> {
@@ -408,16 +473,38 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
                                });
   }
 
+  // Its log gets each line with the secrets hidden; a long line without its end yet is written in
+  // pieces, cut where no secret runs across the cut.
   void take_stderr(std::string_view data) {
-    append_log(data);
     err_partial.append(data);
     std::size_t from = 0;
     for (auto nl = err_partial.find('\n'); nl != std::string::npos; nl = err_partial.find('\n', from)) {
-      keep_err_line(std::string_view(err_partial).substr(from, nl - from));
+      std::string_view line = std::string_view(err_partial).substr(from, nl - from);
+      append_log(masked(line) + "\n");
+      keep_err_line(line);
       from = nl + 1;
     }
     err_partial.erase(0, from);
-    if (err_partial.size() > 4096) err_partial.erase(0, err_partial.size() - 4096);
+    if (err_partial.size() > 4096) {
+      std::size_t cut = safe_cut(err_partial, err_partial.size() - 512);
+      append_log(masked(std::string_view(err_partial).substr(0, cut)));
+      err_partial.erase(0, cut);
+    }
+  }
+
+  // `at`, or the start of a secret that runs across it.
+  std::size_t safe_cut(std::string_view text, std::size_t at) const {
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (auto& s : secrets) {
+        auto p = text.find(s, at >= s.size() ? at - s.size() + 1 : 0);
+        if (!s.empty() && p < at) {
+          at = p;
+          moved = true;
+        }
+      }
+    }
+    return at;
   }
 
   void keep_err_line(std::string_view line) {
@@ -435,6 +522,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     ssize_t n;
     while ((n = ::read(err_stream.native_handle(), buf, sizeof buf)) > 0)
       take_stderr(std::string_view(buf, static_cast<std::size_t>(n)));
+    append_log(masked(err_partial));
     keep_err_line(err_partial);
     err_partial.clear();
   }
@@ -469,13 +557,16 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
                                         : fmt::format("signal {}", WTERMSIG(status));
     // Killed by a signal, its last words are whatever it printed before (a start banner): only an
     // error is worth showing then.
-    std::string line = escape_controls(telling_line(err_lines, !WIFEXITED(status)));
-    std::string tail = line.empty() ? "" : ": " + line;
+    LastWords words = read_last_words(err_lines, def, !WIFEXITED(status));
+    std::string line = escape_controls(words.line);
+    std::string tail = line.empty() ? "" : ": " + line + (words.meaning.empty() ? "" : ": " + words.meaning);
     std::string why = fmt::format("its program stopped ({}){}; its log is {}", how, tail, log_path);
-    // Its script or module is missing at start: starting it again finds it missing again. (One
-    // that ran a while and then missed a lazily loaded module is started again like any other.)
+    // Its package, script or module is missing at start: starting it again finds it missing again.
+    // (One that ran a while and then missed a lazily loaded module is started again like any other.)
     bool soon = std::chrono::steady_clock::now() - started_at <= kStableRun;
-    if (soon && says_script_missing(line, def)) return fail(down::kNotInstalled, why);
+    if (soon && words.kind == down::kNotInstalled) return fail(down::kNotInstalled, why);
+    // mcp-remote whose login failed: each start would open the browser again; a reconnect does it.
+    if (words.kind == down::kLogin) return fail(down::kLogin, why);
     // A crash loop backs off and, after kMaxQuickDeaths quick stops in a row, gives up.
     if (!soon) quick_deaths = 0;
     ++quick_deaths;
@@ -832,6 +923,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       self->disown(r);
       // Failures of the way there (not a server's own error answer) go to the daemon's log, the
       // only log an HTTP connector has.
+      self->hide_secrets(r);
       if (!r && !r.error().received)
         log::warn("connector {}: the call to {} failed: {}", self->def.name, escape_controls(pc->tool.substr(0, 100)),
                   r.error().message);

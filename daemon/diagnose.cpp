@@ -35,6 +35,19 @@ std::string basename(std::string_view path) {
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
 }
 
+// npm's code of a failure, from its "npm error code E404" (npm 10 and later) or "npm ERR! code
+// E404" line; empty when the text has none.
+std::string_view npm_code(std::string_view text) {
+  for (std::string_view prefix : {"npm error code ", "npm ERR! code "}) {
+    if (auto at = text.find(prefix); at != std::string_view::npos) {
+      std::string_view code = text.substr(at + prefix.size());
+      code = code.substr(0, code.find_first_of(" \t\r;:"));
+      if (code.size() > 1 && code[0] == 'E') return code;
+    }
+  }
+  return {};
+}
+
 // The first ${VAR} (or ${VAR:-default}) in a value: the environment variable it is read from.
 std::string variable_in(std::string_view value) {
   auto open = value.find("${");
@@ -162,6 +175,10 @@ std::vector<std::string> login_steps(const ConnectorDef& def, std::string_view l
 
 std::string install_step(const ConnectorDef& def, std::string_view message) {
   std::string program = basename(def.command);
+  if (auto code = npm_code(message); code == "E404" || code == "ETARGET")
+    return fmt::format(
+        "Correct the package name (or version) in the command of {} in {}: the registry has no such package.", def.name,
+        file_or_default(def));
   if (says_script_missing(message, def))
     return fmt::format(
         "{} runs, but cannot find the script or module it was given: install it, or correct the "
@@ -191,6 +208,49 @@ bool version_banner(std::string_view t) {
   return t.starts_with("Node.js v") && t.size() > 9 && std::isdigit(static_cast<unsigned char>(t[9]));
 }
 
+// Lines that point elsewhere rather than say what happened: npm's "A complete log of this run can
+// be found in: …", httpx's "For more information check: …", node's "(Use `node --trace-warnings …`".
+bool notice(std::string_view t) {
+  for (std::string_view w :
+       {"complete log of this run", "For more information", "--trace-warnings", "--trace-uncaught", "npm notice"}) {
+    if (contains(t, w)) return true;
+  }
+  return false;
+}
+
+// The exception line of Python's last traceback: the first line after "Traceback (most recent call
+// last):" that starts where that line does (frames and source lines are indented further; an
+// exception group draws "|" before both). A traceback printed after "Exception ignored in: …" is
+// the interpreter's noise at shutdown ("RuntimeError: Event loop is closed"), not the reason.
+std::string python_exception(const std::deque<std::string>& lines) {
+  constexpr std::string_view kMarker = "Traceback (most recent call last):";
+  std::string found;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::string_view l = lines[i];
+    auto at = l.find(kMarker);
+    if (at == std::string_view::npos || (i > 0 && contains(lines[i - 1], "Exception ignored in"))) continue;
+    for (std::size_t j = i + 1; j < lines.size(); ++j) {
+      std::string_view e = lines[j];
+      if (e.size() > at && e[at] != ' ' && e.substr(0, at) == l.substr(0, at)) {
+        found = std::string(trimmed(e.substr(at)));
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+// mcp-remote's own words when its login failed: after a 401 ("Authentication required"), a
+// refused client registration, an OAuth error answer; or an HTTP 401/403 it names.
+bool mcp_remote_login_failed(std::string_view line) {
+  for (std::string_view w :
+       {"Authentication required", "Authorization error", "RegistrationRejectedError", "Dynamic Client Registration",
+        "dynamic client registration", "invalid_client", "invalid_grant", "UnauthorizedError"}) {
+    if (contains(line, w)) return true;
+  }
+  return looks_like_login(line);
+}
+
 bool reads_like_error(std::string_view t) {
   for (std::string_view w : {"Error", "error:", "ERROR", "Cannot", "cannot", "can't", "not found", "No such file",
                              "ENOENT", "EACCES", "denied", "Traceback", "Exception", "panic", "fatal", "Fatal"}) {
@@ -203,17 +263,39 @@ bool reads_like_error(std::string_view t) {
 
 std::string telling_line(const std::deque<std::string>& lines, bool errors_only) {
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    if (!npm_code(*it).empty()) return std::string(trimmed(*it));
+  }
+  if (std::string e = python_exception(lines); !e.empty()) return e;
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
     std::string_view t = trimmed(*it);
-    if (!stack_frame(t) && reads_like_error(t)) return std::string(t);
+    if (!stack_frame(t) && !notice(t) && reads_like_error(t)) return std::string(t);
   }
   if (errors_only) return "";
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
     std::string_view t = trimmed(*it);
     // "}" and "^" under a source line say nothing on their own.
     bool words = std::any_of(t.begin(), t.end(), [](unsigned char c) { return std::isalnum(c); });
-    if (words && !stack_frame(t) && !version_banner(t)) return std::string(t);
+    if (words && !stack_frame(t) && !version_banner(t) && !notice(t)) return std::string(t);
   }
   return "";
+}
+
+LastWords read_last_words(const std::deque<std::string>& lines, const ConnectorDef& def, bool errors_only) {
+  LastWords w{telling_line(lines, errors_only), {}, {}};
+  std::string_view code = npm_code(w.line);
+  if (code == "E404") {
+    w.kind = down::kNotInstalled;
+    w.meaning = "the package does not exist on the registry: check its name";
+  } else if (code == "ETARGET") {
+    w.kind = down::kNotInstalled;
+    w.meaning = "the registry has no version of the package that matches: check its version";
+  } else if (says_script_missing(w.line, def)) {
+    w.kind = down::kNotInstalled;
+  } else if (uses_mcp_remote(def) &&
+             std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return mcp_remote_login_failed(l); })) {
+    w.kind = down::kLogin;
+  }
+  return w;
 }
 
 bool says_script_missing(std::string_view message, const ConnectorDef& def) {

@@ -31,15 +31,31 @@ bool tool_error_looks_like_login(std::string_view message);
 bool uses_mcp_remote(const ConnectorDef& def);
 
 // How many of a program's last stderr lines are kept for its reason: enough to reach node's
-// "Error: Cannot find module …" above its stack and the "Node.js v20…" it ends with.
-inline constexpr std::size_t kKeptStderrLines = 16;
+// "Error: Cannot find module …" above its stack and the "Node.js v20…" it ends with, and
+// mcp-remote's "Fatal error: …" above the 22 lines of the error object it dumps after it.
+inline constexpr std::size_t kKeptStderrLines = 40;
 
-// The line of a program's last stderr lines that says most about why it stopped: the last one that
-// reads like an error ("Error: …", "ModuleNotFoundError: …", "… No such file or directory"; stack
-// frames skipped), else the last one that is not a version banner ("Node.js v20.20.2"). With
-// `errors_only` (a stop by a signal, where the last words are whatever it printed at start, such
-// as "Starting default (STDIO) server...") only the first. Empty when none fits.
+// The line of a program's last stderr lines that says most about why it stopped: npm's
+// "npm error code E…", else the exception line of Python's last traceback (one printed after
+// "Exception ignored in: …" at shutdown is noise), else the last one that reads like an error
+// ("Error: …", "… No such file or directory"; stack frames and notices such as npm's "A complete
+// log of this run can be found in: …" skipped), else the last one that is not a version banner
+// ("Node.js v20.20.2") or a notice. With `errors_only` (a stop by a signal, where the last words
+// are whatever it printed at start, such as "Starting default (STDIO) server...") no fallback to
+// the last words. Empty when none fits.
 std::string telling_line(const std::deque<std::string>& lines, bool errors_only);
+
+// What a program's last stderr lines say about its stop, read narrowly: the telling line and,
+// when the lines name it for sure, the kind: not_installed for npm's E404 (no such package) and
+// ETARGET (no such version) or a script its runtime cannot find (says_script_missing), login for
+// mcp-remote whose login failed (its "Authentication required", a rejected client registration,
+// an HTTP 401/403). Anything else is left to diagnose() on the telling line.
+struct LastWords {
+  std::string line;       // as written: escaped when shown
+  std::string_view kind;  // a down:: value, or empty
+  std::string meaning;    // what the line means, when it is terse ("npm error code E404"), else empty
+};
+LastWords read_last_words(const std::deque<std::string>& lines, const ConnectorDef& def, bool errors_only);
 
 // The program ran but its own runtime says the script or module it was given is missing (node's
 // "Cannot find module", python's "can't open file" or "ModuleNotFoundError", a shell's

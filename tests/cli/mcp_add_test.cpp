@@ -63,6 +63,23 @@ struct McpAdd : ::testing::Test {
     ::chmod(config.c_str(), mode);
   }
   json::object servers(const std::string& path) { return json::parse(slurp(path)).at("mcpServers").as_object(); }
+  // An executable shell script in the temp home's bin: a stand-in for a program (npx, mcp-remote).
+  std::string script(const std::string& name, const std::string& body) {
+    std::string dir = home.root() + "/bin";
+    ::mkdir(dir.c_str(), 0700);
+    std::string path = dir + "/" + name;
+    std::ofstream(path) << "#!/bin/sh\n" << body;
+    ::chmod(path.c_str(), 0700);
+    return path;
+  }
+  // The entry of `oppx mcp list --json` named `name` (an empty object when there is none).
+  json::object listed(const std::string& name) {
+    json::value v = json::parse(oppx({"mcp", "list", "--json"}).out);
+    for (auto& c : v.at("connectors").as_array()) {
+      if (c.at("name") == json::value(name)) return c.as_object();
+    }
+    return {};
+  }
 };
 
 TEST_F(McpAdd, WritesTheUsersFile0600KeepingWhatItDoesNotKnow) {
@@ -259,6 +276,137 @@ TEST_F(McpAdd, OneThatDoesNotStartIsSavedWithTheReason) {
   EXPECT_TRUE(servers(config).contains("broken"));
 }
 
+// npx for a package the registry does not have, with npm's own words as npm 11 prints them (a
+// stand-in npx: a test cannot count on reaching the registry): not installed, with what to do,
+// not "stopped" with the log pointer npm prints last.
+TEST_F(McpAdd, APackageTheRegistryDoesNotHaveIsNotInstalled) {
+  std::string npx = script("npx", R"(cat >&2 <<'EOF'
+npm error code E404
+npm error 404 Not Found - GET https://registry.npmjs.org/@modelcontextprotocol%2fserver-doesnotexist-zzz
+npm error 404
+npm error 404  The requested resource '@modelcontextprotocol/server-doesnotexist-zzz@*' could not be found or you do not have permission to access it.
+npm error 404
+npm error 404 Note that you can also install from a
+npm error 404 tarball, folder, http url, or git url.
+npm error A complete log of this run can be found in: /home/ana/.npm/_logs/2026-12-03T23_11_18_662Z-debug-0.log
+EOF
+exit 1
+)");
+  Result r = oppx({"mcp", "add", "zzz", "--", npx, "-y", "@modelcontextprotocol/server-doesnotexist-zzz"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("It did not start (failed): its program stopped (exit status 1): npm error code E404: the "
+                       "package does not exist on the registry: check its name; its log is "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  1. Correct the package name (or version) in the command of zzz in "), std::string::npos)
+      << r.out;
+  json::object c = listed("zzz");
+  EXPECT_EQ(c["reason_kind"], "not_installed") << json::serialize(c);
+}
+
+// mcp-remote against a server that answers 401 and refuses its client registration: its output as
+// mcp-remote 0.15.1 prints it (a stand-in named mcp-remote), whose last line is the end of the
+// metadata it dumps. It needs a login (with the ~/.mcp-auth step), and is not started again and
+// again (each start would open the browser).
+TEST_F(McpAdd, AnMcpRemoteWhoseLoginFailedNeedsALogin) {
+  std::string bridge = script("mcp-remote", R"(cat >&2 <<'EOF'
+[20330] Using callback port derived from the server URL: 19866
+[20330] Discovering OAuth server configuration...
+[20330] Discovered authorization server: https://mcp.example.com
+[20330] Initializing auth coordination on-demand
+[20330] OAuth callback server running at http://127.0.0.1:19866
+[20330] This instance is running the sign-in for this server (callback port 19866)
+[20330] [20330] Connecting to remote server: https://mcp.example.com/mcp
+[20330] Using transport strategy: http-first
+[20330] Fatal error: RegistrationRejectedError: Dynamic Client Registration rejected (HTTP 400): {"error":"invalid_client_metadata","error_description":"redirect_uris not allowed"}
+    at registerClient (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/mcp-remote/dist/chunk-KJCT2FXL.js:28409:27)
+    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)
+    at async authInternal (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/mcp-remote/dist/chunk-KJCT2FXL.js:28047:12)
+    at async auth (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/mcp-remote/dist/chunk-KJCT2FXL.js:27940:12)
+    at async handleOAuthUnauthorized (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/mcp-remote/dist/chunk-KJCT2FXL.js:27758:7)
+    at async StreamableHTTPClientTransport._send (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/mcp-remote/dist/chunk-KJCT2FXL.js:31421:15) {
+  status: 400,
+  body: '{"error":"invalid_client_metadata","error_description":"redirect_uris not allowed"}',
+  submittedMetadata: {
+    redirect_uris: [ 'http://localhost:19866/oauth/callback' ],
+    token_endpoint_auth_method: 'none',
+    grant_types: [ 'authorization_code', 'refresh_token' ],
+    response_types: [ 'code' ],
+    client_name: 'MCP CLI Proxy',
+    client_uri: 'https://github.com/modelcontextprotocol/mcp-cli',
+    software_id: '2e6dc280-f3c3-4e01-99a7-8181dbd1d23d',
+    software_version: '0.15.1',
+    scope: 'openid email profile',
+    application_type: 'native'
+  }
+}
+EOF
+exit 1
+)");
+  Result r = oppx({"mcp", "add", "remote", "--", bridge, "https://mcp.example.com/mcp"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("It did not start (failed): it needs a new login: its program stopped (exit status 1): [20330] "
+                       "Fatal error: RegistrationRejectedError: Dynamic Client Registration rejected (HTTP 400)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("application_type"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("`rm -rf ~/.mcp-auth`"), std::string::npos) << r.out;
+  json::object c = listed("remote");
+  EXPECT_EQ(c["reason_kind"], "login") << json::serialize(c);
+  EXPECT_EQ(c["reason"].as_string().find("oppx starts it again"), std::string::npos) << json::serialize(c);
+}
+
+// A secret the daemon expanded into a connector, said back by its server (the issue's `leaky`):
+// hidden in the add output, `mcp list --json`, a call's error and isError text, the daemon's log
+// and the connector's own log. Planted values of several lengths: 3 and 5 characters (hidden as
+// words of their own), 8 and 40 (anywhere).
+TEST_F(McpAdd, WhatAServerSaysBackHidesTheSecretsItWasGiven) {
+  const std::vector<std::string> planted = {"q7x", "k9Zp2", "s3cr3t-8", "sk-live-0123456789abcdef0123456789abcdef"};
+  std::vector<std::string> outputs;
+  for (std::size_t i = 0; i < planted.size(); ++i) {
+    std::string var = "OPPX_TEST_LEAK_" + std::to_string(i);
+    ::setenv(var.c_str(), planted[i].c_str(), 1);
+    Result r = oppx({"mcp", "add", "leaky" + std::to_string(i), "-e", "API_KEY=${" + var + "}", "--", "sh", "-c",
+                     "echo \"Error: 401 invalid api key $API_KEY\" >&2; exit 1"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("invalid api key ***"), std::string::npos) << r.out;
+    outputs.push_back(r.out + r.err);
+    EXPECT_NE(json::serialize(listed("leaky" + std::to_string(i))).find("invalid api key ***"), std::string::npos);
+  }
+  // A running one whose tools repeat the key in their errors.
+  ASSERT_EQ(oppx({"mcp", "add", "tool", "-e", "API_KEY=${OPPX_TEST_LEAK_3}", "--", FAKE_MCP_SERVER, "leak"}).exit_code,
+            0);
+  Result refused = oppx({"mcp", "call", "tool", "refuse", "--json"});
+  EXPECT_NE(refused.out.find("upstream refused the key ***"), std::string::npos) << refused.out;
+  Result failed = oppx({"mcp", "call", "tool", "fail"});
+  EXPECT_NE(failed.out.find("invalid key ***"), std::string::npos) << failed.out;
+  for (const Result& r : {refused, failed}) outputs.push_back(r.out + r.err);
+  outputs.push_back(oppx({"mcp", "list", "--json"}).out);
+  outputs.push_back(oppx({"mcp", "list"}).out);
+  std::string state = home.root() + "/state/oppx";
+  std::string daemon_log = slurp(state + "/oppxd.log");
+  EXPECT_NE(daemon_log.find("invalid api key ***"), std::string::npos) << daemon_log;
+  outputs.push_back(daemon_log);
+  for (std::size_t i = 0; i < planted.size(); ++i) {
+    // Once or more: it may have been started again by now.
+    std::string own = slurp(state + "/mcp-leaky" + std::to_string(i) + ".log");
+    std::istringstream lines(own);
+    for (std::string line; std::getline(lines, line);) EXPECT_EQ(line, "Error: 401 invalid api key ***");
+    EXPECT_FALSE(own.empty());
+    outputs.push_back(own);
+  }
+  std::string tool_log = slurp(state + "/mcp-tool.log");
+  EXPECT_NE(tool_log.find("fake: starting with key ***\n"), std::string::npos) << tool_log;
+  outputs.push_back(tool_log);
+  for (auto& out : outputs) {
+    for (auto& secret : planted) {
+      EXPECT_EQ(out.find("key " + secret), std::string::npos) << secret << " in " << out;
+    }
+    EXPECT_EQ(out.find(planted[3]), std::string::npos) << out;
+    EXPECT_EQ(out.find(planted[2]), std::string::npos) << out;
+  }
+}
+
 TEST_F(McpAdd, Kill9MidWriteLeavesTheOldOrTheNewFile) {
   write_config(R"({"future_key": {"x": 1}, "mcpServers": {"keep": {"command": "true"}}})", 0600);
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
@@ -401,7 +549,7 @@ TEST_F(Probe, ASmallContextIsWarnedAboutWithTheCost) {
   // "one.echo: Echoes\n" is 17 characters: about 5 tokens at 4 characters a token.
   EXPECT_NE(r.out.find("Running, 1 tool:\none.echo: Echoes\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Cost: about 5 tokens a request (an estimate"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Share: 0.0% of the model's context of 32768 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Share: 0.0% of the model's context of 32k tokens"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("SMALL_CONTEXT: the server's model has a small context window (32k tokens). This connector's "
                        "tool list takes about 5 tokens of every request (0.0%), and each tool result uses more. Keep "
                        "only the connectors you need"),
@@ -415,7 +563,7 @@ TEST_F(Probe, AHeavyListIsWarnedAboutWithTheServersOwnCount) {
   Result r = oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Cost: 5000 tokens a request (counted by the server's tokenizer)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Share: 12.5% of the model's context of 40000 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Share: 12.5% of the model's context of 40k tokens"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("HEAVY_SHARE: the tool list takes a tenth or more of the server's model's context window "
                        "(40k tokens). This connector's tool list takes about 5000 tokens of every request (12.5%)"),
             std::string::npos)
@@ -451,6 +599,50 @@ TEST_F(Probe, TheReplyOverTheSocketCarriesTheLinesAndTheirCount) {
   EXPECT_EQ(probe.at("lines"), json::parse(R"(["one.echo: Echoes"])"));
   EXPECT_EQ(probe.at("tokens"), 5);
   EXPECT_EQ(probe.at("estimated"), true);
+}
+
+// --json carries what the text says: the share of the context and the warnings. Token counts are
+// exact below 10,000 (a 1,500-token context is not "2k"), in thousands from there.
+TEST_F(Probe, TheJsonCarriesTheShareAndTheWarningsAsTheTextSaysThem) {
+  serve("info", 1500, 400);
+  Result text = oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Cost: 400 tokens a request (counted by the server's tokenizer)\nShare: 26.7% of the "
+                          "model's context of 1500 tokens\nwarning: SMALL_CONTEXT: the server's model has a small "
+                          "context window (1500 tokens). This connector's tool list takes about 400 tokens"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("warning: HEAVY_SHARE: the tool list takes a tenth or more of the server's model's context "
+                          "window (1500 tokens)"),
+            std::string::npos)
+      << text.out;
+  Result r = oppx({"mcp", "add", "two", "--json", "--", FAKE_MCP_SERVER, "ok"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json::object probe = json::parse(r.out).at("probe").as_object();
+  EXPECT_EQ(probe.at("tokens"), 400);
+  EXPECT_EQ(probe.at("estimated"), false);
+  EXPECT_FALSE(probe.contains("estimate"));
+  EXPECT_EQ(probe.at("context"), 1500);
+  EXPECT_EQ(probe.at("share"), 26.7);
+  const json::array& warnings = probe.at("warnings").as_array();
+  ASSERT_EQ(warnings.size(), 2u) << r.out;
+  EXPECT_EQ(warnings[0].at("kind"), "SMALL_CONTEXT");
+  EXPECT_EQ(std::string_view(warnings[0].at("message").as_string())
+                .find("the server's model has a small context window (1500 tokens). This connector's tool list takes "
+                      "about 400 tokens of every request (26.7%)"),
+            0u)
+      << r.out;
+  EXPECT_EQ(warnings[1].at("kind"), "HEAVY_SHARE");
+  // Without a server: why the share is unknown, and no warnings.
+  ::unsetenv("OPPX_SERVER");
+  Result none = oppx({"mcp", "add", "three", "--json", "--", FAKE_MCP_SERVER, "ok"});
+  json::object unknown = json::parse(none.out).at("probe").as_object();
+  EXPECT_NE(std::string_view(unknown.at("context_note").as_string()).find("no model server is configured"),
+            std::string::npos)
+      << none.out;
+  EXPECT_FALSE(unknown.contains("share"));
+  EXPECT_EQ(unknown.at("warnings"), json::array());
+  EXPECT_EQ(unknown.at("estimated"), true);
 }
 
 TEST(ToolLine, TheFirstSentenceAtMost140Characters) {
@@ -508,7 +700,7 @@ TEST_F(Probe, AnHttpsServerIsAskedWithItsCertificateVerified) {
   ::setenv("SSL_CERT_FILE", cert.c_str(), 1);
   Result trusted = oppx({"mcp", "add", "two", "--", FAKE_MCP_SERVER, "ok"});
   ::unsetenv("SSL_CERT_FILE");
-  EXPECT_NE(trusted.out.find("of the model's context of 16384 tokens"), std::string::npos) << trusted.out;
+  EXPECT_NE(trusted.out.find("of the model's context of 16k tokens"), std::string::npos) << trusted.out;
 }
 
 }  // namespace

@@ -22,5 +22,28 @@ TEST(EscapeControls, InvisibleCharactersBecomeVisible) {
   EXPECT_EQ(escape_controls("— é ✓"), "— é ✓");
 }
 
+// Planted secrets of several lengths: long ones anywhere, short ones as words of their own, one
+// or two characters never.
+TEST(MaskSecrets, LongOnesAnywhereShortOnesAsWordsTinyOnesNot) {
+  const std::string key = "sk-live-9f8e7d6c5b4a39281706";
+  EXPECT_EQ(mask_secrets("Error: 401 invalid api key " + key, {key}), "Error: 401 invalid api key ***");
+  EXPECT_EQ(mask_secrets("key=" + key + "&x=1 and again:" + key + ".", {key}), "key=***&x=1 and again:***.");
+  EXPECT_EQ(mask_secrets("glued" + key + "glued", {key}), "glued***glued");  // 8 or more: anywhere
+  EXPECT_EQ(mask_secrets("pw hunter22 in hunter22x", {"hunter22"}), "pw *** in ***x");
+  // 3 to 7 characters: only as a word of their own.
+  EXPECT_EQ(mask_secrets("token abc rejected; abcdef and xabc stay", {"abc"}),
+            "token *** rejected; abcdef and xabc stay");
+  EXPECT_EQ(mask_secrets("key 'a7Q9' bad, a7Q9b fine", {"a7Q9"}), "key '***' bad, a7Q9b fine");
+  EXPECT_EQ(mask_secrets("dev device dev.", {"dev"}), "*** device ***.");
+  // A secret that starts or ends with punctuation has no word edge there to look for.
+  EXPECT_EQ(mask_secrets("x=-k9z-y", {"-k9z-"}), "x=***y");
+  // One or two characters: left.
+  EXPECT_EQ(mask_secrets("exit status 1, line 42", {"1", "42"}), "exit status 1, line 42");
+  // The longest first; nothing to hide: the text as it is.
+  EXPECT_EQ(mask_secrets("Bearer sk-abcdefghij", {"sk-abcdefghij", "Bearer sk-abcdefghij"}), "***");
+  EXPECT_EQ(mask_secrets("plain", {}), "plain");
+  EXPECT_EQ(mask_secrets("", {"secret-value"}), "");
+}
+
 }  // namespace
 }  // namespace oppx

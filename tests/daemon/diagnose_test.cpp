@@ -290,5 +290,164 @@ TEST(Diagnose, AWrongUrlIsCorrectedWithTheAddLineOrInTheFile) {
             std::string::npos);
 }
 
+// npx for a package the registry does not have, as npm 11 prints it (captured): the log pointer
+// at the end is a notice; the code line says what happened.
+TEST(Diagnose, NpmsErrorCodeIsTheTellingLineAndE404IsNotInstalled) {
+  std::deque<std::string> npm = {
+      "npm error code E404",
+      "npm error 404 Not Found - GET https://registry.npmjs.org/@modelcontextprotocol%2fserver-doesnotexist-zzz",
+      "npm error 404",
+      "npm error 404  The requested resource '@modelcontextprotocol/server-doesnotexist-zzz@*' could not be found or "
+      "you do not have permission to access it.",
+      "npm error 404",
+      "npm error 404 Note that you can also install from a",
+      "npm error 404 tarball, folder, http url, or git url.",
+      "npm error A complete log of this run can be found in: "
+      "/home/ana/.npm/_logs/2026-12-03T23_11_18_662Z-debug-0.log"};
+  auto def = command("zzz", "npx", {"-y", "@modelcontextprotocol/server-doesnotexist-zzz"});
+  EXPECT_EQ(telling_line(npm, false), "npm error code E404");
+  LastWords w = read_last_words(npm, def, false);
+  EXPECT_EQ(w.line, "npm error code E404");
+  EXPECT_EQ(w.kind, down::kNotInstalled);
+  EXPECT_EQ(w.meaning, "the package does not exist on the registry: check its name");
+  // npm before version 10 wrote "npm ERR!".
+  EXPECT_EQ(
+      read_last_words({"npm ERR! code E404", "npm ERR! 404 Not Found - GET https://r.example/x"}, def, false).kind,
+      down::kNotInstalled);
+  // Its steps correct the name; installing Node.js would not help.
+  Diagnosis d = diagnose(down::kNotInstalled,
+                         "its program stopped (exit status 1): npm error code E404: the package does not exist on the "
+                         "registry: check its name; its log is /l",
+                         def, "/l");
+  ASSERT_EQ(d.steps.size(), 2u) << joined(d);
+  EXPECT_EQ(d.steps[0],
+            "Correct the package name (or version) in the command of zzz in your mcp.json: the registry has no such "
+            "package.");
+  EXPECT_EQ(d.steps[1], "Then run `oppx mcp reconnect zzz`.");
+  // Another code names itself, and decides nothing.
+  LastWords net =
+      read_last_words({"npm error code ENOTFOUND", "npm error syscall getaddrinfo", "npm error errno ENOTFOUND",
+                       "npm error A complete log of this run can be found in: /home/ana/.npm/_logs/x-debug-0.log"},
+                      def, false);
+  EXPECT_EQ(net.line, "npm error code ENOTFOUND");
+  EXPECT_EQ(net.kind, "");
+}
+
+// mcp-remote whose server answers 401 and then refuses its client registration (captured from
+// mcp-remote 0.15.1): the last lines are the dump of the metadata it sent; its "Fatal error" line
+// says what happened, and it is a login to do again, not a program that stopped.
+TEST(Diagnose, AnMcpRemoteWhoseLoginFailedNeedsALoginNotTheLastLineOfItsDump) {
+  std::deque<std::string> err;
+  auto dump = [&](std::string_view head) {
+    err.emplace_back(head);
+    for (const char* l :
+         {"    at registerClient (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/mcp-remote/dist/"
+          "chunk-KJCT2FXL.js:28409:27)",
+          "    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)",
+          "    at async authInternal (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/mcp-remote/dist/"
+          "chunk-KJCT2FXL.js:28047:12)",
+          "    at async auth (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/mcp-remote/dist/"
+          "chunk-KJCT2FXL.js:27940:12)",
+          "    at async handleOAuthUnauthorized (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/mcp-remote/"
+          "dist/chunk-KJCT2FXL.js:27758:7)",
+          "    at async StreamableHTTPClientTransport._send (file:///home/ana/.npm/_npx/705d23756ff7dacc/node_modules/"
+          "mcp-remote/dist/chunk-KJCT2FXL.js:31421:15) {",
+          "  status: 400,",
+          "  body: '{\"error\":\"invalid_client_metadata\",\"error_description\":\"redirect_uris not allowed\"}',",
+          "  submittedMetadata: {",
+          "    redirect_uris: [ 'http://localhost:19866/oauth/callback' ],",
+          "    token_endpoint_auth_method: 'none',",
+          "    grant_types: [ 'authorization_code', 'refresh_token' ],",
+          "    response_types: [ 'code' ],",
+          "    client_name: 'MCP CLI Proxy',",
+          "    client_uri: 'https://github.com/modelcontextprotocol/mcp-cli',",
+          "    software_id: '2e6dc280-f3c3-4e01-99a7-8181dbd1d23d',",
+          "    software_version: '0.15.1',",
+          "    scope: 'openid email profile',",
+          "    application_type: 'native'",
+          "  }",
+          "}"})
+      err.emplace_back(l);
+  };
+  for (const char* l : {"[20330] Using callback port derived from the server URL: 19866",
+                        "[20330] Discovering OAuth server configuration...",
+                        "[20330] Discovered authorization server: https://mcp.example.com",
+                        "[20330] Initializing auth coordination on-demand",
+                        "[20330] OAuth callback server running at http://127.0.0.1:19866",
+                        "[20330] This instance is running the sign-in for this server (callback port 19866)",
+                        "[20330] [20330] Connecting to remote server: https://mcp.example.com/mcp",
+                        "[20330] Using transport strategy: http-first"})
+    err.emplace_back(l);
+  const std::string rejected =
+      "RegistrationRejectedError: Dynamic Client Registration rejected (HTTP 400): "
+      "{\"error\":\"invalid_client_metadata\",\"error_description\":\"redirect_uris not allowed\"}";
+  dump("[20330] Connection error: " + rejected);
+  dump("[20330] Fatal error: " + rejected);
+  while (err.size() > kKeptStderrLines) err.pop_front();
+  auto def = command("linear", "npx", {"-y", "mcp-remote", "https://mcp.example.com/mcp"});
+  LastWords w = read_last_words(err, def, false);
+  EXPECT_EQ(w.line, "[20330] Fatal error: " + rejected);
+  EXPECT_EQ(w.kind, down::kLogin);
+  Diagnosis d = diagnose(w.kind, "its program stopped (exit status 1): " + w.line, def, "/l");
+  EXPECT_EQ(d.kind, "login");
+  EXPECT_NE(joined(d).find("rm -rf ~/.mcp-auth"), std::string::npos) << joined(d);
+  // mcp-remote's own words after a 401, alone, say the same.
+  EXPECT_EQ(
+      read_last_words({"[1] Authentication required. Initializing auth...", "[1] Fatal error: aborted"}, def, false)
+          .kind,
+      down::kLogin);
+  // The same lines from a program that is not mcp-remote decide nothing (narrow).
+  EXPECT_EQ(read_last_words(err, command("x", "node", {"server.js"}), false).kind, "");
+  // mcp-remote's start words are no login trouble.
+  EXPECT_EQ(
+      read_last_words({"[1] Discovering OAuth server configuration...", "[1] Error: spawn ENOENT"}, def, false).kind,
+      "");
+}
+
+// Python's traceback: its exception line, not the asyncio noise printed after it at shutdown
+// ("Exception ignored in: …" and its own traceback).
+TEST(Diagnose, PythonsExceptionLineIsTellingAndShutdownNoiseIsNot) {
+  std::deque<std::string> py = {
+      "Traceback (most recent call last):",
+      "  File \"/home/ana/mcp/weather/server.py\", line 52, in <module>",
+      "    asyncio.run(main())",
+      "  File \"/usr/lib/python3.12/asyncio/runners.py\", line 194, in run",
+      "    return runner.run(main)",
+      "           ^^^^^^^^^^^^^^^^",
+      "  File \"/usr/lib/python3.12/asyncio/base_events.py\", line 687, in run_until_complete",
+      "    return future.result()",
+      "           ^^^^^^^^^^^^^^^",
+      "  File \"/home/ana/mcp/weather/server.py\", line 47, in main",
+      "    key = os.environ[\"WEATHER_API_KEY\"]",
+      "          ~~~~~~~~~~^^^^^^^^^^^^^^^^^^^",
+      "  File \"<frozen os>\", line 714, in __getitem__",
+      "KeyError: 'WEATHER_API_KEY'",
+      "Exception ignored in: <function BaseSubprocessTransport.__del__ at 0x7f3a2c1e5e40>",
+      "Traceback (most recent call last):",
+      "  File \"/usr/lib/python3.12/asyncio/base_subprocess.py\", line 126, in __del__",
+      "    self.close()",
+      "  File \"/usr/lib/python3.12/asyncio/base_events.py\", line 795, in call_soon",
+      "    self._check_closed()",
+      "  File \"/usr/lib/python3.12/asyncio/base_events.py\", line 541, in _check_closed",
+      "    raise RuntimeError('Event loop is closed')",
+      "RuntimeError: Event loop is closed"};
+  EXPECT_EQ(telling_line(py, false), "KeyError: 'WEATHER_API_KEY'");
+  // An exception without "Error" in its name, in an exception group (anyio), with a line after it.
+  std::deque<std::string> group = {
+      "  + Exception Group Traceback (most recent call last):",
+      "  |   File \"/app/server.py\", line 88, in <module>",
+      "  |     mcp.run()",
+      "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)",
+      "  +-+---------------- 1 ----------------",
+      "    | Traceback (most recent call last):",
+      "    |   File \"/app/.venv/lib/python3.12/site-packages/httpx/_transports/default.py\", line 118, in "
+      "map_httpcore_exceptions",
+      "    |     raise mapped_exc(message) from exc",
+      "    | httpx.ConnectTimeout: timed out",
+      "    +------------------------------------",
+      "error: process exited"};
+  EXPECT_EQ(telling_line(group, false), "httpx.ConnectTimeout: timed out");
+}
+
 }  // namespace
 }  // namespace oppx::daemon

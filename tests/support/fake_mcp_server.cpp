@@ -24,6 +24,8 @@
 //   auth            tool "expired" fails with "401 Unauthorized: token expired", tool "field" with
 //                   "the login field is required" (-32602), tool "forbidden" with "API error 403:
 //                   resource not accessible" (-32603)
+//   leak            says the value of $API_KEY back: on stderr at start, in the error of tool
+//                   "refuse" (message and data) and in the text of tool "fail" (isError)
 //   report          first writes its environment to dir/environ (one variable a line) and its open
 //                   fds to dir/fds (one number a line), then is ok
 // tools/list requests are recorded in dir/lists. Tools in every mode but crash/hang: echo ("fake
@@ -41,6 +43,7 @@
 #include <dirent.h>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -162,6 +165,9 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_term);
   if (mode == "report" && !dir.empty()) report();  // first: before this program opens anything
   append("pids", std::to_string(::getpid()));
+  const char* api_key = std::getenv("API_KEY");
+  std::string key = api_key ? api_key : "";
+  if (mode == "leak") std::fprintf(stderr, "fake: starting with key %s\n", key.c_str());
   if (mode == "die_at_start") {
     auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch());
@@ -299,6 +305,16 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "fake: crashing in %s\n", name.c_str());
           return 3;
         }
+      }
+      if (mode == "leak" && tool == "\"refuse\"") {
+        send(R"({"jsonrpc":"2.0","id":)" + id + R"(,"error":{"code":-32603,"message":"upstream refused the key )" +
+             key + R"(","data":{"sent":")" + key + R"("}}})");
+        continue;
+      }
+      if (mode == "leak" && tool == "\"fail\"") {
+        send(R"({"jsonrpc":"2.0","id":)" + id +
+             R"(,"result":{"isError":true,"content":[{"type":"text","text":"invalid key )" + key + R"("}]}})");
+        continue;
       }
       if (mode == "auth" && tool == "\"expired\"") {
         send(error(id, -32603, "401 Unauthorized: token expired"));
