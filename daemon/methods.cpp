@@ -233,7 +233,19 @@ void mcp_reconnect(Server& s, const NameParams& p, Reply reply, Client& client) 
   if (!p.name.empty() && !s.connectors().find(p.name, root)) return reply.fail(unknown_connector(p.name));
   s.connectors().reconnect(p.name, client.env, root);
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().when_settled(root, p.name, [&s, shared, root] { shared->ok(s.connectors().list_json(root)); });
+  s.connectors().when_settled(root, p.name, [&s, shared, root, name = p.name] {
+    json::object out = s.connectors().list_json(root);
+    if (!name.empty()) {
+      // One named: that one alone (not a repository's of the same name that the user's hides).
+      json::array& all = out["connectors"].as_array();
+      json::array one;
+      for (auto& c : all) {
+        if (c.at("name") == json::value(name) && c.at("state") != json::value("hidden")) one.push_back(c);
+      }
+      all = std::move(one);
+    }
+    shared->ok(std::move(out));
+  });
 }
 
 void shutdown(Server& server, Reply reply) {

@@ -152,6 +152,22 @@ TEST_F(Connectors, HandEditsArePickedUpAndRemovedConnectorsStop) {
   EXPECT_TRUE(cli::wait_for_exit(child, 10s)) << "the removed connector's process must end";
 }
 
+// `oppx mcp reconnect <name> --json` gives that connector alone, as the text does.
+TEST_F(Connectors, AReconnectOfOneAnswersWithThatOneAlone) {
+  write_config(stdio("one", FAKE_MCP_SERVER, {"ok", home.root() + "/one"}) + "," +
+               stdio("two", FAKE_MCP_SERVER, {"ok", home.root() + "/two"}));
+  Result one = oppx({"mcp", "reconnect", "one", "--json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  json::value reply = json::parse(one.out);
+  const json::array& listed = reply.at("connectors").as_array();
+  ASSERT_EQ(listed.size(), 1u) << one.out;
+  EXPECT_EQ(listed[0].at("name"), json::value("one"));
+  EXPECT_EQ(listed[0].at("state"), json::value("running"));
+  Result all = oppx({"mcp", "reconnect", "--json"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(json::parse(all.out).at("connectors").as_array().size(), 2u) << all.out;
+}
+
 // A name that matches no connector is a failed command (1), not a usage error (2), as in
 // `claude mcp`; with --json the error comes as JSON on stdout.
 TEST_F(Connectors, ANameThatMatchesNoConnectorIsAFailedCommand) {
