@@ -1021,5 +1021,6 @@ const json::array& Connector::tools() const { return impl_->tools; }
 const std::string& Connector::log_path() const { return impl_->log_path; }
 std::int64_t Connector::pid() const { return impl_->exited ? 0 : impl_->child.pid; }
 std::size_t Connector::calls_waiting() const { return impl_->peer ? impl_->peer->calls_waiting() : 0; }
+const EnvMap& Connector::last_env() const { return impl_->env; }
 
 }  // namespace oppx::daemon

@@ -96,6 +96,8 @@ class Connector {
   const std::string& log_path() const;
   std::int64_t pid() const;
   std::size_t calls_waiting() const;  // requests sent to the server and not answered yet
+  // The environment of the client that started it last (empty before its first start).
+  const EnvMap& last_env() const;
 
  private:
   struct Impl;

@@ -53,6 +53,11 @@ std::string waiting_reason(const std::string& name, const std::string& root, Con
       name, root);
 }
 
+// A value that could never be used (a line break, NUL) is like no value.
+bool usable(const std::string& value) {
+  return value.find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos;
+}
+
 }  // namespace
 
 Connectors::Connectors(boost::asio::io_context& io, std::string state_dir)
@@ -257,11 +262,20 @@ void Connectors::adopt(const std::shared_ptr<Connector>& c, const std::string& r
   });
 }
 
-void Connectors::start_one(Connector& c, const EnvMap& env, std::chrono::milliseconds timeout) {
+// A variable the definition reads that the asking client lacks (or has no usable value for)
+// keeps the value it had at the connector's last start: a shell without your token does not
+// take down a connector that reads it, not even by a reconnect.
+void Connectors::start_one(Connector& c, const EnvMap& asked, std::chrono::milliseconds timeout) {
   auto& used = seen_[&c].env;
   used.clear();
+  EnvMap env = asked;
   for (auto& var : referenced_variables(c.def())) {
     auto it = env.find(var);
+    if (it == env.end() || !usable(it->second)) {
+      if (auto last = c.last_env().find(var); last != c.last_env().end() && usable(last->second)) {
+        it = env.insert_or_assign(var, last->second).first;
+      }
+    }
     used[var] = it == env.end() ? "unset" : "set " + definition_hash(it->second);
   }
   c.start(env, timeout);
@@ -273,8 +287,7 @@ std::string Connectors::changed_variable(const Connector& c, const EnvMap& env) 
   if (seen == seen_.end()) return {};
   for (auto& [var, was] : seen->second.env) {
     auto it = env.find(var);
-    // A value that could never be used (a line break, NUL) is like no value: it stops nothing.
-    if (it == env.end() || it->second.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) continue;
+    if (it == env.end() || !usable(it->second)) continue;  // like no value: it stops nothing
     if (was != "set " + definition_hash(it->second)) return var;
   }
   return {};

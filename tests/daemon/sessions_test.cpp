@@ -122,6 +122,32 @@ TEST_F(Sessions, AChangedVariableRestartsOnlyTheConnectorThatReadsIt) {
   ::unsetenv("OPPX_TEST_LATE");
 }
 
+// A reconnect from a shell that lacks a variable the connector reads starts it again with the
+// last value it had, instead of taking it down for lack of it.
+TEST_F(Sessions, AReconnectFromAShellWithoutTheVariableKeepsItsLastValue) {
+  ::setenv("OPPX_TEST_MYTOKEN", "token-value", 1);
+  home.write_mcp_config(fake("reads", {"${OPPX_TEST_MYTOKEN}"}));
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  ASSERT_TRUE(becomes_running("reads"));
+  std::vector<pid_t> before = pids_of("reads");
+  ASSERT_EQ(before.size(), 1u);
+  for (std::vector<std::string> which : {std::vector<std::string>{}, {"reads"}}) {
+    std::vector<std::string> argv{"env", "-u", "OPPX_TEST_MYTOKEN", OPPX_BIN, "mcp", "reconnect"};
+    argv.insert(argv.end(), which.begin(), which.end());
+    Result r = run(argv, 30s);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.find("it needs ${OPPX_TEST_MYTOKEN}"), std::string::npos) << r.out;
+  }
+  EXPECT_TRUE(cli::wait_for_exit(before[0], 10s)) << "the reconnect started it again";
+  ::unsetenv("OPPX_TEST_MYTOKEN");
+  json::object e = listed("reads");
+  EXPECT_EQ(e.at("state"), json::value("running")) << json::serialize(e);
+  std::vector<pid_t> now = pids_of("reads");
+  ASSERT_EQ(now.size(), 1u);
+  std::string cmdline = read_file("/proc/" + std::to_string(now[0]) + "/cmdline");
+  EXPECT_NE(cmdline.find("token-value"), std::string::npos) << "started with the last value it had";
+}
+
 TEST_F(Sessions, AnEditedDefinitionRestartsOnlyThatConnector) {
   home.write_mcp_config(fake("edited") + "," + fake("kept"));
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
