@@ -67,8 +67,9 @@ int run(Context& ctx, const Command& self, std::string_view method, json::object
     if (r.error().kind == "connector_down") print_steps(stderr, r.error().data, "  ");
     // A script asked for JSON: it gets the error as JSON too (kind, reason, steps), on stdout.
     if (as_json) fmt::print("{}\n", json::serialize(json::object{{"error", r.error().to_json()}}));
-    // A name that names nothing, or a definition that cannot be used, is the caller's argument.
-    if (r.error().kind == "unknown_connector" || r.error().kind == "invalid_definition") return kExitUsage;
+    // A definition that cannot be used is the caller's argument; a name that matches no
+    // connector is a command that failed (as in `claude mcp`).
+    if (r.error().kind == "invalid_definition") return kExitUsage;
     return kExitFailed;
   }
   (void)self;
@@ -211,7 +212,8 @@ int decide(Context& ctx, std::string_view command, bool approve) {
   auto got = conn->client.call("mcp/get", json::object{{"name", ctx.args[0]}}, kMcpTimeout);
   if (!got) {
     fmt::print(stderr, "oppx: {}\n", got.error().message);
-    return got.error().kind == "unknown_connector" ? kExitUsage : kExitFailed;
+    if (as_json) fmt::print("{}\n", json::serialize(json::object{{"error", got.error().to_json()}}));
+    return kExitFailed;
   }
   json::object def = got->as_object();
   if (str(def, "source") != "project") {

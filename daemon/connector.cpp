@@ -217,6 +217,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   std::vector<std::string> steps;
   json::array tools;
   std::function<void()> on_change;
+  std::function<void()> on_idle;
+  std::size_t open_calls = 0;  // calls not answered yet
   std::shared_ptr<JsonRpcPeer> peer;
   Child child;
   bool exited = true;
@@ -829,6 +831,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   CancelCall call(const std::string& tool, json::value arguments, CallOptions options,
                   std::function<void(CallResult)> done) {
     auto pc = std::make_shared<PendingCall>();
+    ++open_calls;
     pc->tool = tool;
     pc->arguments = std::move(arguments);
     pc->limit = options.timeout;
@@ -943,6 +946,14 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     if (auto self = w.lock()) {
       if (pc.timed) self->deadlines.erase(pc.deadline);
       if (!pc.progress_token.empty()) self->progress.erase(pc.progress_token);
+      // Posted: what waits for no call to be open may restart it, which must not happen inside
+      // the peer's answer to this call.
+      if (--self->open_calls == 0 && self->on_idle) {
+        asio::post(self->io, [w] {
+          auto me = w.lock();
+          if (me && me->open_calls == 0 && me->on_idle) me->on_idle();
+        });
+      }
     }
     pc.timed = false;
     auto done = std::move(pc.done);
@@ -1091,6 +1102,7 @@ std::shared_ptr<Connector> Connector::create(asio::io_context& io, ConnectorDef 
 Connector::Connector(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Connector::~Connector() {
   impl_->on_change = nullptr;
+  impl_->on_idle = nullptr;
   impl_->stop();
 }
 
@@ -1121,5 +1133,8 @@ bool Connector::read_only(const std::string& tool) const { return impl_->read_on
 const std::string& Connector::log_path() const { return impl_->log_path; }
 std::int64_t Connector::pid() const { return impl_->exited ? 0 : impl_->child.pid; }
 std::size_t Connector::calls_waiting() const { return impl_->peer ? impl_->peer->calls_waiting() : 0; }
+std::size_t Connector::calls_open() const { return impl_->open_calls; }
+void Connector::on_idle(std::function<void()> fn) { impl_->on_idle = std::move(fn); }
+const EnvMap& Connector::last_env() const { return impl_->env; }
 
 }  // namespace oppx::daemon

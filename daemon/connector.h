@@ -99,6 +99,11 @@ class Connector {
   const std::string& log_path() const;
   std::int64_t pid() const;
   std::size_t calls_waiting() const;  // requests sent to the server and not answered yet
+  std::size_t calls_open() const;     // tools/call requests not answered yet, sent or not
+  // Runs `fn` (posted) each time the last open call ends.
+  void on_idle(std::function<void()> fn);
+  // The environment of the client that started it last (empty before its first start).
+  const EnvMap& last_env() const;
 
  private:
   struct Impl;

@@ -53,6 +53,11 @@ std::string waiting_reason(const std::string& name, const std::string& root, Con
       name, root);
 }
 
+// A value that could never be used (a line break, NUL) is like no value.
+bool usable(const std::string& value) {
+  return value.find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos;
+}
+
 }  // namespace
 
 Connectors::Connectors(boost::asio::io_context& io, std::string state_dir)
@@ -154,7 +159,7 @@ void Connectors::apply_consent(const std::string& root, Source& repo, const EnvM
   }
 }
 
-void Connectors::refresh(const EnvMap& env, const std::string& root) {
+void Connectors::refresh(const EnvMap& env, const std::string& root, Restart restart) {
   if (reread(user_, user_mcp_config_path(env), true)) {
     replace_connectors(user_, "");
     ++user_generation_;
@@ -162,7 +167,7 @@ void Connectors::refresh(const EnvMap& env, const std::string& root) {
   for (auto& [name, c] : user_.connectors) {
     if (c->state() == ConnectorState::kStopped) start_one(*c, env, start_timeout(env));
   }
-  restart_changed(user_, env);
+  restart_changed(user_, env, restart);
   if (!root.empty()) {
     Source& repo = repos_[root];
     // Also when the user's set changed since: a name the user added (or removed) hides (or shows) one.
@@ -171,22 +176,58 @@ void Connectors::refresh(const EnvMap& env, const std::string& root) {
       repo.user_generation = user_generation_;
     }
     apply_consent(root, repo, env);
-    restart_changed(repo, env);
+    restart_changed(repo, env, restart);
   }
   settled_check();
 }
 
-// A changed variable restarts only the connectors that read it (those just started have it). A
-// repository's connector waiting for consent is not running, so it is never started here.
-void Connectors::restart_changed(Source& src, const EnvMap& env) {
+// A changed variable restarts only the connectors that read it (those just started have it), and
+// only once no call is open on it: a call in flight (a write, maybe) is never cut off. The log
+// names the variable, never its value. A read-only request restarts nothing that runs or starts,
+// but does start one that failed (one that lacked the variable). A repository's connector waiting
+// for consent is not running, so it is never started here.
+void Connectors::restart_changed(Source& src, const EnvMap& env, Restart restart) {
   for (auto& [name, c] : src.connectors) {
-    if (c->state() == ConnectorState::kWaiting) continue;
-    if (std::string var = changed_variable(*c, env); !var.empty()) {
-      log::info("connector {}: restarting, ${{{}}} has another value in the environment of the client that asked", name,
-                var);
-      start_one(*c, env, start_timeout(env));
+    ConnectorState state = c->state();
+    if (state == ConnectorState::kWaiting) continue;
+    if (restart == Restart::kNever && (state == ConnectorState::kRunning || state == ConnectorState::kStarting))
+      continue;
+    std::string var = changed_variable(*c, env);
+    if (var.empty()) continue;
+    if (std::size_t open = c->calls_open(); open > 0) {
+      Seen& seen = seen_[c.get()];
+      if (!seen.restart_env) {
+        log::info(
+            "connector {}: ${{{}}} has another value in the environment of a client that asked; it restarts "
+            "once its {} call{} in flight {} ended",
+            name, var, open, open == 1 ? "" : "s", open == 1 ? "has" : "have");
+      }
+      seen.restart_env = env;  // the latest client that asked with another value
+      seen.restart_variable = var;
+      continue;
     }
+    log::info("connector {}: restarting, ${{{}}} has another value in the environment of the client that asked", name,
+              var);
+    start_one(*c, env, start_timeout(env));
   }
+}
+
+void Connectors::idle(Connector& c) {
+  auto seen = seen_.find(&c);
+  if (seen == seen_.end() || !seen->second.restart_env) return;
+  EnvMap env = std::move(*seen->second.restart_env);
+  seen->second.restart_env.reset();
+  if (c.state() != ConnectorState::kWaiting) {  // held for consent meanwhile: it must not run
+    log::info("connector {}: restarting, ${{{}}} has another value in the environment of the client that asked",
+              c.def().name, seen->second.restart_variable);
+    start_one(c, env, start_timeout(env));
+  }
+  settled_check();
+}
+
+bool Connectors::restart_waits(const Connector& c) const {
+  auto seen = seen_.find(&c);
+  return seen != seen_.end() && seen->second.restart_env.has_value();
 }
 
 boost::system::result<void, Connectors::ConsentError> Connectors::decide(const std::string& root,
@@ -249,19 +290,30 @@ void Connectors::reconnect(const std::string& name, const EnvMap& env, const std
 }
 
 void Connectors::adopt(const std::shared_ptr<Connector>& c, const std::string& root) {
-  const Connector* raw = c.get();
+  Connector* raw = c.get();
   seen_[raw].root = root;
   c->on_change([this, raw] {
     changed(*raw);
     settled_check();
   });
+  c->on_idle([this, raw] { idle(*raw); });
 }
 
-void Connectors::start_one(Connector& c, const EnvMap& env, std::chrono::milliseconds timeout) {
+// A variable the definition reads that the asking client lacks (or has no usable value for)
+// keeps the value it had at the connector's last start: a shell without your token does not
+// take down a connector that reads it, not even by a reconnect.
+void Connectors::start_one(Connector& c, const EnvMap& asked, std::chrono::milliseconds timeout) {
+  seen_[&c].restart_env.reset();  // a restart that waited is this one
   auto& used = seen_[&c].env;
   used.clear();
+  EnvMap env = asked;
   for (auto& var : referenced_variables(c.def())) {
     auto it = env.find(var);
+    if (it == env.end() || !usable(it->second)) {
+      if (auto last = c.last_env().find(var); last != c.last_env().end() && usable(last->second)) {
+        it = env.insert_or_assign(var, last->second).first;
+      }
+    }
     used[var] = it == env.end() ? "unset" : "set " + definition_hash(it->second);
   }
   c.start(env, timeout);
@@ -273,8 +325,7 @@ std::string Connectors::changed_variable(const Connector& c, const EnvMap& env) 
   if (seen == seen_.end()) return {};
   for (auto& [var, was] : seen->second.env) {
     auto it = env.find(var);
-    // A value that could never be used (a line break, NUL) is like no value: it stops nothing.
-    if (it == env.end() || it->second.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) continue;
+    if (it == env.end() || !usable(it->second)) continue;  // like no value: it stops nothing
     if (was != "set " + definition_hash(it->second)) return var;
   }
   return {};
@@ -304,6 +355,7 @@ void Connectors::changed(const Connector& c) {
 // `gone`: no connector of that name is left (one replaced by an edit speaks on as the new one).
 void Connectors::removed(Connector& c, bool gone) {
   c.on_change(nullptr);
+  c.on_idle(nullptr);
   c.stop();
   std::string root = seen_[&c].root;
   seen_.erase(&c);
@@ -338,13 +390,14 @@ void Connectors::when_settled(const std::string& root, const std::string& name, 
 }
 
 bool Connectors::starting(const std::string& root, const std::string& name) const {
-  auto starting_in = [&name](const Source& src) {
+  auto starting_in = [this, &name](const Source& src) {
     if (!name.empty()) {
       auto it = src.connectors.find(name);
-      return it != src.connectors.end() && it->second->state() == ConnectorState::kStarting;
+      return it != src.connectors.end() &&
+             (it->second->state() == ConnectorState::kStarting || restart_waits(*it->second));
     }
     for (auto& [n, c] : src.connectors) {
-      if (c->state() == ConnectorState::kStarting) return true;
+      if (c->state() == ConnectorState::kStarting || restart_waits(*c)) return true;
     }
     return false;
   };

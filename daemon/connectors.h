@@ -38,12 +38,17 @@ class Connectors {
   Connectors(boost::asio::io_context& io, std::string state_dir);
   ~Connectors();
 
+  // Whether a request may restart a connector whose variable has another value in its
+  // environment: a read-only one (list, get, tools) never does.
+  enum class Restart { kMay, kNever };
   // Re-reads the user's connectors file, and the .mcp.json of repository `root` (empty: none),
   // when they changed since the last look, with the asking client's environment: new and changed
-  // definitions start (a repository's only once approved), removed ones stop. A running connector
-  // also restarts when `env` sets a variable its definition reads to another value than the one it
-  // started with (a variable `env` lacks changes nothing). At daemon start: the daemon's own.
-  void refresh(const EnvMap& env, const std::string& root);
+  // definitions start (a repository's only once approved), removed ones stop. With kMay, a
+  // running connector also restarts when `env` sets a variable its definition reads to another
+  // value than the one it started with (a variable `env` lacks changes nothing), once no call is
+  // open on it: until then it counts as starting, so new calls wait for the restart. At daemon
+  // start: the daemon's own environment.
+  void refresh(const EnvMap& env, const std::string& root, Restart restart);
   // The daemon wrote a connectors file: the next refresh looks again, even in this turn.
   void file_written() { ++turn_; }
   // Runs `fn` once no connector of `root` (or the one named) is still starting.
@@ -96,21 +101,25 @@ class Connectors {
   std::string log_path(const ConnectorDef& def, const std::string& root) const;
   void settled_check();
   bool starting(const std::string& root, const std::string& name) const;  // empty name: any of them
-  void restart_changed(Source& src, const EnvMap& env);
+  void restart_changed(Source& src, const EnvMap& env, Restart restart);
   void adopt(const std::shared_ptr<Connector>& c, const std::string& root);
   void start_one(Connector& c, const EnvMap& env, std::chrono::milliseconds timeout);
   std::string changed_variable(const Connector& c, const EnvMap& env) const;
+  void idle(Connector& c);                       // its last open call ended
+  bool restart_waits(const Connector& c) const;  // a restart waits for its open calls
   void changed(const Connector& c);
   void removed(Connector& c, bool gone);
   std::string source_path(const std::string& root) const;  // the file a connector of `root` is from
 
-  // What was last told about a connector, its repository root (empty: the user's), and the
-  // variables it started with (hashed values).
+  // What was last told about a connector, its repository root (empty: the user's), the
+  // variables it started with (hashed values), and a restart waiting for its open calls to end.
   struct Seen {
     std::string root;
     std::string state;  // state and reason
     std::string tools;  // hash of the last running tool list
     std::map<std::string, std::string> env;
+    std::optional<EnvMap> restart_env;  // the environment it restarts with
+    std::string restart_variable;       // the variable that changed (its name only)
   };
 
   boost::asio::io_context& io_;

@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
     std::string_view kv(*e);
     if (auto eq = kv.find('='); eq != std::string_view::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
   }
-  server.connectors().refresh(env, "");
+  server.connectors().refresh(env, "", daemon::Connectors::Restart::kMay);
   io.run();
   log::info("stopped");
   return 0;

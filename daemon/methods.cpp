@@ -121,7 +121,7 @@ using SharedReply = std::shared_ptr<Reply>;
 
 void mcp_list(Server& s, const NameParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
-  s.connectors().refresh(client.env, root);
+  s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
   if (!p.wait) return reply.ok(s.connectors().list_json(root));
   auto shared = std::make_shared<Reply>(std::move(reply));
   s.connectors().when_settled(root, "", [&s, shared, root] { shared->ok(s.connectors().list_json(root)); });
@@ -129,7 +129,7 @@ void mcp_list(Server& s, const NameParams& p, Reply reply, Client& client) {
 
 void mcp_tools(Server& s, const NameParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
-  s.connectors().refresh(client.env, root);
+  s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
   if (!s.connectors().find(p.name, root)) return reply.fail(unknown_connector(p.name));
   auto shared = std::make_shared<Reply>(std::move(reply));
   auto answer = [&s, shared, name = p.name, root] {
@@ -149,7 +149,7 @@ void mcp_tools(Server& s, const NameParams& p, Reply reply, Client& client) {
 
 void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
-  s.connectors().refresh(client.env, root);
+  s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
   if (!s.connectors().find(p.connector, root)) return reply.fail(unknown_connector(p.connector));
   auto shared = std::make_shared<Reply>(std::move(reply));
   // A caller that goes away cancels its call: at the server too once it was sent. The hook
@@ -219,7 +219,7 @@ void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
 // The current list, then mcp/changed notifications until the connection ends (or unsubscribe).
 void mcp_subscribe(Server& s, Reply reply, Client& client) {
   std::string root = request_root("", client);
-  s.connectors().refresh(client.env, root);
+  s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
   s.connectors().subscriptions().add(client.id, client.peer);
   reply.ok(s.connectors().list_json(root));
 }
@@ -230,11 +230,23 @@ void mcp_unsubscribe(Server& s, Reply reply, Client& client) {
 
 void mcp_reconnect(Server& s, const NameParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
-  s.connectors().refresh(client.env, root);
+  s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
   if (!p.name.empty() && !s.connectors().find(p.name, root)) return reply.fail(unknown_connector(p.name));
   s.connectors().reconnect(p.name, client.env, root);
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().when_settled(root, p.name, [&s, shared, root] { shared->ok(s.connectors().list_json(root)); });
+  s.connectors().when_settled(root, p.name, [&s, shared, root, name = p.name] {
+    json::object out = s.connectors().list_json(root);
+    if (!name.empty()) {
+      // One named: that one alone (not a repository's of the same name that the user's hides).
+      json::array& all = out["connectors"].as_array();
+      json::array one;
+      for (auto& c : all) {
+        if (c.at("name") == json::value(name) && c.at("state") != json::value("hidden")) one.push_back(c);
+      }
+      all = std::move(one);
+    }
+    shared->ok(std::move(out));
+  });
 }
 
 void shutdown(Server& server, Reply reply) {

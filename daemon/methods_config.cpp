@@ -107,7 +107,7 @@ Decoded<RemoveParams> decode_remove_params(const json::value& params) {
 
 void mcp_get(Server& s, const GetParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
-  s.connectors().refresh(client.env, root);
+  s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
   auto o = s.connectors().get_json(p.name, root, p.show_values);
   if (!o) {
     return reply.fail(error_of(ErrorCode::kInvalidParams, "unknown_connector",
@@ -126,7 +126,7 @@ void consent_decide(Server& s, const ConsentParams& p, bool approve, Reply reply
                                "(from mcp/get or mcp/list)",
                                "params.sha256"));
   }
-  s.connectors().refresh(client.env, root);
+  s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
   auto r = s.connectors().decide(root, p.name, p.sha256, approve, client.env);
   if (!r) {
     const auto& e = r.error();
@@ -148,7 +148,7 @@ void mcp_add(Server& s, const AddParams& p, Reply reply, Client& client) {
     return reply.fail(
         error_of(ErrorCode::kInvalidParams, "invalid_definition", def.error().message, "params.definition"));
   }
-  s.connectors().refresh(client.env, root);  // knows the user's file path for this client
+  s.connectors().refresh(client.env, root, Connectors::Restart::kMay);  // knows the user's file path for this client
   std::string path = p.project ? root + "/.mcp.json" : user_mcp_config_path(client.env);
   auto out = add_entry(path, p.name, p.definition, p.force, !p.project);
   if (!out) {
@@ -168,7 +168,7 @@ void mcp_add(Server& s, const AddParams& p, Reply reply, Client& client) {
     }
   }
   s.connectors().file_written();
-  s.connectors().refresh(client.env, root);
+  s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
   auto shared = std::make_shared<Reply>(std::move(reply));
   s.connectors().when_settled(root, p.name, [&s, shared, root, result, name = p.name, project = p.project]() mutable {
     auto o = s.connectors().get_json(name, root);
@@ -219,7 +219,7 @@ void mcp_remove(Server& s, const RemoveParams& p, Reply reply, Client& client) {
     std::string message = e.message;
     if (e.kind == "not_found" && !p.project && !root.empty()) {
       // Not yours, but the repository's: say how to remove that one.
-      s.connectors().refresh(client.env, root);
+      s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
       if (auto g = s.connectors().get_json(p.name, root);
           g && g->if_contains("source") && g->at("source") == "project") {
         message += fmt::format(
@@ -238,7 +238,7 @@ void mcp_remove(Server& s, const RemoveParams& p, Reply reply, Client& client) {
   }
   log::info("connector {} removed from {}", p.name, path);
   s.connectors().file_written();
-  s.connectors().refresh(client.env, root);
+  s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
   reply.ok(std::move(result));
 }
 

@@ -251,7 +251,7 @@ TEST_F(McpAdd, AProjectAddCountsAsConsentAndRemoveUndoesIt) {
   EXPECT_FALSE(
       json::parse(slurp(home.root() + "/state/oppx/mcp-approved.json")).at("repositories").as_object().contains(repo));
   Result missing = oppx({"mcp", "remove", "tool"});
-  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("has no connector named tool"), std::string::npos) << missing.err;
 }
 

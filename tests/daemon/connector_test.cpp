@@ -152,6 +152,50 @@ TEST_F(Connectors, HandEditsArePickedUpAndRemovedConnectorsStop) {
   EXPECT_TRUE(cli::wait_for_exit(child, 10s)) << "the removed connector's process must end";
 }
 
+// `oppx mcp reconnect <name> --json` gives that connector alone, as the text does.
+TEST_F(Connectors, AReconnectOfOneAnswersWithThatOneAlone) {
+  write_config(stdio("one", FAKE_MCP_SERVER, {"ok", home.root() + "/one"}) + "," +
+               stdio("two", FAKE_MCP_SERVER, {"ok", home.root() + "/two"}));
+  Result one = oppx({"mcp", "reconnect", "one", "--json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  json::value reply = json::parse(one.out);
+  const json::array& listed = reply.at("connectors").as_array();
+  ASSERT_EQ(listed.size(), 1u) << one.out;
+  EXPECT_EQ(listed[0].at("name"), json::value("one"));
+  EXPECT_EQ(listed[0].at("state"), json::value("running"));
+  Result all = oppx({"mcp", "reconnect", "--json"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(json::parse(all.out).at("connectors").as_array().size(), 2u) << all.out;
+}
+
+// A name that matches no connector is a failed command (1), not a usage error (2), as in
+// `claude mcp`; with --json the error comes as JSON on stdout.
+TEST_F(Connectors, ANameThatMatchesNoConnectorIsAFailedCommand) {
+  write_config(stdio("one", FAKE_MCP_SERVER, {"ok", home.root() + "/one"}));
+  for (std::vector<std::string> command : {std::vector<std::string>{"remove", "nope"},
+                                           {"get", "nope"},
+                                           {"tools", "nope"},
+                                           {"call", "nope", "echo"},
+                                           {"reconnect", "nope"},
+                                           {"approve", "nope"},
+                                           {"deny", "nope"}}) {
+    for (bool as_json : {false, true}) {
+      std::vector<std::string> args{"mcp"};
+      args.insert(args.end(), command.begin(), command.end());
+      if (as_json) args.emplace_back("--json");
+      SCOPED_TRACE(command[0] + (as_json ? " --json" : ""));
+      Result r = oppx(args);
+      EXPECT_EQ(r.exit_code, 1) << r.err;
+      EXPECT_NE(r.err.find("no connector named nope"), std::string::npos) << r.err;
+      if (!as_json) continue;
+      boost::system::error_code ec;
+      json::value v = json::parse(r.out, ec);
+      ASSERT_FALSE(ec) << r.out;
+      EXPECT_EQ(v.at("error").at("data").at("kind"), json::value("unknown_connector")) << r.out;
+    }
+  }
+}
+
 TEST_F(Connectors, NoChildOutlivesTheDaemon) {
   pid_t child = start_marked_fake();
   ASSERT_GT(child, 0);

@@ -430,7 +430,7 @@ TEST_F(Consent, YourConnectorAddedElsewhereHidesARunningRepositoryOne) {
 TEST_F(Consent, ApprovingNeedsARepositoryConnectorAndTheHashShown) {
   write_repo({{"tool", marking(repo + "/ran")}});
   Result unknown = oppx({"mcp", "approve", "nope"});
-  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_NE(unknown.err.find("no connector named nope"), std::string::npos) << unknown.err;
   auto c = client();
   auto r = c.call("consent/approve", json::object{{"name", "tool"}}, 5s);

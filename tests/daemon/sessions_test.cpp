@@ -51,6 +51,17 @@ struct Sessions : ::testing::Test {
   bool becomes_running(const std::string& name) {
     return eventually([&] { return listed(name).at("state") == json::value("running"); });
   }
+  // The daemon started with `var` set to `value`, and the running connector "reads" that reads
+  // it: the pids of its program (one, else the test failed).
+  std::vector<pid_t> started_reading(const std::string& var, const std::string& value) {
+    ::setenv(var.c_str(), value.c_str(), 1);
+    home.write_mcp_config(fake("reads", {"${" + var + "}"}));
+    EXPECT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+    EXPECT_TRUE(becomes_running("reads"));
+    std::vector<pid_t> pids = pids_of("reads");
+    EXPECT_EQ(pids.size(), 1u);
+    return pids;
+  }
   // The lines the fake received whose method is `method`, parsed.
   std::vector<json::object> received_of(const std::string& method) {
     std::vector<json::object> out;
@@ -110,16 +121,101 @@ TEST_F(Sessions, AChangedVariableRestartsOnlyTheConnectorThatReadsIt) {
   EXPECT_EQ(listed("reads").at("state"), json::value("running"));
   EXPECT_EQ(pids_of("reads"), reads);
 
-  // Another value: that connector restarts with it, the other stays as it was.
+  // Another value: a read-only command restarts nothing that runs, but starts the one that lacked it.
   ::setenv("OPPX_TEST_TOKEN", "second", 1);
   ::setenv("OPPX_TEST_LATE", "now-set", 1);
-  listed("reads");
+  EXPECT_TRUE(becomes_running("late")) << "a connector that lacked its variable starts once a client has it";
+  EXPECT_EQ(pids_of("reads"), reads);
+  // A call may restart: that connector restarts with it, the other stays as it was.
+  EXPECT_EQ(oppx({"mcp", "call", "reads", "echo"}).exit_code, 0);
   EXPECT_TRUE(cli::wait_for_exit(reads[0], 10s)) << "the connector reading the changed variable restarts";
   EXPECT_TRUE(eventually([&] { return pids_of("reads").size() == 1; }));
   EXPECT_EQ(pids_of("plain"), plain);
-  EXPECT_TRUE(becomes_running("late")) << "a connector that lacked its variable starts once a client has it";
   ::unsetenv("OPPX_TEST_TOKEN");
   ::unsetenv("OPPX_TEST_LATE");
+}
+
+// A command that only reads (list, get, tools) restarts nothing, even from a shell where a
+// variable the connector reads has another value: a call running on it goes on.
+TEST_F(Sessions, AReadOnlyCommandWithAnotherValueRestartsNothing) {
+  std::vector<pid_t> pids = started_reading("OPPX_TEST_SECRET", "first-value");
+  ASSERT_EQ(pids.size(), 1u);
+  // A call (not read-only) that the server holds until a second one comes.
+  Process held({OPPX_BIN, "mcp", "call", "reads", "rendezvous", R"({"message":"held"})"});
+  ASSERT_TRUE(eventually([&] { return received_of("tools/call").size() == 1; })) << read_file(received);
+  for (std::vector<std::string> command :
+       {std::vector<std::string>{"list"}, {"list", "--json"}, {"get", "reads"}, {"tools", "reads"}}) {
+    std::vector<std::string> argv{"env", "OPPX_TEST_SECRET=other-value", OPPX_BIN, "mcp"};
+    argv.insert(argv.end(), command.begin(), command.end());
+    Result r = run(argv);
+    EXPECT_EQ(r.exit_code, 0) << command[0] << ": " << r.err;
+  }
+  EXPECT_EQ(pids_of("reads"), pids);
+  Result second = oppx({"mcp", "call", "reads", "rendezvous", R"({"message":"second"})"});
+  EXPECT_EQ(second.exit_code, 0) << second.err;
+  Result first = held.wait();
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out, "rendezvous held\n");
+  EXPECT_EQ(pids_of("reads"), pids);
+  EXPECT_EQ(home.read_log().find("restarting"), std::string::npos) << home.read_log();
+  ::unsetenv("OPPX_TEST_SECRET");
+}
+
+// A call from a shell where the variable has another value restarts the connector, but only once
+// the calls in flight on it have ended: the slow call is neither cut off nor repeated. The log
+// names the variable, never a value.
+TEST_F(Sessions, AChangedVariableRestartsAConnectorOnceItsCallsInFlightEnded) {
+  ASSERT_EQ(::access(kEverything.c_str(), R_OK), 0) << kEverything << " is missing: run packaging/bootstrap.sh";
+  ::setenv("OPPX_TEST_SECRET", "first-value", 1);
+  home.write_mcp_config(
+      stdio_entry("everything", "node", {kEverything, "stdio"}, {{"API_SECRET", "${OPPX_TEST_SECRET}"}}));
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  ASSERT_TRUE(becomes_running("everything"));
+  Process slow(
+      {OPPX_BIN, "mcp", "call", "everything", "trigger-long-running-operation", R"({"duration":2,"steps":4})"});
+  ASSERT_TRUE(slow.wait_for_stderr("trigger-long-running-operation: 1/4")) << slow.err();
+  Result other = run(
+      {"env", "OPPX_TEST_SECRET=second-value", OPPX_BIN, "mcp", "call", "everything", "echo", R"({"message":"after"})"},
+      60s);
+  Result first = slow.wait(30s);
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("Long running operation completed"), std::string::npos) << first.out;
+  std::size_t starts = 0;
+  for (std::size_t at = 0; (at = first.err.find(": 1/4", at)) != std::string::npos; ++at) ++starts;
+  EXPECT_EQ(starts, 1u) << "the slow call ran once, never cut off and repeated: " << first.err;
+  EXPECT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_EQ(other.out, "Echo: after\n");
+  std::string log = home.read_log();
+  std::size_t waits = log.find("connector everything: ${OPPX_TEST_SECRET} has another value");
+  std::size_t restarts = log.find("connector everything: restarting, ${OPPX_TEST_SECRET} has another value");
+  EXPECT_NE(waits, std::string::npos) << log;
+  EXPECT_NE(restarts, std::string::npos) << log;
+  EXPECT_LT(waits, restarts) << log;
+  EXPECT_EQ(log.find("second-value"), std::string::npos) << log;
+  EXPECT_EQ(log.find("first-value"), std::string::npos) << log;
+  ::unsetenv("OPPX_TEST_SECRET");
+}
+
+// A reconnect from a shell that lacks a variable the connector reads starts it again with the
+// last value it had, instead of taking it down for lack of it.
+TEST_F(Sessions, AReconnectFromAShellWithoutTheVariableKeepsItsLastValue) {
+  std::vector<pid_t> before = started_reading("OPPX_TEST_MYTOKEN", "token-value");
+  ASSERT_EQ(before.size(), 1u);
+  for (std::vector<std::string> which : {std::vector<std::string>{}, {"reads"}}) {
+    std::vector<std::string> argv{"env", "-u", "OPPX_TEST_MYTOKEN", OPPX_BIN, "mcp", "reconnect"};
+    argv.insert(argv.end(), which.begin(), which.end());
+    Result r = run(argv, 30s);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.find("it needs ${OPPX_TEST_MYTOKEN}"), std::string::npos) << r.out;
+  }
+  EXPECT_TRUE(cli::wait_for_exit(before[0], 10s)) << "the reconnect started it again";
+  ::unsetenv("OPPX_TEST_MYTOKEN");
+  json::object e = listed("reads");
+  EXPECT_EQ(e.at("state"), json::value("running")) << json::serialize(e);
+  std::vector<pid_t> now = pids_of("reads");
+  ASSERT_EQ(now.size(), 1u);
+  std::string cmdline = read_file("/proc/" + std::to_string(now[0]) + "/cmdline");
+  EXPECT_NE(cmdline.find("token-value"), std::string::npos) << "started with the last value it had";
 }
 
 TEST_F(Sessions, AnEditedDefinitionRestartsOnlyThatConnector) {
