@@ -458,10 +458,28 @@ int add_json(Context& ctx) {
   if (!v.is_object())
     return usage_error(self,
                        "the definition must be a JSON object, e.g. '{\"command\":\"npx\",\"args\":[\"-y\",\"pkg\"]}'");
-  // A whole pasted block works too: {"mcpServers":{"<name>":{…}}}.
-  if (const json::value* s = v.as_object().if_contains("mcpServers"); s && s->is_object()) {
-    const json::value* e = s->as_object().if_contains(ctx.args[0]);
-    if (!e || !e->is_object()) return usage_error(self, "the pasted mcpServers block has no entry " + ctx.args[0]);
+  // A whole pasted block works too: {"mcpServers":{"<name>":{…}}} (or VS Code's "servers"), its
+  // entry of that name, or its only entry under the name given.
+  const json::value* block = v.as_object().if_contains("mcpServers");
+  if (!block) block = v.as_object().if_contains("servers");
+  if (block && block->is_object()) {
+    const json::object& entries = block->as_object();
+    const json::value* e = entries.if_contains(ctx.args[0]);
+    if (!e && entries.size() == 1) {
+      e = &entries.begin()->value();
+      fmt::print(stderr, "oppx: the pasted block's only entry is named {}; adding it as {}\n",
+                 printable(entries.begin()->key()), ctx.args[0]);
+    }
+    if (!e) {
+      std::string names;
+      for (auto& [k, val] : entries) names += (names.empty() ? "" : ", ") + printable(k);
+      return usage_error(self, entries.empty()
+                                   ? "the pasted block has no entries"
+                                   : fmt::format("the pasted block has {} entries ({}) and none named {}; give the "
+                                                 "name of the one you want, or paste that entry alone",
+                                                 entries.size(), names, ctx.args[0]));
+    }
+    if (!e->is_object()) return usage_error(self, "the pasted block's entry is not a JSON object");
     v = *e;
   }
   return send_add(ctx, self, ctx.args[0], v.as_object(), project, force, as_json);
@@ -508,7 +526,10 @@ std::vector<Command> mcp_commands() {
        add},
       {"mcp", "add-json", "<name> '<json>' [--project] [--force] [--json]",
        "Add a connector from a pasted mcpServers entry (or a whole {\"mcpServers\":…} block).",
-       "The same as `oppx mcp add`, with the entry's JSON as given.", add_json},
+       "The same as `oppx mcp add`, with the entry's JSON as given. From a pasted block\n"
+       "({\"mcpServers\":…}, or VS Code's {\"servers\":…}) it takes the entry named <name>, else\n"
+       "the block's only entry, under <name> (and says so).",
+       add_json},
       {"mcp", "remove", "<name> [--project] [--json]",
        "Remove a connector from your mcp.json (or, with --project, the repository's .mcp.json).", "", remove},
       {"mcp", "get", "<name> [--show-values] [--json]",

@@ -1,4 +1,5 @@
-// Connectors files as people paste and share them: `oppx mcp add --project` keeps a shared .mcp.json's mode.
+// Connectors files as people paste and share them: add-json takes a pasted block's one entry under the name
+// given; and `oppx mcp add --project` keeps a shared .mcp.json's mode.
 #include "tests/support/connector_fixture.h"
 
 #include <boost/json.hpp>
@@ -30,6 +31,21 @@ struct PastedConfig : ConnectorFixture {
   InRepository in_repo{home};
   const std::string& repo = in_repo.root();
 };
+
+TEST_F(PastedConfig, AddJsonTakesTheOneEntryOfAPastedBlockUnderTheNameGiven) {
+  std::string block = R"({"mcpServers":{"other":{"command":")" FAKE_MCP_SERVER R"(","args":["ok"]}}})";
+  Result one = oppx({"mcp", "add-json", "mine", block});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.err.find("only entry is named other; adding it as mine"), std::string::npos) << one.err;
+  std::string config = home.root() + "/config/oppx/mcp.json";
+  json::object servers = json::parse(read_file(config)).at("mcpServers").as_object();
+  EXPECT_TRUE(servers.contains("mine"));
+  EXPECT_FALSE(servers.contains("other"));
+
+  Result several = oppx({"mcp", "add-json", "x", R"({"mcpServers":{"a":{"command":"true"},"b":{"command":"true"}}})"});
+  EXPECT_EQ(several.exit_code, 2);
+  EXPECT_NE(several.err.find("has 2 entries (a, b) and none named x"), std::string::npos) << several.err;
+}
 
 TEST_F(PastedConfig, AProjectAddKeepsASharedFilesMode) {
   write_file(repo + "/.mcp.json", R"({"mcpServers":{"team":{"command":"true"}}})", 0644);
