@@ -105,12 +105,12 @@ std::string reads(const json::object& c) {
 }
 
 void print_entry(const json::object& c) {
-  std::string name = str(c, "name");
+  std::string name = printable(str(c, "name"));  // a name oppx cannot use is listed as written
   if (str(c, "source") == "project") name += " [repo]";
   bool cached = c.contains("cached") && c.at("cached") == json::value(true);
   fmt::print("{:<16} {:<9} {:>3} tools{}  {}\n", name, str(c, "state"), c.at("tools").as_int64(),
              cached ? " (last run)" : "", printable(what_runs(c)));
-  if (str(c, "source") == "project" && str(c, "consent") != "approved") {
+  if (str(c, "source") == "project" && c.contains("approve")) {
     // What the user is asked to approve, in full: environment and headers (values masked) and
     // the variables it reads from the environment of the oppx command that starts it.
     if (std::string e = pairs(c, "env", "="); !e.empty()) fmt::print("    env: {}\n", printable(e));
@@ -152,8 +152,12 @@ void print_list_notes(const json::object& o) {
   for (auto& w : o.at("warnings").as_array()) fmt::print(stderr, "oppx: warning: {}\n", std::string(w.as_string()));
   if (o.contains("error")) fmt::print(stderr, "oppx: {}\n", str(o, "error"));
   if (o.contains("consent_error")) fmt::print(stderr, "oppx: {}\n", str(o, "consent_error"));
-  if (const json::value* p = o.if_contains("project"); p && p->is_object() && p->as_object().contains("error"))
-    fmt::print(stderr, "oppx: {}\n", str(p->as_object(), "error"));
+  if (const json::value* p = o.if_contains("project"); p && p->is_object()) {
+    if (const json::value* w = p->as_object().if_contains("warnings"); w && w->is_array()) {
+      for (auto& s : w->as_array()) fmt::print(stderr, "oppx: warning: {}\n", printable(s.as_string()));
+    }
+    if (p->as_object().contains("error")) fmt::print(stderr, "oppx: {}\n", str(p->as_object(), "error"));
+  }
 }
 
 int list(Context& ctx) {

@@ -202,7 +202,10 @@ boost::system::result<ConnectorDef, EditError> check_definition(std::string_view
                                             escape_controls(name), why)};
   }
   auto def = parse_mcp_entry(name, entry);
-  if (!def) return EditError{"invalid", def.error().message};
+  if (!def) {
+    const EntryError& e = def.error();
+    return EditError{"invalid", e.fix.empty() ? e.message : e.message + "; " + e.fix};
+  }
   if (def->kind == ConnectorDef::Kind::kHttp && def->url.rfind("http://", 0) != 0 &&
       def->url.rfind("https://", 0) != 0) {
     return EditError{"invalid", fmt::format("the URL of {} must start with https:// (or http://); \"{}\" does not. "

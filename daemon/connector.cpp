@@ -53,6 +53,10 @@ std::string_view state_name(ConnectorState s) {
       return "stopped";
     case ConnectorState::kWaiting:
       return "waiting";
+    case ConnectorState::kDisabled:
+      return "disabled";
+    case ConnectorState::kUnsupported:
+      return "unsupported";
   }
   return "unknown";
 }
@@ -225,6 +229,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     } else {
       reason = std::move(why);
       kind = std::string(k);
+      if (s == ConnectorState::kUnsupported) steps = {def.fix};
     }
     // Waiters may start it again (a call's retry): a list of their own, new ones kept.
     auto now = std::move(waiters);
@@ -272,6 +277,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void start(const EnvMap& client_env, std::chrono::milliseconds timeout) {
+    if (def.never_starts()) return set_aside();
     kill_child();
     ++generation;
     tools = {};
@@ -964,7 +970,21 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     log_fd = -1;
   }
 
+  // An entry that never runs ("disabled": true, or one oppx cannot use): nothing started or expanded.
+  void set_aside() {
+    ++generation;
+    restartable = false;
+    restart_timer.cancel();
+    kill_child();
+    tools = {};
+    if (!def.unsupported.empty()) return set_state(ConnectorState::kUnsupported, def.unsupported, down::kUnsupported);
+    set_state(ConnectorState::kDisabled,
+              fmt::format("\"disabled\": true in {}; to start it, remove that key (or set it to false)", def.file),
+              "disabled");
+  }
+
   void hold(std::string why) {
+    if (def.never_starts()) return set_aside();
     ++generation;
     restartable = false;
     restart_timer.cancel();

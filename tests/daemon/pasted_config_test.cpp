@@ -1,6 +1,10 @@
-// Connectors files as people paste and share them: add-json takes a pasted block's one entry under the name
+// Connectors files as people paste and share them: one entry oppx cannot use (an SSE one, wrong
+// types) is set aside as `unsupported` and the rest load; `"disabled": true` starts nothing; VS
+// Code's "servers" form is explained; add-json takes a pasted block's one entry under the name
 // given; and `oppx mcp add --project` keeps a shared .mcp.json's mode.
 #include "tests/support/connector_fixture.h"
+
+#include "daemon/mcp_config.h"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
@@ -13,6 +17,39 @@ namespace oppx::test {
 namespace {
 
 namespace json = boost::json;
+using daemon::parse_mcp_config;
+
+constexpr std::string_view kSseStep = "oppx speaks streamable HTTP; if the server has one, use its /mcp URL";
+
+TEST(McpConfigEntries, OneBadEntryIsSetAsideAndTheRestLoad) {
+  auto cfg = parse_mcp_config(R"({"mcpServers":{"good":{"command":"x"},)"
+                              R"("legacy":{"type":"sse","url":"http://127.0.0.1:1/sse"},)"
+                              R"("args":{"command":"x","args":"-y"},"a b":{"command":"x"},"last":{"command":"y"}}})",
+                              "m.json");
+  ASSERT_TRUE(cfg) << cfg.error();
+  ASSERT_EQ(cfg->connectors.size(), 5u);
+  EXPECT_TRUE(cfg->connectors[0].unsupported.empty());
+  EXPECT_TRUE(cfg->connectors[4].unsupported.empty());
+  EXPECT_EQ(cfg->connectors[4].command, "y");
+  const auto& legacy = cfg->connectors[1];
+  EXPECT_NE(legacy.unsupported.find("older SSE transport is not supported"), std::string::npos) << legacy.unsupported;
+  EXPECT_NE(legacy.fix.find(kSseStep), std::string::npos) << legacy.fix;
+  EXPECT_EQ(legacy.url, "http://127.0.0.1:1/sse");  // shown in the list as written
+  EXPECT_EQ(cfg->connectors[2].unsupported, "m.json:1:123: mcpServers.args.args: expected an array of strings");
+  EXPECT_NE(cfg->connectors[3].unsupported.find("letters, digits"), std::string::npos);
+  // Only a file that is not JSON (or not an object of entries) is an error of the whole file.
+  EXPECT_FALSE(parse_mcp_config(R"({"mcpServers":{"good":{"command":"x"},)", "m.json"));
+  EXPECT_FALSE(parse_mcp_config(R"({"mcpServers":[]})", "m.json"));
+}
+
+TEST(McpConfigEntries, AServersKeyIsExplained) {
+  auto cfg = parse_mcp_config(R"({"servers":{"fs":{"type":"stdio","command":"npx"}},"inputs":[]})", "m.json");
+  ASSERT_TRUE(cfg) << cfg.error();
+  EXPECT_TRUE(cfg->connectors.empty());
+  ASSERT_EQ(cfg->notes.size(), 1u);
+  EXPECT_NE(cfg->notes[0].find("rename \"servers\" to \"mcpServers\""), std::string::npos) << cfg->notes[0];
+  EXPECT_NE(cfg->notes[0].find("VS Code"), std::string::npos) << cfg->notes[0];
+}
 
 mode_t mode_of(const std::string& path) {
   struct stat st {};
@@ -30,7 +67,86 @@ void write_file(const std::string& path, const std::string& text, mode_t mode = 
 struct PastedConfig : ConnectorFixture {
   InRepository in_repo{home};
   const std::string& repo = in_repo.root();
+
+  json::object list() {
+    Result r = oppx({"mcp", "list", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? json::parse(r.out).as_object() : json::object{};
+  }
+  static json::object named(const json::object& list, const std::string& name) {
+    for (auto& c : list.at("connectors").as_array()) {
+      if (c.at("name") == json::value(name)) return c.as_object();
+    }
+    ADD_FAILURE() << name << " is not listed: " << json::serialize(list);
+    return {};
+  }
 };
+
+TEST_F(PastedConfig, OneUnusableEntryDoesNotEmptyTheFile) {
+  write_config(stdio("one", FAKE_MCP_SERVER, {"ok", home.root()}) +
+               R"(,"legacy":{"type":"sse","url":"http://127.0.0.1:1/sse"},)"
+               R"("typo":{"command":"node","args":"server.js"},)" +
+               stdio("two", FAKE_MCP_SERVER, {"ok", home.root() + "/two"}));
+  EXPECT_EQ(entry("one").at("state"), json::value("running"));
+  EXPECT_EQ(entry("two").at("state"), json::value("running"));
+  json::object l = list();
+  EXPECT_FALSE(l.contains("error")) << json::serialize(l);
+  json::object legacy = named(l, "legacy");
+  EXPECT_EQ(legacy.at("state"), json::value("unsupported"));
+  EXPECT_EQ(legacy.at("reason_kind"), json::value("unsupported"));
+  EXPECT_NE(json::serialize(legacy.at("steps")).find(kSseStep), std::string::npos) << json::serialize(legacy);
+  json::object typo = named(l, "typo");
+  EXPECT_EQ(typo.at("state"), json::value("unsupported"));
+  EXPECT_NE(std::string(typo.at("reason").as_string()).find("mcpServers.typo.args: expected an array of strings"),
+            std::string::npos)
+      << json::serialize(typo);
+
+  Result text = oppx({"mcp", "list"});
+  EXPECT_NE(text.out.find("unsupported"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(kSseStep), std::string::npos) << text.out;
+  Result call = oppx({"mcp", "call", "legacy", "echo"});
+  EXPECT_EQ(call.exit_code, 1);
+  EXPECT_NE(call.err.find("not running (unsupported)"), std::string::npos) << call.err;
+  EXPECT_EQ(oppx({"mcp", "call", "one", "echo", R"({"message":"still here"})"}).exit_code, 0);
+
+  // The same in a repository's .mcp.json: the rest waits for consent, the SSE entry is set aside.
+  write_file(repo + "/.mcp.json",
+             R"({"mcpServers":{"shared":{"command":"true"},"old":{"type":"sse","url":"http://127.0.0.1:1/sse"}}})");
+  l = list();
+  ASSERT_TRUE(l.contains("project"));
+  EXPECT_FALSE(l.at("project").as_object().contains("error")) << json::serialize(l);
+  EXPECT_EQ(named(l, "shared").at("state"), json::value("waiting"));
+  json::object old = named(l, "old");
+  EXPECT_EQ(old.at("state"), json::value("unsupported"));
+  EXPECT_FALSE(old.contains("approve")) << "nothing to approve: it never runs";
+}
+
+TEST_F(PastedConfig, DisabledStartsNothing) {
+  std::string marker = home.root() + "/ran";
+  write_config(R"("off":{"command":"/bin/sh","args":["-c","touch )" + marker +
+               "; exec " FAKE_MCP_SERVER R"( ok"],"disabled":true},)" +
+               stdio("one", FAKE_MCP_SERVER, {"ok", home.root()}));
+  EXPECT_EQ(entry("one").at("state"), json::value("running"));
+  json::object off = named(list(), "off");
+  EXPECT_EQ(off.at("state"), json::value("disabled"));
+  EXPECT_NE(std::string(off.at("reason").as_string()).find("\"disabled\": true"), std::string::npos)
+      << json::serialize(off);
+  Result again = oppx({"mcp", "reconnect", "off"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.out.find("disabled"), std::string::npos) << again.out;
+  EXPECT_EQ(oppx({"mcp", "reconnect"}).exit_code, 0);
+  EXPECT_EQ(named(list(), "off").at("state"), json::value("disabled"));
+  EXPECT_NE(::access(marker.c_str(), F_OK), 0) << "a disabled connector ran";
+}
+
+TEST_F(PastedConfig, VsCodesServersFormIsExplained) {
+  write_file(repo + "/.mcp.json", R"({"servers":{"fs":{"type":"stdio","command":"npx"}}})");
+  Result r = oppx({"mcp", "list"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("rename \"servers\" to \"mcpServers\""), std::string::npos) << r.err;
+  json::object l = list();
+  EXPECT_NE(json::serialize(l.at("project")).find("rename \\\"servers\\\""), std::string::npos) << json::serialize(l);
+}
 
 TEST_F(PastedConfig, AddJsonTakesTheOneEntryOfAPastedBlockUnderTheNameGiven) {
   std::string block = R"({"mcpServers":{"other":{"command":")" FAKE_MCP_SERVER R"(","args":["ok"]}}})";
