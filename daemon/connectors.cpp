@@ -119,6 +119,7 @@ bool Connectors::reread(Source& src, const std::string& path, bool is_user) {
   src.warnings.insert(src.warnings.end(), cfg->notes.begin(), cfg->notes.end());
   for (auto& w : src.warnings) log::warn("{}", w);
   for (auto& d : cfg->connectors) {
+    d.project = !is_user;
     if (!d.unsupported.empty())
       log::warn("connector {}: set aside: {}", escape_controls(d.name), escape_controls(d.unsupported));
   }

@@ -214,6 +214,10 @@ boost::system::result<ConnectorDef, EntryError> parse_mcp_entry(std::string_view
     if (!env) return EntryError{env.error()};
     d.env = std::move(*env);
   }
+  if (auto* cwd = o.if_contains("cwd")) {
+    if (!cwd->is_string()) return EntryError{where + ".cwd: expected a string"};
+    d.cwd = std::string(cwd->as_string());
+  }
   return d;
 }
 
@@ -372,6 +376,7 @@ std::vector<std::string> referenced_variables(const ConnectorDef& def) {
   };
   scan(def.command);
   for (auto& a : def.args) scan(a);
+  scan(def.cwd);
   for (auto& [k, v] : def.env) scan(v);
   scan(def.url);
   for (auto& [k, v] : def.headers) scan(v);

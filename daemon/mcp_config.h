@@ -25,12 +25,14 @@ struct ConnectorDef {
   Pairs env;
   std::string url;
   Pairs headers;
+  std::string cwd;        // "cwd" as written: a stdio program's folder, relative to the file's
   bool disabled = false;  // "disabled": true (as in Claude Desktop and Cline): it never starts
   // Why oppx cannot use the entry ("<file>:<line>:<col>: mcpServers.x.type: …") and what to do
   // instead; empty when it can. Such an entry is listed `unsupported` and never starts.
   std::string unsupported, fix;
   std::string canonical;  // the entry as written (unexpanded, key order kept): its identity
   std::string file;       // the file it came from (not part of its identity)
+  bool project = false;   // from a repository's .mcp.json: it starts in the repository's root
 
   bool never_starts() const { return disabled || !unsupported.empty(); }
 };
@@ -65,8 +67,8 @@ struct ExpandError {
 };
 boost::system::result<std::string, ExpandError> expand(std::string_view s, const EnvMap& env);
 
-// The variables a definition reads (${NAME} and ${NAME:-default}, in command, args, env, url and
-// headers), each once, in order of first use.
+// The variables a definition reads (${NAME} and ${NAME:-default}, in command, args, cwd, env, url
+// and headers), each once, in order of first use.
 std::vector<std::string> referenced_variables(const ConnectorDef& def);
 
 // For display: a value with its secret part hidden ("Bearer lin_…***"), except ${VAR} references.

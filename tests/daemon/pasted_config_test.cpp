@@ -1,5 +1,6 @@
 // Connectors files as people paste and share them: one entry oppx cannot use (an SSE one, wrong
-// types) is set aside as `unsupported` and the rest load; `"disabled": true` starts nothing; VS
+// types) is set aside as `unsupported` and the rest load; `"disabled": true` starts nothing; a
+// stdio connector starts in its repository's root, in HOME for your own, or in its "cwd"; VS
 // Code's "servers" form is explained; add-json takes a pasted block's one entry under the name
 // given; and `oppx mcp add --project` keeps a shared .mcp.json's mode.
 #include "tests/support/connector_fixture.h"
@@ -9,6 +10,8 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cstdlib>
 #include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,6 +45,26 @@ TEST(McpConfigEntries, OneBadEntryIsSetAsideAndTheRestLoad) {
   EXPECT_FALSE(parse_mcp_config(R"({"mcpServers":[]})", "m.json"));
 }
 
+TEST(McpConfigEntries, DisabledAndCwdAreRead) {
+  auto cfg = parse_mcp_config(R"({"mcpServers":{"off":{"command":"x","disabled":true},)"
+                              R"("on":{"command":"x","disabled":false,"cwd":"tools"},)"
+                              R"("odd":{"command":"x","disabled":"yes"},"where":{"command":"x","cwd":1}}})",
+                              "m.json");
+  ASSERT_TRUE(cfg) << cfg.error();
+  ASSERT_EQ(cfg->connectors.size(), 4u);
+  EXPECT_TRUE(cfg->connectors[0].disabled);
+  EXPECT_FALSE(cfg->connectors[1].disabled);
+  EXPECT_EQ(cfg->connectors[1].cwd, "tools");
+  EXPECT_NE(cfg->connectors[2].unsupported.find("mcpServers.odd.disabled: expected true or false"), std::string::npos)
+      << cfg->connectors[2].unsupported;
+  EXPECT_NE(cfg->connectors[3].unsupported.find("mcpServers.where.cwd: expected a string"), std::string::npos)
+      << cfg->connectors[3].unsupported;
+  // A folder given with a variable is a variable the connector reads.
+  auto var = parse_mcp_config(R"({"mcpServers":{"v":{"command":"x","cwd":"${OPPX_WORK}/tools"}}})", "m.json");
+  ASSERT_TRUE(var);
+  EXPECT_EQ(daemon::referenced_variables(var->connectors[0]), std::vector<std::string>{"OPPX_WORK"});
+}
+
 TEST(McpConfigEntries, AServersKeyIsExplained) {
   auto cfg = parse_mcp_config(R"({"servers":{"fs":{"type":"stdio","command":"npx"}},"inputs":[]})", "m.json");
   ASSERT_TRUE(cfg) << cfg.error();
@@ -54,6 +77,11 @@ TEST(McpConfigEntries, AServersKeyIsExplained) {
 mode_t mode_of(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+}
+
+std::string real(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) ? std::string(buf) : path;
 }
 
 void write_file(const std::string& path, const std::string& text, mode_t mode = 0600) {
@@ -79,6 +107,11 @@ struct PastedConfig : ConnectorFixture {
     }
     ADD_FAILURE() << name << " is not listed: " << json::serialize(list);
     return {};
+  }
+  // A script that writes the folder it runs in to `marker`, then serves MCP.
+  std::string serve_script(const std::string& path) {
+    write_file(path, "#!/bin/sh\npwd > \"$1\"\nexec " FAKE_MCP_SERVER " ok\n", 0700);
+    return path;
   }
 };
 
@@ -137,6 +170,44 @@ TEST_F(PastedConfig, DisabledStartsNothing) {
   EXPECT_EQ(oppx({"mcp", "reconnect"}).exit_code, 0);
   EXPECT_EQ(named(list(), "off").at("state"), json::value("disabled"));
   EXPECT_NE(::access(marker.c_str(), F_OK), 0) << "a disabled connector ran";
+}
+
+TEST_F(PastedConfig, StdioConnectorsStartInTheirFolder) {
+  ::mkdir((repo + "/tools").c_str(), 0700);
+  ::mkdir((home.root() + "/work").c_str(), 0700);
+  serve_script(repo + "/tools/serve.sh");
+  serve_script(home.root() + "/serve-home.sh");
+  std::string at = home.root() + "/at-";
+  // A repository's: a relative script path, and a relative program in its "cwd".
+  write_file(repo + "/.mcp.json",
+             json::serialize(json::object{
+                 {"mcpServers",
+                  {{"rel", {{"command", "/bin/sh"}, {"args", json::array{"tools/serve.sh", at + "rel"}}}},
+                   {"sub", {{"command", "./serve.sh"}, {"args", json::array{at + "sub"}}, {"cwd", "tools"}}}}}}));
+  // Yours: HOME, and a "cwd" relative to the folder of mcp.json; a missing folder is explained.
+  write_config(R"("mine":{"command":"/bin/sh","args":["serve-home.sh",")" + at + R"(mine"]},)" +
+               R"("there":{"command":")" + home.root() + R"(/serve-home.sh","args":[")" + at +
+               R"(there"],"cwd":"../../work"},)" + R"("nowhere":{"command":"/bin/sh","cwd":"no-such-folder"},)" +
+               // A real server, its script named relative to the folder it is given.
+               R"("everything":{"command":"node","cwd":")" + OPPX_NPM_DIR +
+               R"(","args":["node_modules/@modelcontextprotocol/server-everything/dist/index.js","stdio"]})");
+  EXPECT_EQ(entry("mine").at("state"), json::value("running"));
+  EXPECT_EQ(read_file(at + "mine"), real(home.root()) + "\n");
+  EXPECT_EQ(entry("there").at("state"), json::value("running"));
+  EXPECT_EQ(read_file(at + "there"), real(home.root() + "/work") + "\n");
+  json::object nowhere = entry("nowhere");
+  EXPECT_EQ(nowhere.at("state"), json::value("failed"));
+  EXPECT_EQ(nowhere.at("reason_kind"), json::value("config"));
+  EXPECT_NE(std::string(nowhere.at("reason").as_string()).find("no-such-folder"), std::string::npos)
+      << json::serialize(nowhere);
+  Result everything = oppx({"mcp", "call", "everything", "echo", R"({"message":"from its folder"})"});
+  EXPECT_EQ(everything.out, "Echo: from its folder\n") << everything.err;
+
+  ASSERT_EQ(oppx({"mcp", "approve", "rel"}).exit_code, 0);
+  EXPECT_EQ(read_file(at + "rel"), real(repo) + "\n");
+  Result sub = oppx({"mcp", "approve", "sub"});
+  ASSERT_EQ(sub.exit_code, 0) << sub.out << sub.err;
+  EXPECT_EQ(read_file(at + "sub"), real(repo + "/tools") + "\n");
 }
 
 TEST_F(PastedConfig, VsCodesServersFormIsExplained) {
