@@ -109,12 +109,12 @@ std::string reads(const json::object& c) {
 }
 
 void print_entry(const json::object& c) {
-  std::string name = str(c, "name");
+  std::string name = printable(str(c, "name"));  // a name oppx cannot use is listed as written
   if (str(c, "source") == "project") name += " [repo]";
   bool cached = c.contains("cached") && c.at("cached") == json::value(true);
   fmt::print("{:<16} {:<9} {:>3} tools{}  {}\n", name, str(c, "state"), c.at("tools").as_int64(),
              cached ? " (last run)" : "", printable(what_runs(c)));
-  if (str(c, "source") == "project" && str(c, "consent") != "approved") {
+  if (str(c, "source") == "project" && c.contains("approve")) {
     // What the user is asked to approve, in full: environment and headers (values masked) and
     // the variables it reads from the environment of the oppx command that starts it.
     if (std::string e = pairs(c, "env", "="); !e.empty()) fmt::print("    env: {}\n", printable(e));
@@ -156,8 +156,12 @@ void print_list_notes(const json::object& o) {
   for (auto& w : o.at("warnings").as_array()) fmt::print(stderr, "oppx: warning: {}\n", std::string(w.as_string()));
   if (o.contains("error")) fmt::print(stderr, "oppx: {}\n", str(o, "error"));
   if (o.contains("consent_error")) fmt::print(stderr, "oppx: {}\n", str(o, "consent_error"));
-  if (const json::value* p = o.if_contains("project"); p && p->is_object() && p->as_object().contains("error"))
-    fmt::print(stderr, "oppx: {}\n", str(p->as_object(), "error"));
+  if (const json::value* p = o.if_contains("project"); p && p->is_object()) {
+    if (const json::value* w = p->as_object().if_contains("warnings"); w && w->is_array()) {
+      for (auto& s : w->as_array()) fmt::print(stderr, "oppx: warning: {}\n", printable(s.as_string()));
+    }
+    if (p->as_object().contains("error")) fmt::print(stderr, "oppx: {}\n", str(p->as_object(), "error"));
+  }
 }
 
 int list(Context& ctx) {
@@ -463,10 +467,28 @@ int add_json(Context& ctx) {
   if (!v.is_object())
     return usage_error(self,
                        "the definition must be a JSON object, e.g. '{\"command\":\"npx\",\"args\":[\"-y\",\"pkg\"]}'");
-  // A whole pasted block works too: {"mcpServers":{"<name>":{…}}}.
-  if (const json::value* s = v.as_object().if_contains("mcpServers"); s && s->is_object()) {
-    const json::value* e = s->as_object().if_contains(ctx.args[0]);
-    if (!e || !e->is_object()) return usage_error(self, "the pasted mcpServers block has no entry " + ctx.args[0]);
+  // A whole pasted block works too: {"mcpServers":{"<name>":{…}}} (or VS Code's "servers"), its
+  // entry of that name, or its only entry under the name given.
+  const json::value* block = v.as_object().if_contains("mcpServers");
+  if (!block) block = v.as_object().if_contains("servers");
+  if (block && block->is_object()) {
+    const json::object& entries = block->as_object();
+    const json::value* e = entries.if_contains(ctx.args[0]);
+    if (!e && entries.size() == 1) {
+      e = &entries.begin()->value();
+      fmt::print(stderr, "oppx: the pasted block's only entry is named {}; adding it as {}\n",
+                 printable(entries.begin()->key()), ctx.args[0]);
+    }
+    if (!e) {
+      std::string names;
+      for (auto& [k, val] : entries) names += (names.empty() ? "" : ", ") + printable(k);
+      return usage_error(self, entries.empty()
+                                   ? "the pasted block has no entries"
+                                   : fmt::format("the pasted block has {} entries ({}) and none named {}; give the "
+                                                 "name of the one you want, or paste that entry alone",
+                                                 entries.size(), names, ctx.args[0]));
+    }
+    if (!e->is_object()) return usage_error(self, "the pasted block's entry is not a JSON object");
     v = *e;
   }
   return send_add(ctx, self, ctx.args[0], v.as_object(), project, force, as_json);
@@ -513,7 +535,10 @@ std::vector<Command> mcp_commands() {
        add},
       {"mcp", "add-json", "<name> '<json>' [--project] [--force] [--json]",
        "Add a connector from a pasted mcpServers entry (or a whole {\"mcpServers\":…} block).",
-       "The same as `oppx mcp add`, with the entry's JSON as given.", add_json},
+       "The same as `oppx mcp add`, with the entry's JSON as given. From a pasted block\n"
+       "({\"mcpServers\":…}, or VS Code's {\"servers\":…}) it takes the entry named <name>, else\n"
+       "the block's only entry, under <name> (and says so).",
+       add_json},
       {"mcp", "remove", "<name> [--project] [--json]",
        "Remove a connector from your mcp.json (or, with --project, the repository's .mcp.json).", "", remove},
       {"mcp", "get", "<name> [--show-values] [--json]",

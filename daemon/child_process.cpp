@@ -129,8 +129,9 @@ int above_stdio(int fd) {
 
 }  // namespace
 
-std::string find_program(const std::string& program, const std::vector<std::string>& env) {
-  if (program.find('/') != std::string::npos) return executable(program) ? program : "";
+std::string find_program(const std::string& program, const std::vector<std::string>& env, const std::string& cwd) {
+  auto in_cwd = [&cwd](const std::string& p) { return p.starts_with('/') || cwd.empty() ? p : cwd + "/" + p; };
+  if (program.find('/') != std::string::npos) return executable(in_cwd(program)) ? in_cwd(program) : "";
   std::string path = "/usr/local/bin:/usr/bin:/bin";
   for (auto& e : env) {
     if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
@@ -139,7 +140,7 @@ std::string find_program(const std::string& program, const std::vector<std::stri
   while (true) {
     auto colon = p.find(':');
     std::string dir(p.substr(0, colon));
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    std::string candidate = in_cwd((dir.empty() ? "." : dir) + "/" + program);
     if (executable(candidate)) return candidate;
     if (colon == std::string_view::npos) return "";
     p.remove_prefix(colon + 1);
@@ -147,7 +148,7 @@ std::string find_program(const std::string& program, const std::vector<std::stri
 }
 
 boost::system::result<Child, SpawnError> spawn_child(const SpawnSpec& spec) {
-  std::string program = find_program(spec.program, spec.env);
+  std::string program = find_program(spec.program, spec.env, spec.cwd);
   if (program.empty()) {
     return SpawnError{true, fmt::format("{} is not installed (not found on PATH, or not executable)", spec.program)};
   }
@@ -189,6 +190,11 @@ boost::system::result<Child, SpawnError> spawn_child(const SpawnSpec& spec) {
       ::dup2(status_w, 3);
       ::fcntl(3, F_SETFD, FD_CLOEXEC);  // closed by a successful exec: the daemon reads EOF
       ::close_range(4, ~0U, 0);
+      if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
+        int e = -errno;  // negative: the folder, not the program
+        (void)!::write(3, &e, sizeof e);
+        ::_exit(127);
+      }
       ::execve(program.c_str(), argv.data(), envp.data());
       int e = errno;
       (void)!::write(3, &e, sizeof e);
@@ -213,6 +219,8 @@ boost::system::result<Child, SpawnError> spawn_child(const SpawnSpec& spec) {
   ::close(status_r);
   if (pid < 0) {
     ::close(in_w), ::close(out_r), ::close(err_r);
+    if (spawn_errno < 0)
+      return SpawnError{false, fmt::format("cannot start it in {}: {}", spec.cwd, std::strerror(-spawn_errno))};
     return SpawnError{spawn_errno == ENOENT || spawn_errno == EACCES,
                       fmt::format("cannot run {}: {}", program, std::strerror(spawn_errno))};
   }

@@ -16,6 +16,7 @@ struct SpawnSpec {
   std::string program;            // a path, or a name looked up on the PATH in `env`
   std::vector<std::string> args;  // without argv[0]
   std::vector<std::string> env;   // "KEY=VALUE", the whole environment of the child
+  std::string cwd;                // the folder it starts in (absolute); empty: the daemon's
 };
 
 struct Child {
@@ -30,8 +31,10 @@ struct SpawnError {
   std::string message;
 };
 
-// Finds `program` on the PATH given in `env` (or takes it as a path). Empty when not found.
-std::string find_program(const std::string& program, const std::vector<std::string>& env);
+// Finds `program` on the PATH given in `env` (or takes it as a path). A relative path, and a
+// relative folder on the PATH, are taken from `cwd` (the child's folder), as the child's exec
+// would. Empty when not found.
+std::string find_program(const std::string& program, const std::vector<std::string>& env, const std::string& cwd = {});
 
 // Starts the child with PR_SET_PDEATHSIG(SIGKILL) and tells the group reaper about its group.
 boost::system::result<Child, SpawnError> spawn_child(const SpawnSpec& spec);

@@ -66,16 +66,20 @@ void pretty(const json::value& v, std::string& out, int indent) {
 
 bool has_line_break(std::string_view s) { return s.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos; }
 
+// A new repository .mcp.json: as git checks a file out (it holds references, not secrets).
+constexpr int kNewRepositoryFileMode = 0644;
+
 struct Loaded {
   json::object root;
   bool existed = false;
   std::string warning;
+  int mode = 0600;  // to write it back with
 };
 
 // Where the edit goes: the link's target for the user's own file, else the path itself.
-std::string edit_target(const std::string& path, bool follow_symlink) {
+std::string edit_target(const std::string& path, bool users_file) {
   struct stat st {};
-  if (!follow_symlink || ::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+  if (!users_file || ::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
   char* real = ::realpath(path.c_str(), nullptr);
   if (!real) return path;
   std::string target = real;
@@ -83,11 +87,12 @@ std::string edit_target(const std::string& path, bool follow_symlink) {
   return target;
 }
 
-boost::system::result<Loaded, EditError> load_for_edit(const std::string& path, bool follow_symlink) {
+boost::system::result<Loaded, EditError> load_for_edit(const std::string& path, bool users_file) {
   Loaded l;
   struct stat st {};
-  if ((follow_symlink ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) {
+  if ((users_file ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) {
     if (errno != ENOENT) return EditError{"io", fmt::format("cannot read {}: {}", path, std::strerror(errno))};
+    if (!users_file) l.mode = kNewRepositoryFileMode;
     return l;
   }
   if (S_ISLNK(st.st_mode)) {
@@ -105,7 +110,9 @@ boost::system::result<Loaded, EditError> load_for_edit(const std::string& path, 
   json::value v = json::parse(text);
   l.root = std::move(v.as_object());
   l.existed = true;
-  if (st.st_mode & 077) {
+  if (!users_file) {
+    l.mode = static_cast<int>(st.st_mode & 0777);  // a team's file keeps its mode
+  } else if (st.st_mode & 077) {
     l.warning = fmt::format(
         "{} was readable by others (mode {:04o}) and may hold tokens; oppx wrote it back 0600 (as `chmod 600 {}` "
         "would)",
@@ -115,7 +122,7 @@ boost::system::result<Loaded, EditError> load_for_edit(const std::string& path, 
 }
 
 boost::system::result<std::string, EditError> write_back(const std::string& path, const json::object& root,
-                                                         std::string_view name) {
+                                                         std::string_view name, int mode) {
   std::string text = pretty_json(root);
   // Read back through the parser: what the daemon will load is exactly what was checked.
   auto cfg = parse_mcp_config(text, path);
@@ -129,7 +136,7 @@ boost::system::result<std::string, EditError> write_back(const std::string& path
   if (::stat(dir.c_str(), &st) != 0) {
     if (auto r = ensure_private_dir(dir); !r) return EditError{"io", r.error()};
   }
-  if (auto r = atomic_write(path, text, 0600); !r) return EditError{"io", r.error()};
+  if (auto r = atomic_write(path, text, mode); !r) return EditError{"io", r.error()};
   return {boost::system::in_place_value, canonical};
 }
 
@@ -195,7 +202,10 @@ boost::system::result<ConnectorDef, EditError> check_definition(std::string_view
                                             escape_controls(name), why)};
   }
   auto def = parse_mcp_entry(name, entry);
-  if (!def) return EditError{"invalid", def.error().message};
+  if (!def) {
+    const EntryError& e = def.error();
+    return EditError{"invalid", e.fix.empty() ? e.message : e.message + "; " + e.fix};
+  }
   if (def->kind == ConnectorDef::Kind::kHttp && def->url.rfind("http://", 0) != 0 &&
       def->url.rfind("https://", 0) != 0) {
     return EditError{"invalid", fmt::format("the URL of {} must start with https:// (or http://); \"{}\" does not. "
@@ -239,9 +249,9 @@ boost::system::result<ConnectorDef, EditError> check_definition(std::string_view
 }
 
 boost::system::result<EditOutcome, EditError> add_entry(const std::string& given, std::string_view name,
-                                                        const json::value& entry, bool force, bool follow_symlink) {
-  std::string path = edit_target(given, follow_symlink);
-  auto loaded = load_for_edit(path, follow_symlink);
+                                                        const json::value& entry, bool force, bool users_file) {
+  std::string path = edit_target(given, users_file);
+  auto loaded = load_for_edit(path, users_file);
   if (!loaded) return loaded.error();
   json::value& servers = loaded->root["mcpServers"];
   if (!servers.is_object()) servers = json::object{};
@@ -252,19 +262,19 @@ boost::system::result<EditOutcome, EditError> add_entry(const std::string& given
     // Only your own file is followed through a link: not following means the repository's.
     return EditError{"exists", fmt::format("{} already has a connector named {}; to replace it, add --force "
                                            "(or remove it first with `oppx mcp remove {}{}`)",
-                                           path, name, name, follow_symlink ? "" : " --project")};
+                                           path, name, name, users_file ? "" : " --project")};
   }
   servers.as_object()[name] = entry;
-  auto written = write_back(path, loaded->root, name);
+  auto written = write_back(path, loaded->root, name, loaded->mode);
   if (!written) return written.error();
   out.canonical = *written;
   return out;
 }
 
 boost::system::result<EditOutcome, EditError> remove_entry(const std::string& given, std::string_view name,
-                                                           bool follow_symlink) {
-  std::string path = edit_target(given, follow_symlink);
-  auto loaded = load_for_edit(path, follow_symlink);
+                                                           bool users_file) {
+  std::string path = edit_target(given, users_file);
+  auto loaded = load_for_edit(path, users_file);
   if (!loaded) return loaded.error();
   json::value* servers = loaded->root.if_contains("mcpServers");
   if (!loaded->existed || !servers || !servers->is_object() || !servers->as_object().contains(name))
@@ -273,7 +283,7 @@ boost::system::result<EditOutcome, EditError> remove_entry(const std::string& gi
   EditOutcome out;
   out.warning = loaded->warning;
   out.replaced = true;
-  auto written = write_back(path, loaded->root, name);
+  auto written = write_back(path, loaded->root, name, loaded->mode);
   if (!written) return written.error();
   return out;
 }

@@ -1,6 +1,7 @@
 // Writing connectors files (the user's mcp.json, a repository's .mcp.json): the daemon is their
 // single writer. An edit reads the whole file, changes one mcpServers entry, keeps every other key
-// and entry, and writes it back atomically, 0600, as 2-space JSON. Blocking file I/O, small files.
+// and entry, and writes it back atomically as 2-space JSON (the user's 0600; a repository's keeps
+// its mode). Blocking file I/O, small files.
 #pragma once
 
 #include "daemon/mcp_config.h"
@@ -32,14 +33,15 @@ struct EditOutcome {
 };
 
 // Adds or (with `force`) replaces one entry. Without `force` an existing name is an "exists" error.
-// `follow_symlink`: the user's mcp.json may be a link into their dotfiles, and the edit goes to its
-// target; a repository's .mcp.json is never written through a link (an "io" error says so), so a
-// repository cannot point an edit at a file outside it.
+// `users_file`: the user's own mcp.json, which may be a link into their dotfiles (the edit goes to
+// its target) and may hold tokens (written 0600, with a warning when it was readable by others).
+// Else a repository's .mcp.json: never written through a link (an "io" error says so), so a
+// repository cannot point an edit at a file outside it, and it keeps its mode (a team's shared
+// file holds references, not secrets; a new one is 0644, as git checks files out).
 boost::system::result<EditOutcome, EditError> add_entry(const std::string& path, std::string_view name,
-                                                        const boost::json::value& entry, bool force,
-                                                        bool follow_symlink);
+                                                        const boost::json::value& entry, bool force, bool users_file);
 // Removes one entry; a missing name is a "not_found" error.
 boost::system::result<EditOutcome, EditError> remove_entry(const std::string& path, std::string_view name,
-                                                           bool follow_symlink);
+                                                           bool users_file);
 
 }  // namespace oppx::daemon

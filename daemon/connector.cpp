@@ -4,9 +4,11 @@
 // `mcp list` and for the ConnectorDown error of a call.
 #include "daemon/connector.h"
 
+#include "common/fs.h"
 #include "common/jsonrpc_peer.h"
 #include "common/log.h"
 #include "common/ndjson_transport.h"
+#include "common/paths.h"
 #include "common/text.h"
 #include "daemon/child_process.h"
 #include "daemon/diagnose.h"
@@ -22,6 +24,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <optional>
@@ -53,6 +57,10 @@ std::string_view state_name(ConnectorState s) {
       return "stopped";
     case ConnectorState::kWaiting:
       return "waiting";
+    case ConnectorState::kDisabled:
+      return "disabled";
+    case ConnectorState::kUnsupported:
+      return "unsupported";
   }
   return "unknown";
 }
@@ -76,6 +84,14 @@ constexpr auto kKillGrace = std::chrono::seconds(2);
 constexpr auto kExitWait = std::chrono::seconds(5);
 constexpr const char* kProtocolVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 constexpr const char* kPassedVariables[] = {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG"};
+
+// The folder a stdio program starts in when its entry has no "cwd": a repository's root for a
+// repository's connector, else the HOME of the client that starts it.
+std::string default_folder(const ConnectorDef& def, const EnvMap& env) {
+  if (def.project) return dirname_of(def.file);
+  auto home = env.find("HOME");
+  return home != env.end() && home->second.starts_with('/') ? home->second : paths::home();
+}
 
 // The HTTP transport turns a lost login or an unreachable server into an error of that kind on
 // the call; those take the connector down. Anything else (a timeout, a bad answer) fails one call.
@@ -291,6 +307,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     } else {
       reason = std::move(why);
       kind = std::string(k);
+      if (s == ConnectorState::kUnsupported) steps = {def.fix};
     }
     // Waiters may start it again (a call's retry): a list of their own, new ones kept.
     auto now = std::move(waiters);
@@ -338,6 +355,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void start(const EnvMap& client_env, std::chrono::milliseconds timeout) {
+    if (def.never_starts()) return set_aside();
     kill_child();
     ++generation;
     tools = {};
@@ -369,6 +387,18 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       auto x = expanded(a);
       if (!x) return;
       spec.args.push_back(*x);
+    }
+    spec.cwd = default_folder(def, client_env);
+    if (!def.cwd.empty()) {
+      auto dir = expanded(def.cwd);
+      if (!dir) return;
+      spec.cwd = dir->starts_with('/') ? *dir : dirname_of(def.file) + "/" + *dir;
+      struct stat st {};
+      bool found = ::stat(spec.cwd.c_str(), &st) == 0;
+      if (!found || !S_ISDIR(st.st_mode)) {
+        return fail(down::kConfig, fmt::format("its folder {} (\"cwd\" in {}) cannot be used: {}", spec.cwd,
+                                               file_name_of(def), found ? "it is not a folder" : std::strerror(errno)));
+      }
     }
     for (const char* name : kPassedVariables) {
       if (auto it = client_env.find(name); it != client_env.end())
@@ -1074,7 +1104,21 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     log_fd = -1;
   }
 
+  // An entry that never runs ("disabled": true, or one oppx cannot use): nothing started or expanded.
+  void set_aside() {
+    ++generation;
+    restartable = false;
+    restart_timer.cancel();
+    kill_child();
+    tools = {};
+    if (!def.unsupported.empty()) return set_state(ConnectorState::kUnsupported, def.unsupported, down::kUnsupported);
+    set_state(ConnectorState::kDisabled,
+              fmt::format("\"disabled\": true in {}; to start it, remove that key (or set it to false)", def.file),
+              "disabled");
+  }
+
   void hold(std::string why) {
+    if (def.never_starts()) return set_aside();
     ++generation;
     restartable = false;
     restart_timer.cancel();

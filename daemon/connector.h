@@ -27,7 +27,8 @@ class io_context;
 namespace oppx::daemon {
 
 // kWaiting: a repository's connector that has not been approved (daemon/consent.h); it never runs.
-enum class ConnectorState { kStarting, kRunning, kFailed, kStopped, kWaiting };
+// kDisabled ("disabled": true) and kUnsupported (an entry oppx cannot use) never run either.
+enum class ConnectorState { kStarting, kRunning, kFailed, kStopped, kWaiting, kDisabled, kUnsupported };
 std::string_view state_name(ConnectorState s);
 
 // What stopped a connector, as the diagnosis names it (SPEC §3).

@@ -7,6 +7,7 @@
 #include "daemon/connectors.h"
 
 #include "common/log.h"
+#include "common/text.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -120,7 +121,13 @@ bool Connectors::reread(Source& src, const std::string& path, bool is_user) {
   }
   src.error.clear();
   src.warnings = is_user ? cfg->warnings : std::vector<std::string>{};
+  src.warnings.insert(src.warnings.end(), cfg->notes.begin(), cfg->notes.end());
   for (auto& w : src.warnings) log::warn("{}", w);
+  for (auto& d : cfg->connectors) {
+    d.project = !is_user;
+    if (!d.unsupported.empty())
+      log::warn("connector {}: set aside: {}", escape_controls(d.name), escape_controls(d.unsupported));
+  }
   src.defs = std::move(cfg->connectors);
   return true;
 }
@@ -148,6 +155,7 @@ void Connectors::replace_connectors(Source& src, const std::string& root) {
 
 void Connectors::apply_consent(const std::string& root, Source& repo, const EnvMap& env) {
   for (auto& [name, c] : repo.connectors) {
+    if (c->def().never_starts()) continue;  // nothing to consent to: it is never run
     Consent decision = consent_.lookup(root, name, sha256_hex(c->def().canonical));
     if (decision == Consent::kApproved) {
       if (c->state() == ConnectorState::kWaiting) start_one(*c, env, start_timeout(env));
@@ -189,7 +197,7 @@ void Connectors::refresh(const EnvMap& env, const std::string& root, Restart res
 void Connectors::restart_changed(Source& src, const EnvMap& env, Restart restart) {
   for (auto& [name, c] : src.connectors) {
     ConnectorState state = c->state();
-    if (state == ConnectorState::kWaiting) continue;
+    if (state == ConnectorState::kWaiting || c->def().never_starts()) continue;
     if (restart == Restart::kNever && (state == ConnectorState::kRunning || state == ConnectorState::kStarting))
       continue;
     std::string var = changed_variable(*c, env);
@@ -468,7 +476,7 @@ json::object Connectors::entry_json(const ConnectorDef& d, const Connector* c, c
                    : decision == Consent::kDenied  ? "denied"
                    : decision == Consent::kChanged ? "changed"
                                                    : "none";
-    if (decision != Consent::kApproved) o["approve"] = "oppx mcp approve " + d.name;
+    if (decision != Consent::kApproved && !d.never_starts()) o["approve"] = "oppx mcp approve " + d.name;
     if (!c) {
       o["hidden_by"] = "user";
       o["reason"] = fmt::format("hidden: your own connector named {} (in {}) is used instead", d.name, user_.path);
@@ -499,6 +507,7 @@ json::object Connectors::list_json(const std::string& root) const {
     }
     json::object project{{"root", root}, {"config", r.path}};
     if (!r.error.empty()) project["error"] = r.error;
+    if (!r.warnings.empty()) project["warnings"] = json::array(r.warnings.begin(), r.warnings.end());
     out["project"] = std::move(project);
   }
   if (!consent_.problem().empty()) out["consent_error"] = consent_.problem();

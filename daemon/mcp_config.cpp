@@ -143,6 +143,24 @@ std::string where_in(std::string_view text, std::string_view name, std::string_v
   return at ? position(text, *at) + ": " : std::string();
 }
 
+// An entry oppx cannot use, kept to be listed: its name, its text and what of it can be shown.
+ConnectorDef unusable(std::string_view name, const json::value& v, std::string why, std::string fix) {
+  ConnectorDef d;
+  d.name = std::string(name);
+  d.canonical = json::serialize(v);
+  d.unsupported = std::move(why);
+  d.fix = std::move(fix);
+  if (const json::object* o = v.if_object()) {
+    if (auto* url = o->if_contains("url"); url && url->is_string()) {
+      d.kind = ConnectorDef::Kind::kHttp;
+      d.url = std::string(url->as_string());
+    } else if (auto* cmd = o->if_contains("command"); cmd && cmd->is_string()) {
+      d.command = std::string(cmd->as_string());
+    }
+  }
+  return d;
+}
+
 }  // namespace
 
 boost::system::result<ConnectorDef, EntryError> parse_mcp_entry(std::string_view name, const json::value& v) {
@@ -153,6 +171,10 @@ boost::system::result<ConnectorDef, EntryError> parse_mcp_entry(std::string_view
   ConnectorDef d;
   d.name = std::string(name);
   d.canonical = json::serialize(o);
+  if (auto* off = o.if_contains("disabled")) {
+    if (!off->is_bool()) return EntryError{where + ".disabled: expected true or false"};
+    d.disabled = off->as_bool();
+  }
   std::string type = "stdio";
   if (auto* t = o.if_contains("type")) {
     if (!t->is_string()) return EntryError{where + ".type: expected a string"};
@@ -170,8 +192,11 @@ boost::system::result<ConnectorDef, EntryError> parse_mcp_entry(std::string_view
     }
     return d;
   }
-  if (type == "sse")
-    return EntryError{where + ".type: the older SSE transport is not supported; use the server's streamable HTTP URL"};
+  if (type == "sse") {
+    return EntryError{where + ".type: the older SSE transport is not supported",
+                      "oppx speaks streamable HTTP; if the server has one, use its /mcp URL (\"type\": \"http\", "
+                      "\"url\": \"https://…/mcp\")"};
+  }
   if (type != "stdio")
     return EntryError{fmt::format("{}.type: unknown type \"{}\"; use \"stdio\" or \"http\"", where, type)};
   auto* cmd = o.if_contains("command");
@@ -188,6 +213,10 @@ boost::system::result<ConnectorDef, EntryError> parse_mcp_entry(std::string_view
     auto env = string_map(*e, where + ".env");
     if (!env) return EntryError{env.error()};
     d.env = std::move(*env);
+  }
+  if (auto* cwd = o.if_contains("cwd")) {
+    if (!cwd->is_string()) return EntryError{where + ".cwd: expected a string"};
+    d.cwd = std::string(cwd->as_string());
   }
   return d;
 }
@@ -217,13 +246,28 @@ boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view 
   if (!root.is_object()) return fmt::format("{}: expected a JSON object with \"mcpServers\"", path);
   McpConfig cfg;
   const json::value* servers = root.as_object().if_contains("mcpServers");
-  if (!servers) return cfg;
+  if (!servers) {
+    if (const json::value* vscode = root.as_object().if_contains("servers"); vscode && vscode->is_object()) {
+      cfg.notes.push_back(fmt::format(
+          "{} has no \"mcpServers\" but a \"servers\" key, as VS Code's .vscode/mcp.json has; oppx reads "
+          "\"mcpServers\": rename \"servers\" to \"mcpServers\" (its entries work as they are, with ${{env:NAME}} "
+          "written ${{NAME}}; VS Code's ${{input:…}} has no counterpart here: use a variable)",
+          path));
+    }
+    return cfg;
+  }
   if (!servers->is_object()) return fmt::format("{}: mcpServers: expected an object", path);
+  // An entry that is wrong on its own is set aside (listed `unsupported`); the others load.
   for (auto& [name, entry] : servers->as_object()) {
     auto d = parse_mcp_entry(name, entry);
     if (!d) {
       std::string at = where_in(text, name, d.error().message);  // "3:12: " when found
-      return fmt::format("{}:{}{}", path, at.empty() ? " " : at, d.error().message);
+      cfg.connectors.push_back(unusable(
+          name, entry, fmt::format("{}:{}{}", path, at.empty() ? " " : at, d.error().message),
+          d.error().fix.empty() ? fmt::format("Correct it in {}; oppx reads the file again at the next command.", path)
+                                : d.error().fix));
+      cfg.connectors.back().file = path;
+      continue;
     }
     d->file = path;
     cfg.connectors.push_back(std::move(*d));
@@ -332,6 +376,7 @@ std::vector<std::string> referenced_variables(const ConnectorDef& def) {
   };
   scan(def.command);
   for (auto& a : def.args) scan(a);
+  scan(def.cwd);
   for (auto& [k, v] : def.env) scan(v);
   scan(def.url);
   for (auto& [k, v] : def.headers) scan(v);

@@ -25,8 +25,16 @@ struct ConnectorDef {
   Pairs env;
   std::string url;
   Pairs headers;
+  std::string cwd;        // "cwd" as written: a stdio program's folder, relative to the file's
+  bool disabled = false;  // "disabled": true (as in Claude Desktop and Cline): it never starts
+  // Why oppx cannot use the entry ("<file>:<line>:<col>: mcpServers.x.type: …") and what to do
+  // instead; empty when it can. Such an entry is listed `unsupported` and never starts.
+  std::string unsupported, fix;
   std::string canonical;  // the entry as written (unexpanded, key order kept): its identity
   std::string file;       // the file it came from (not part of its identity)
+  bool project = false;   // from a repository's .mcp.json: it starts in the repository's root
+
+  bool never_starts() const { return disabled || !unsupported.empty(); }
 };
 
 // "mcp.json" or ".mcp.json": the file a definition came from, as a person names it in a step.
@@ -35,11 +43,13 @@ std::string file_name_of(const ConnectorDef& def);
 struct McpConfig {
   std::vector<ConnectorDef> connectors;
   std::vector<std::string> warnings;  // e.g. the file is readable by others
+  std::vector<std::string> notes;     // about its shape: a "servers" key and no "mcpServers"
 };
 
 inline constexpr std::size_t kMaxConfigBytes = 4u << 20;
 
-// A missing file is an empty config. Errors start with "<path>:<line>:<col>: " or "<path>: ".
+// A missing file is an empty config. Errors start with "<path>:<line>:<col>: " or "<path>: ". An
+// entry that is wrong on its own is no error of the file: it comes with `unsupported` set.
 boost::system::result<McpConfig, std::string> load_mcp_config(const std::string& path);
 boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view text, const std::string& path);
 
@@ -57,8 +67,8 @@ struct ExpandError {
 };
 boost::system::result<std::string, ExpandError> expand(std::string_view s, const EnvMap& env);
 
-// The variables a definition reads (${NAME} and ${NAME:-default}, in command, args, env, url and
-// headers), each once, in order of first use.
+// The variables a definition reads (${NAME} and ${NAME:-default}, in command, args, cwd, env, url
+// and headers), each once, in order of first use.
 std::vector<std::string> referenced_variables(const ConnectorDef& def);
 
 // For display: a value with its secret part hidden ("Bearer lin_…***"), except ${VAR} references.
@@ -78,6 +88,7 @@ std::vector<std::string> mask_args(const std::vector<std::string>& args);
 // message from a definition. The message starts with the key path ("mcpServers.x.url: …").
 struct EntryError {
   std::string message;
+  std::string fix;  // what to do instead, when the message alone does not say it
 };
 boost::system::result<ConnectorDef, EntryError> parse_mcp_entry(std::string_view name, const boost::json::value& v);
 

@@ -284,6 +284,18 @@ int open_fds(pid_t pid) {
   return n;
 }
 
+InRepository::InRepository(const TempHome& home) : root_(home.root() + "/repo") {
+  ::mkdir(root_.c_str(), 0700);
+  ::mkdir((root_ + "/.git").c_str(), 0700);
+  char buf[4096];
+  if (::getcwd(buf, sizeof buf)) before_ = buf;
+  EXPECT_EQ(::chdir(root_.c_str()), 0) << root_;
+}
+
+InRepository::~InRepository() {
+  if (!before_.empty()) (void)!::chdir(before_.c_str());
+}
+
 DaemonProcess::DaemonProcess(const TempHome& home) : home_(home) {
   start_ = run({OPPXD_BIN, "--socket", home.socket()});
   if (auto pid = daemon_pid(home.socket())) pid_ = *pid;

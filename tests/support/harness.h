@@ -100,6 +100,18 @@ std::string read_file(const std::string& path);  // empty when missing
 bool process_alive(pid_t pid);
 int open_fds(pid_t pid);
 
+// A repository (a folder with .git) in `home`, the current folder while it lives, so that every
+// oppx command of the test runs inside it; the folder before comes back at the end.
+class InRepository {
+ public:
+  explicit InRepository(const TempHome& home);
+  ~InRepository();
+  const std::string& root() const { return root_; }
+
+ private:
+  std::string root_, before_;
+};
+
 // A daemon started with `oppxd --socket …` (detached); the destructor stops it, by signal if
 // it has to, and waits for it to exit.
 class DaemonProcess {
