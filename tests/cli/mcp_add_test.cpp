@@ -681,10 +681,9 @@ TEST_F(Probe, WithoutAServerTheShareIsUnknown) {
 
 // The probe speaks https through the one HTTP client, verifying the certificate.
 TEST_F(Probe, AnHttpsServerIsAskedWithItsCertificateVerified) {
-  std::string cert = home.root() + "/cert.pem", key = home.root() + "/key.pem";
-  Result gen = run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days",
-                    "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"});
-  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  LocalhostCert made = localhost_cert(home.root());
+  ASSERT_EQ(made.made.exit_code, 0) << made.made.err;
+  const std::string &cert = made.cert, &key = made.key;
   ::setenv("FAKE_TLS_CERT", cert.c_str(), 1);
   ::setenv("FAKE_TLS_KEY", key.c_str(), 1);
   serve("info", 16384);

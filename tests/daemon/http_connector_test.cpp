@@ -845,10 +845,9 @@ TEST_F(HttpConnectors, AServersErrorClaimingOneOfOurKindsIsOnlyItsOwn) {
 }
 
 TEST_F(HttpConnectors, TlsVerificationFailsClosedAndPassesWithTheTrustedCa) {
-  std::string cert = home.root() + "/cert.pem", key = home.root() + "/key.pem";
-  Result gen = run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days",
-                    "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"});
-  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  LocalhostCert made = localhost_cert(home.root());
+  ASSERT_EQ(made.made.exit_code, 0) << made.made.err;
+  const std::string &cert = made.cert, &key = made.key;
   Fake tls = fake({"tls", cert, key});
   Fake to_http = fake({"redirect-to-http", cert, key});
   std::string config = http_entry("tls", tls.url("https", "localhost")) + "," +

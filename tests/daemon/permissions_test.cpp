@@ -97,21 +97,11 @@ TEST_F(Store, TheFileIsPrivateAndOneThatCannotBeTrustedGrantsNothing) {
 // on a real connector's tools (read-only as the connector says, not as a client claims).
 struct Permissions : ::testing::Test {
   TempHome home;
-  std::string repo = home.root() + "/repo";
-  char old_cwd[4096] = {};
-  void SetUp() override {
-    ::mkdir(repo.c_str(), 0700);
-    ::mkdir((repo + "/.git").c_str(), 0700);
-    ::mkdir((repo + "/src").c_str(), 0700);
-    ASSERT_NE(::getcwd(old_cwd, sizeof old_cwd), nullptr);
-    ASSERT_EQ(::chdir((repo + "/src").c_str()), 0);
-  }
-  void TearDown() override {
-    oppx({"daemon", "stop"});
-    (void)!::chdir(old_cwd);
-  }
+  InRepository in_repo{home};
+  const std::string& repo = in_repo.root();
+  void TearDown() override { oppx({"daemon", "stop"}); }
   json::object judge(json::object params) {
-    params["cwd"] = repo + "/src";
+    params["cwd"] = repo;
     auto c = SyncClient::connect(home.socket());
     EXPECT_TRUE(c);
     if (!c) return {};

@@ -284,6 +284,13 @@ int open_fds(pid_t pid) {
   return n;
 }
 
+LocalhostCert localhost_cert(const std::string& dir) {
+  LocalhostCert c{dir + "/cert.pem", dir + "/key.pem", {}};
+  c.made = run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", c.key, "-out", c.cert, "-days",
+                "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"});
+  return c;
+}
+
 InRepository::InRepository(const TempHome& home) : root_(home.root() + "/repo") {
   ::mkdir(root_.c_str(), 0700);
   ::mkdir((root_ + "/.git").c_str(), 0700);

@@ -100,6 +100,14 @@ std::string read_file(const std::string& path);  // empty when missing
 bool process_alive(pid_t pid);
 int open_fds(pid_t pid);
 
+// A self-signed certificate for localhost (DNS name, not 127.0.0.1) made by openssl in `dir`:
+// cert.pem and key.pem; `made` is openssl's result.
+struct LocalhostCert {
+  std::string cert, key;
+  Result made;
+};
+LocalhostCert localhost_cert(const std::string& dir);
+
 // A repository (a folder with .git) in `home`, the current folder while it lives, so that every
 // oppx command of the test runs inside it; the folder before comes back at the end.
 class InRepository {
