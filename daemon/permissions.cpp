@@ -36,6 +36,15 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b + 1));
 }
 
+// Takes every copy of `rule` off `list`; false when there was none.
+bool erase_rule(json::array& list, const std::string& rule) {
+  std::size_t before = list.size();
+  for (auto it = list.begin(); it != list.end();) {
+    it = it->is_string() && it->as_string() == rule ? list.erase(it) : it + 1;
+  }
+  return list.size() != before;
+}
+
 bool tool_rule_matches(std::string_view rule, const std::string& connector, const std::string& tool) {
   if (rule.rfind("run:", 0) == 0) return false;
   auto dot = rule.find('.');
@@ -118,15 +127,7 @@ boost::system::result<bool, std::string> PermissionStore::add(const std::string&
   list("deny");
   json::array& into = list(allow ? "allow" : "deny");
   json::array& other = list(allow ? "deny" : "allow");
-  bool was_other = false;
-  for (auto it = other.begin(); it != other.end();) {
-    if (it->is_string() && it->as_string() == rule) {
-      it = other.erase(it);
-      was_other = true;
-    } else {
-      ++it;
-    }
-  }
+  bool was_other = erase_rule(other, rule);
   bool present = std::any_of(into.begin(), into.end(), [&](const json::value& v) { return v == json::value(rule); });
   if (present && !was_other) return false;
   if (!present) into.emplace_back(rule);
@@ -143,15 +144,7 @@ boost::system::result<bool, std::string> PermissionStore::remove(const std::stri
   for (const char* key : {"allow", "deny"}) {
     json::value* list = p->as_object().if_contains(key);
     if (!list || !list->is_array()) continue;
-    auto& a = list->as_array();
-    for (auto it = a.begin(); it != a.end();) {
-      if (it->is_string() && it->as_string() == rule) {
-        it = a.erase(it);
-        removed = true;
-      } else {
-        ++it;
-      }
-    }
+    removed = erase_rule(list->as_array(), rule) || removed;
   }
   if (!removed) return false;
   if (auto r = file_.save(); !r) return r.error();
