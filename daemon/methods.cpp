@@ -296,6 +296,8 @@ void register_methods(Router& r, Server& s) {
   r.add(
       "permissions/remove", [](const json::value& v) { return decode_rule_params(v, true); },
       [&s](const RuleParams& p, Reply reply, Client& c) { permissions_remove(s, p, std::move(reply), c); });
+  r.add("session/open", decode_session_params,
+        [](const SessionParams& p, Reply reply, Client& c) { session_open(p, std::move(reply), c); });
   r.add("permissions/judge", decode_judge_params,
         [&s](const JudgeParams& p, Reply reply, Client& c) { permissions_judge(s, p, std::move(reply), c); });
 }

@@ -11,6 +11,8 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
+
 namespace oppx::daemon {
 
 namespace json = boost::json;
@@ -28,12 +30,24 @@ json::array array_of(const std::vector<std::string>& v) {
   return a;
 }
 
-json::object rules_json(Server& s, const std::string& project) {
+// The session's allows apply to the project it was opened in.
+const std::vector<std::string>& session_allows(const Client& client, const std::string& project) {
+  static const std::vector<std::string> none;
+  return client.session && client.session->root == project ? client.session->allow : none;
+}
+
+json::object rules_json(Server& s, const std::string& project, const Client& client) {
   Rules r = s.permissions().rules(project);
   json::object o{
       {"project", project}, {"file", s.permissions().path()}, {"allow", array_of(r.allow)}, {"deny", array_of(r.deny)}};
+  if (client.session) o["session_allow"] = array_of(session_allows(client, project));
   if (!s.permissions().problem().empty()) o["problem"] = s.permissions().problem();
   return o;
+}
+
+proto::RpcError no_session() {
+  return proto::RpcError::make(proto::ErrorCode::kInvalidParams, "no_session",
+                               "this connection has no session: send session/open first");
 }
 
 proto::RpcError no_project() {
@@ -48,6 +62,7 @@ Decoded<RuleParams> decode_rule_params(const json::value& params, bool required)
   RuleParams p;
   p.rule = r.string("rule", required).value_or("");
   p.cwd = r.string("cwd", false).value_or("");
+  p.session = r.boolean("session", false).value_or(false);
   if (!r.ok()) return {boost::system::in_place_error, r.error()};
   if (relative(p.cwd)) return {boost::system::in_place_error, "params.cwd: expected an absolute path"};
   if (required) {
@@ -70,18 +85,61 @@ Decoded<JudgeParams> decode_judge_params(const json::value& params) {
   return p;
 }
 
+Decoded<SessionParams> decode_session_params(const json::value& params) {
+  proto::FieldReader r(params, "params");
+  SessionParams p;
+  p.cwd = r.string("cwd", true).value_or("");
+  p.mode = r.string("mode", false).value_or("chat");
+  if (!r.ok()) return {boost::system::in_place_error, r.error()};
+  if (p.cwd.empty() || relative(p.cwd)) return {boost::system::in_place_error, "params.cwd: expected an absolute path"};
+  if (p.mode != "chat" && p.mode != "print" && p.mode != "plan" && p.mode != "editor")
+    return {boost::system::in_place_error, "params.mode: expected chat, print, plan or editor"};
+  return p;
+}
+
+void session_open(const SessionParams& p, Reply reply, Client& client) {
+  static std::uint64_t opened = 0;
+  Session session{
+      std::to_string(client.id) + "-" + std::to_string(++opened), p.cwd, request_root(p.cwd, client), p.mode, {}};
+  json::object o{{"session", session.id},
+                 {"cwd", session.cwd},
+                 {"project", session.root},
+                 {"mode", session.mode},
+                 {"replaced", client.session.has_value()}};
+  client.session = std::move(session);
+  reply.ok(std::move(o));
+}
+
 void permissions_list(Server& s, const RuleParams& p, Reply reply, Client& client) {
   std::string project = request_root(p.cwd, client);
   if (project.empty()) return reply.fail(no_project());
-  reply.ok(rules_json(s, project));
+  reply.ok(rules_json(s, project, client));
 }
 
 void permissions_add(Server& s, const RuleParams& p, bool allow, Reply reply, Client& client) {
   std::string project = request_root(p.cwd, client);
   if (project.empty()) return reply.fail(no_project());
+  if (p.session) {
+    // Only an allow, only in the session's own project, held until its connection closes.
+    if (!client.session) return reply.fail(no_session());
+    if (!allow)
+      return reply.fail(proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams,
+                                              "params.session: a deny rule is always saved"));
+    if (client.session->root != project)
+      return reply.fail(proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams,
+                                              "params.cwd: the session was opened in " + client.session->root));
+    auto& list = client.session->allow;
+    bool added = std::find(list.begin(), list.end(), p.rule) == list.end();
+    if (added) list.push_back(p.rule);
+    json::object o = rules_json(s, project, client);
+    o["rule"] = p.rule;
+    o["changed"] = added;
+    o["session"] = true;
+    return reply.ok(std::move(o));
+  }
   auto r = s.permissions().add(project, p.rule, allow);
   if (!r) return reply.fail(proto::RpcError::make(proto::ErrorCode::kInternal, "write_failed", r.error()));
-  json::object o = rules_json(s, project);
+  json::object o = rules_json(s, project, client);
   o["rule"] = p.rule;
   o["changed"] = *r;
   reply.ok(std::move(o));
@@ -90,15 +148,22 @@ void permissions_add(Server& s, const RuleParams& p, bool allow, Reply reply, Cl
 void permissions_remove(Server& s, const RuleParams& p, Reply reply, Client& client) {
   std::string project = request_root(p.cwd, client);
   if (project.empty()) return reply.fail(no_project());
+  bool from_session = false;
+  if (client.session && client.session->root == project) {
+    auto& list = client.session->allow;
+    auto it = std::find(list.begin(), list.end(), p.rule);
+    from_session = it != list.end();
+    if (from_session) list.erase(it);
+  }
   auto r = s.permissions().remove(project, p.rule);
   if (!r) return reply.fail(proto::RpcError::make(proto::ErrorCode::kInternal, "write_failed", r.error()));
-  if (!*r) {
+  if (!*r && !from_session) {
     auto e = proto::RpcError::make(proto::ErrorCode::kInvalidParams, "unknown_rule",
                                    "this project has no rule " + p.rule + "; `oppx permissions` lists them");
     e.data["field"] = "params.rule";
     return reply.fail(std::move(e));
   }
-  json::object o = rules_json(s, project);
+  json::object o = rules_json(s, project, client);
   o["rule"] = p.rule;
   o["changed"] = true;
   reply.ok(std::move(o));
@@ -110,11 +175,11 @@ void permissions_judge(Server& s, const JudgeParams& p, Reply reply, Client& cli
   Judgement j;
   bool read_only = false;
   if (!p.command.empty()) {
-    j = s.permissions().judge_command(project, p.command);
+    j = s.permissions().judge_command(project, p.command, session_allows(client, project));
   } else {
     // Read-only as the connector itself says (its tools list), never as the caller claims.
     if (auto c = s.connectors().find(p.connector, project)) read_only = c->read_only(p.tool);
-    j = s.permissions().judge_tool(project, p.connector, p.tool, read_only);
+    j = s.permissions().judge_tool(project, p.connector, p.tool, read_only, session_allows(client, project));
   }
   json::object o{{"decision", verdict_name(j.verdict)}, {"why", j.why}, {"project", project}};
   if (!j.rule.empty()) o["rule"] = j.rule;

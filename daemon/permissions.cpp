@@ -152,7 +152,7 @@ boost::system::result<bool, std::string> PermissionStore::remove(const std::stri
 }
 
 Judgement PermissionStore::judge_tool(const std::string& project, const std::string& connector, const std::string& tool,
-                                      bool read_only) {
+                                      bool read_only, const std::vector<std::string>& session) {
   Rules r = rules(project);
   for (const auto& rule : r.deny) {
     if (tool_rule_matches(rule, connector, tool)) return {Verdict::kDeny, rule, "denied by the rule " + rule};
@@ -160,11 +160,16 @@ Judgement PermissionStore::judge_tool(const std::string& project, const std::str
   for (const auto& rule : r.allow) {
     if (tool_rule_matches(rule, connector, tool)) return {Verdict::kAllow, rule, "allowed by the rule " + rule};
   }
+  for (const auto& rule : session) {
+    if (tool_rule_matches(rule, connector, tool))
+      return {Verdict::kAllow, rule, "allowed for this session by the rule " + rule};
+  }
   if (read_only) return {Verdict::kAllow, "", "it only reads (the connector marks it readOnlyHint)"};
   return {Verdict::kAsk, "", "it may change something and no rule allows it"};
 }
 
-Judgement PermissionStore::judge_command(const std::string& project, const std::string& command) {
+Judgement PermissionStore::judge_command(const std::string& project, const std::string& command,
+                                         const std::vector<std::string>& session) {
   std::string cmd = trim(command);
   Rules r = rules(project);
   for (const auto& rule : r.deny) {
@@ -174,6 +179,9 @@ Judgement PermissionStore::judge_command(const std::string& project, const std::
     return {Verdict::kAsk, "", "it chains commands or redirects, which no rule allows without asking"};
   for (const auto& rule : r.allow) {
     if (command_rule_matches(rule, cmd)) return {Verdict::kAllow, rule, "allowed by the rule " + rule};
+  }
+  for (const auto& rule : session) {
+    if (command_rule_matches(rule, cmd)) return {Verdict::kAllow, rule, "allowed for this session by the rule " + rule};
   }
   return {Verdict::kAsk, "", "no rule allows this command"};
 }

@@ -44,12 +44,14 @@ class PermissionStore {
   // False when the project had no such rule.
   boost::system::result<bool, std::string> remove(const std::string& project, const std::string& rule);
 
-  // A deny rule wins over everything; then an allow rule; then a read-only tool runs; else ask.
+  // A deny rule wins over everything; then an allow rule (the project's, then `session`'s: rules
+  // allowed for one session only, never saved); then a read-only tool runs; else ask.
   Judgement judge_tool(const std::string& project, const std::string& connector, const std::string& tool,
-                       bool read_only);
+                       bool read_only, const std::vector<std::string>& session = {});
   // `run`: allowed only by a rule whose prefix it starts with (whole words), and never when it
   // chains or redirects (; & | ` $( > < or a line break): those are asked.
-  Judgement judge_command(const std::string& project, const std::string& command);
+  Judgement judge_command(const std::string& project, const std::string& command,
+                          const std::vector<std::string>& session = {});
 
  private:
   StateFile file_;

@@ -11,10 +11,20 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace oppx::daemon {
+
+// A session (session/open): what lives as long as the connection that opened it. Its allows are
+// never saved; the browser will live here too.
+struct Session {
+  std::string id;
+  std::string cwd, root;           // the working folder and its repository root
+  std::string mode;                // "chat", "print", "plan" or "editor"
+  std::vector<std::string> allow;  // rules allowed for this session only
+};
 
 // Who is asking: one per connection.
 struct Client {
@@ -25,6 +35,7 @@ struct Client {
   std::map<std::string, std::string, std::less<>> env;  // from hello: for ${VAR} and the connectors' paths
   std::string cwd;                                      // from hello: where it runs (its repository)
   std::weak_ptr<JsonRpcPeer> peer;                      // for notifications to this client
+  std::optional<Session> session;                       // after session/open
 };
 
 class Router {

@@ -157,5 +157,48 @@ TEST_F(Permissions, RulesFromTheCommandLineDecideTheDaemonsVerdict) {
   EXPECT_EQ(judge({{"command", "rm -rf build"}}).at("decision"), "ask");
 }
 
+TEST_F(Permissions, ASessionsAllowsLastAsLongAsItsConnectionAndAreNeverSaved) {
+  home.write_mcp_config(stdio_entry("fake", FAKE_MCP_SERVER, {"tools", home.root()}));
+  ASSERT_EQ(oppx({"mcp", "list", "--json"}).exit_code, 0);
+  auto c = SyncClient::connect(home.socket());
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->call("hello", json::object{{"protocol", 1}}, 5s));
+  auto call = [&](std::string_view method, json::object params) {
+    params["cwd"] = repo;
+    return c->call(method, params, 20s);
+  };
+  auto early = call("permissions/allow", {{"rule", "fake.write"}, {"session", true}});
+  ASSERT_FALSE(early);
+  EXPECT_EQ(early.error().kind, "no_session");
+
+  auto opened = call("session/open", {{"mode", "chat"}});
+  ASSERT_TRUE(opened) << opened.error().message;
+  EXPECT_EQ(opened->at("project"), json::value(repo));
+  auto allowed = call("permissions/allow", {{"rule", "fake.write"}, {"session", true}});
+  ASSERT_TRUE(allowed) << allowed.error().message;
+  EXPECT_EQ(allowed->at("session_allow"), json::parse(R"(["fake.write"])"));
+  auto j = call("permissions/judge", {{"connector", "fake"}, {"tool", "write"}});
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->at("decision"), "allow");
+  EXPECT_EQ(j->at("why"), "allowed for this session by the rule fake.write");
+  // Another connection (another chat) is not allowed by it, and the file holds nothing.
+  EXPECT_EQ(judge({{"connector", "fake"}, {"tool", "write"}}).at("decision"), "ask");
+  auto saved = json::parse(oppx({"permissions", "list", "--json"}).out).as_object();
+  EXPECT_TRUE(saved.at("allow").as_array().empty());
+  // A deny rule still wins over it.
+  ASSERT_EQ(oppx({"permissions", "deny", "fake.*"}).exit_code, 0);
+  EXPECT_EQ(call("permissions/judge", {{"connector", "fake"}, {"tool", "write"}})->at("decision"), "deny");
+  ASSERT_EQ(oppx({"permissions", "remove", "fake.*"}).exit_code, 0);
+  // Removing takes it off the session.
+  ASSERT_TRUE(call("permissions/remove", {{"rule", "fake.write"}}));
+  EXPECT_EQ(call("permissions/judge", {{"connector", "fake"}, {"tool", "write"}})->at("decision"), "ask");
+  // The connection closes: a new one, even after session/open, starts with none.
+  ASSERT_TRUE(call("permissions/allow", {{"rule", "fake.write"}, {"session", true}}));
+  *c = std::move(*SyncClient::connect(home.socket()));
+  ASSERT_TRUE(c->call("hello", json::object{{"protocol", 1}}, 5s));
+  ASSERT_TRUE(call("session/open", {{"mode", "print"}}));
+  EXPECT_EQ(call("permissions/judge", {{"connector", "fake"}, {"tool", "write"}})->at("decision"), "ask");
+}
+
 }  // namespace
 }  // namespace oppx::test
