@@ -2,7 +2,7 @@
 // the scripted OpenAI-compatible server (tests/support/scripted_model_server.js), and the
 // streaming reader of a reply's text.
 #include "chat/model_client.h"
-#include "tests/support/harness.h"
+#include "tests/support/scripted_model.h"
 
 #include <boost/json.hpp>
 
@@ -19,25 +19,14 @@ namespace json = boost::json;
 using chat::ModelClient;
 using chat::ModelConfig;
 
-std::string slurp_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 struct ModelServer : ::testing::Test {
   TempHome home;
-  std::optional<Process> server;
+  std::optional<ScriptedModel> server;
   std::string url;
-  std::string log() const { return home.root() + "/requests.jsonl"; }
   void serve(const std::string& script) {
-    std::string path = home.root() + "/script.json";
-    std::ofstream(path) << script;
-    server.emplace(
-        std::vector<std::string>{"node", std::string(OPPX_TEST_SUPPORT) + "/scripted_model_server.js", path, log()});
-    ASSERT_TRUE(server->wait_for_stdout("\n")) << server->err();
-    url = "http://127.0.0.1:" + server->out().substr(5, server->out().find('\n') - 5) + "/v1";
+    server.emplace(home.root(), script);
+    ASSERT_TRUE(server->started()) << server->err();
+    url = server->url();
   }
   ModelClient client(std::string model = "m1", std::string key_env = "", std::string key = "") {
     ModelConfig c;
@@ -48,12 +37,7 @@ struct ModelServer : ::testing::Test {
     c.where = "OPPX_SERVER";
     return ModelClient(c);
   }
-  std::vector<json::object> requests() const {
-    std::vector<json::object> out;
-    std::istringstream in(slurp_file(log()));
-    for (std::string line; std::getline(in, line);) out.push_back(json::parse(line).as_object());
-    return out;
-  }
+  std::vector<json::object> requests() const { return server->requests(); }
 };
 
 const char* kModels = R"("models": [{"id": "m1", "max_model_len": 8192}, {"id": "m2"}])";
