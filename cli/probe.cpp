@@ -132,25 +132,32 @@ ProbeReport probe_cost(std::string_view connector, const std::string& list_text,
     r.context_note = why;
   }
   if (r.context) {
-    double share = share_of(r.tokens, *r.context);
-    std::string cost = fmt::format(
-        "This connector's tool list takes about {} tokens of every request ({:.1f}%), and each tool result uses "
-        "more. Keep only the connectors you need (`oppx mcp remove {}` drops this one).",
-        token_count(r.tokens), share, connector);
-    // Either or both: a small window, a heavy share of it.
-    if (*r.context <= kSmallContext) {
-      r.warnings.push_back(
-          {"SMALL_CONTEXT", fmt::format("the server's model has a small context window ({} tokens). {}",
-                                        token_count(*r.context), cost)});
-    }
-    if (share >= 10.0) {
-      r.warnings.push_back(
-          {"HEAVY_SHARE",
-           fmt::format("the tool list takes a tenth or more of the server's model's context window ({} tokens). {}",
-                       token_count(*r.context), cost)});
-    }
+    r.warnings = cost_warnings(r.tokens, *r.context, "This connector's tool list takes",
+                               fmt::format("`oppx mcp remove {}` drops this one", connector));
   }
   return r;
+}
+
+std::vector<std::pair<std::string, std::string>> cost_warnings(std::int64_t tokens, std::int64_t context,
+                                                               std::string_view subject, std::string_view hint) {
+  std::vector<std::pair<std::string, std::string>> out;
+  double share = share_of(tokens, context);
+  std::string cost = fmt::format(
+      "{} about {} tokens of every request ({:.1f}%), and each tool result uses more. Keep only the connectors you "
+      "need ({}).",
+      subject, token_count(tokens), share, hint);
+  // Either or both: a small window, a heavy share of it.
+  if (context <= kSmallContext) {
+    out.push_back({"SMALL_CONTEXT", fmt::format("the server's model has a small context window ({} tokens). {}",
+                                                token_count(context), cost)});
+  }
+  if (share >= 10.0) {
+    out.push_back(
+        {"HEAVY_SHARE",
+         fmt::format("the tool list takes a tenth or more of the server's model's context window ({} tokens). {}",
+                     token_count(context), cost)});
+  }
+  return out;
 }
 
 void complete_probe(json::value& add_result) {
