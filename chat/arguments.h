@@ -28,8 +28,8 @@ std::optional<std::string> check_arguments(const boost::json::value& arguments, 
 
 // The action's own keys, which a model sometimes copies into the arguments.
 inline const std::set<std::string>& action_keys() {
-  static const std::set<std::string> keys{"action", "tool",    "arguments", "enough",
-                                          "reason", "thought", "text",      "reply"};
+  static const std::set<std::string> keys{"action", "tool",  "arguments", "enough",  "reason", "thought",
+                                          "text",   "reply", "path",      "pattern", "command"};
   return keys;
 }
 

@@ -1,0 +1,180 @@
+// The agent loop (SPEC §4): one turn is a series of steps, each one request to the model server
+// for one action (reply, read, grep, run, or a connector tool), then, for a tool with arguments, a
+// second request constrained by that tool's own schema. Tools are never sent as the `tools`
+// parameter; every tool call, and the verdict on it, goes through oppxd. The front end (print mode
+// now, the terminal chat next) shows the reply as it streams, notices, and answers questions.
+#pragma once
+
+#include "chat/model_client.h"
+#include "common/sync_client.h"
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace oppx::chat {
+
+// A tool of a running connector, as the loop offers it.
+struct ToolInfo {
+  std::string connector, name;
+  std::string description;
+  boost::json::value input_schema;
+  bool read_only = false;
+  std::string line;  // `<connector>.<tool>: <first sentence, at most 140 characters>`
+  std::string full_name() const { return connector + "." + name; }
+};
+
+// A connector the session cannot use now: a repository's waiting for consent, or one not running.
+struct ConnectorNote {
+  std::string name, state, reason, approve;
+  std::vector<std::string> steps;
+};
+
+// What the loop needs of oppxd, over one connection with a session open on it.
+class DaemonTools {
+ public:
+  DaemonTools(SyncClient& client, std::string cwd) : client_(client), cwd_(std::move(cwd)) {}
+  // session/open; "" or why it failed.
+  std::string open_session(const std::string& mode);
+  // The running connectors' tools (mcp/list with wait, then mcp/tools for each running one), and
+  // the connectors that are not offered.
+  std::string list(std::vector<ToolInfo>& tools, std::vector<ConnectorNote>& others);
+  struct Verdict {
+    std::string decision = "ask";  // allow | ask | deny
+    std::string why, rule;
+  };
+  Verdict judge_tool(const ToolInfo& tool);
+  Verdict judge_command(const std::string& command);
+  std::string allow(const std::string& rule, bool session);  // "" or why not
+  struct CallResult {
+    bool ok = false;  // the tool answered (isError may still be true)
+    bool is_error = false;
+    bool down = false;  // connector_down: the connector is out for this session
+    std::string text;   // the result, or the error
+    std::vector<std::string> steps;
+    std::string reason_kind;
+  };
+  CallResult call(const ToolInfo& tool, const boost::json::object& arguments);
+  const std::string& cwd() const { return cwd_; }
+
+ private:
+  SyncClient& client_;
+  std::string cwd_;
+};
+
+struct Answer {
+  enum Kind { kYes, kAlwaysTool, kAlwaysConnector, kNo, kText } kind = kNo;
+  std::string text;  // kText: what to do instead
+};
+
+struct Question {
+  std::string action;   // "<connector>.<tool>" or "run"
+  std::string command;  // for run
+  boost::json::object arguments;
+  bool read_only = false;
+  std::string why;  // the daemon's verdict in words
+};
+
+// One action of a turn, as `--json` lists it.
+struct ActionRecord {
+  std::string name;  // as in the action enum: reply, read, grep, run, <connector>.<tool>
+  boost::json::object arguments;
+  std::string status;          // ran | failed | declined | repeat | refused | down
+  std::string text;            // the result or the error
+  bool could_not_ask = false;  // declined because the front end cannot ask (print mode)
+};
+
+class FrontEnd {
+ public:
+  virtual ~FrontEnd() = default;
+  virtual void reply_text(std::string_view piece) = 0;  // the reply, as it streams
+  virtual void notice(std::string_view text) = 0;       // a connector down, an uncached request, …
+  virtual void action_started(const std::string& /*name*/, const boost::json::object& /*arguments*/) {}
+  virtual void action_done(const ActionRecord& /*record*/) {}
+  virtual bool can_ask() const = 0;
+  virtual Answer ask(const Question& q) = 0;
+};
+
+struct TurnResult {
+  std::string reply;
+  std::vector<ActionRecord> actions;
+  std::vector<std::string> connectors_down;
+  boost::json::object usage;        // the server's counts, summed over the turn's requests
+  bool step_bound = false;          // stopped at the bound of steps
+  std::optional<ModelError> error;  // the model server failed
+  bool declined() const;
+};
+
+struct AgentOptions {
+  std::string mode = "chat";  // chat | print | plan
+  int max_steps = 25;
+  std::size_t result_cap = 12'000;  // characters of a read, grep or run result
+};
+
+class Agent {
+ public:
+  Agent(ModelClient& model, DaemonTools& daemon, FrontEnd& front, AgentOptions options);
+
+  // Lists the tools (DaemonTools::list) and builds the system prompt; "" or why not.
+  std::string start();
+  // The model's context length, when known (asked at start()).
+  const ContextInfo& context() const { return context_; }
+  const std::vector<ToolInfo>& tools() const { return tools_; }
+  const std::vector<ConnectorNote>& not_offered() const { return others_; }
+  const std::string& system_prompt() const { return system_; }
+
+  TurnResult turn(const std::string& message);
+
+  // The conversation without the system prompt: {"role", "content"} objects, saved and restored
+  // by the front end (`-c`).
+  boost::json::array conversation() const;
+  void restore(const boost::json::array& messages);
+
+ private:
+  struct Message {
+    std::string role, content;
+    bool result = false;  // a tool's or built-in's result: shortened first when space runs out
+    bool shortened = false;
+  };
+  std::vector<const ToolInfo*> offered() const;
+  void rebuild_prompt(bool say_uncached);
+  boost::json::object action_schema() const;
+  boost::json::array request_messages(const std::vector<Message>& extra) const;
+  void fit_context(std::size_t extra_chars);
+  ModelResult<Completion> ask_model(boost::json::object body, bool stream_reply, TurnResult& out);
+  void run_tool(const ToolInfo& tool, TurnResult& out);
+  void run_builtin(const std::string& name, const boost::json::object& action, TurnResult& out);
+  std::optional<boost::json::object> write_arguments(const ToolInfo& tool, TurnResult& out, std::string& problem);
+  bool permitted(const Question& q, const DaemonTools::Verdict& v, const std::string& tool_rule,
+                 const std::string& connector_rule, ActionRecord& rec);
+  void record(ActionRecord rec, const std::string& model_text, TurnResult& out);
+  void connector_down(const ToolInfo& tool, const DaemonTools::CallResult& r, TurnResult& out);
+
+  ModelClient& model_;
+  DaemonTools& daemon_;
+  FrontEnd& front_;
+  AgentOptions options_;
+  ContextInfo context_;
+  std::vector<ToolInfo> tools_;
+  std::vector<ConnectorNote> others_;
+  std::set<std::string> down_;  // connectors down in this conversation
+  std::string system_;
+  bool prompt_built_ = false;
+  bool told_trimmed_ = false;
+  bool streamed_ = false;  // the last request's reply text went to the front end as it came
+  std::vector<Message> messages_;
+  std::set<std::string> turn_calls_;                 // this turn's calls: a second is a repeat
+  std::map<std::string, std::string> failed_calls_;  // call → its error: refused when made again
+  std::vector<std::string> down_steps_;              // this turn's, passed on in the reply
+};
+
+// The visible results of a read, grep or run, cut at `cap` characters with a marker.
+std::string cut_text(std::string text, std::size_t cap);
+
+}  // namespace oppx::chat

@@ -1,0 +1,77 @@
+// One JSON file per conversation: {"cwd", "updated", "messages"}. The newest by name (a
+// sortable UTC time) is the last one.
+#include "chat/conversations.h"
+
+#include "common/fs.h"
+#include "common/paths.h"
+
+#include <boost/json.hpp>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace oppx::chat {
+
+namespace json = boost::json;
+
+std::string conversations_dir(const std::string& cwd) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a: a short stable name for the folder
+  for (unsigned char c : cwd) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  std::string base = basename_of(cwd);
+  for (char& c : base) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  }
+  if (base.empty()) base = "root";
+  return fmt::format("{}/conversations/{}-{:016x}", paths::state_dir(), base.substr(0, 40), h);
+}
+
+boost::system::result<Conversation, std::string> last_conversation(const std::string& cwd) {
+  std::string dir = conversations_dir(cwd);
+  std::error_code ec;
+  std::string newest;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (e.is_regular_file() && name.size() > 5 && name.substr(name.size() - 5) == ".json" && name > newest)
+      newest = name;
+  }
+  if (newest.empty()) return {boost::system::in_place_error, "there is no conversation to continue in " + cwd};
+  Conversation c{dir + "/" + newest, cwd, {}};
+  std::ifstream f(c.path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  boost::system::error_code jec;
+  json::value v = json::parse(ss.str(), jec);
+  if (jec || !v.is_object())
+    return {boost::system::in_place_error, "the last conversation (" + c.path + ") is not readable JSON"};
+  if (const json::value* m = v.as_object().if_contains("messages"); m && m->is_array()) c.messages = m->as_array();
+  return c;
+}
+
+std::string save_conversation(Conversation& c) {
+  std::string dir = conversations_dir(c.cwd);
+  if (auto ok = ensure_private_dir(dir); !ok) return ok.error();
+  auto now = std::chrono::system_clock::now();
+  if (c.path.empty()) {
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000;
+    c.path = fmt::format("{}/{:%Y%m%dT%H%M%S}.{:06d}-{}.json", dir, std::chrono::floor<std::chrono::seconds>(now), us,
+                         ::getpid());
+  }
+  json::object o{{"cwd", c.cwd},
+                 {"updated", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(now))},
+                 {"messages", c.messages}};
+  auto w = atomic_write(c.path, json::serialize(o), 0600);
+  return w ? std::string() : w.error();
+}
+
+}  // namespace oppx::chat

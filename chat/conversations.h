@@ -1,0 +1,28 @@
+// Conversations saved per working folder in user state
+// ($XDG_STATE_HOME/oppx/conversations/<folder>-<hash>/<time>.json, folders 0700, files 0600,
+// written atomically), so that `oppx -p -c` (and the chat's `-c`) continues the last one there.
+#pragma once
+
+#include <boost/json/array.hpp>
+#include <boost/system/result.hpp>
+
+#include <string>
+
+namespace oppx::chat {
+
+struct Conversation {
+  std::string path;  // its file; empty for a new one until it is saved
+  std::string cwd;
+  boost::json::array messages;
+};
+
+// The folder holding the conversations of `cwd`.
+std::string conversations_dir(const std::string& cwd);
+
+// The newest conversation of `cwd`; an error when there is none or it cannot be read.
+boost::system::result<Conversation, std::string> last_conversation(const std::string& cwd);
+
+// Writes it (a new file when `path` is empty, then set); "" or why not.
+std::string save_conversation(Conversation& c);
+
+}  // namespace oppx::chat
