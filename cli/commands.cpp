@@ -11,7 +11,8 @@ namespace oppx::cli {
 const std::vector<Command>& command_table() {
   static const std::vector<Command> table = [] {
     std::vector<Command> t;
-    for (auto part : {mcp_commands(), permissions_commands(), daemon_commands(), demo_commands(), help_commands()})
+    for (auto part : {print_commands(), mcp_commands(), permissions_commands(), daemon_commands(), demo_commands(),
+                      help_commands()})
       t.insert(t.end(), part.begin(), part.end());
     return t;
   }();
@@ -58,7 +59,8 @@ std::string overview_help() {
       "\n"
       "oppx is the client of oppxd, the per-user daemon that keeps MCP connectors warm for every\n"
       "session. Commands that need the daemon start it when none answers.\n"
-      "(The chat, which `oppx` alone will open, is not built yet; for now it prints this help.)\n"
+      "(The terminal chat, which `oppx` alone will open, is not built yet: `oppx -p` runs one turn\n"
+      "of the agent headless; for now `oppx` alone prints this help.)\n"
       "\nCommands:\n";
   for (const Command& c : command_table()) {
     std::string name = c.group.empty() ? std::string(c.name) : fmt::format("{} {}", c.group, c.name);
@@ -75,7 +77,10 @@ std::string overview_help() {
       "  1  the command failed (the message says why)\n"
       "  2  usage error\n"
       "  3  the daemon could not be reached or started\n"
-      "  4  the daemon speaks another protocol version: run `oppx daemon restart`\n";
+      "  4  the daemon speaks another protocol version: run `oppx daemon restart`\n"
+      "  5  (-p) the model server failed (the message says what to do)\n"
+      "  6  (-p) an action was declined: print mode cannot ask, or a deny rule\n"
+      "  7  (-p) the turn stopped short: a connector it needed was down, or the bound of steps\n";
   return out;
 }
 

@@ -16,6 +16,9 @@ enum ExitCode : int {
   kExitUsage = 2,     // wrong arguments
   kExitNoDaemon = 3,  // the daemon could not be reached or started
   kExitMismatch = 4,  // the daemon speaks another protocol version: restart it
+  kExitModel = 5,     // oppx -p: the model server failed
+  kExitDeclined = 6,  // oppx -p: an action was declined (print mode cannot ask, or a deny rule)
+  kExitShort = 7,     // oppx -p: a connector the turn needed was down, or the turn hit its bound of steps
 };
 
 struct Context {
@@ -33,6 +36,7 @@ struct Command {
   int (*run)(Context&);
 };
 
+std::vector<Command> print_commands();
 std::vector<Command> daemon_commands();
 std::vector<Command> help_commands();
 std::vector<Command> demo_commands();

@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
     } else if (args[0] == "--version" || args[0] == "-V") {
       fmt::print("oppx {} (build {})\n", OPPX_VERSION, oppx::kBuildId);
       return kExitOk;
+    } else if (args[0] == "-p" || args[0] == "--print") {
+      args[0] = "-p";  // the command of one headless turn; its own options follow
+      break;
     } else if (args[0] == "--help" || args[0] == "-h") {
       args[0] = "help";
       break;
