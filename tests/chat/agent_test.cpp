@@ -117,10 +117,15 @@ TEST_F(AgentTurn, TheToolsAreInThePromptAndTheEnumNeverInTheToolsParameter) {
 
 TEST_F(AgentTurn, TheArgumentsAreWrittenUnderTheToolsOwnSchemaAndKeptWithTheResult) {
   ASSERT_EQ(oppx({"permissions", "allow", "agentc.save_issue"}).exit_code, 0);
-  serve({action("agentc.save_issue"), says(R"({"issue":{"title":"Blank login page","priority":2}})"),
-         reply("Saved it.")});
+  json::object counted = json::parse(reply("Saved it.")).as_object();
+  counted["usage"] = {{"prompt_tokens", 900}, {"completion_tokens", 12}, {"total_tokens", 912}};
+  json::object first = json::parse(action("agentc.save_issue")).as_object();
+  first["usage"] = {{"prompt_tokens", 800}, {"completion_tokens", 8}, {"total_tokens", 808}};
+  serve({json::serialize(first), says(R"({"issue":{"title":"Blank login page","priority":2}})"),
+         json::serialize(counted)});
   json::object out = print_json({"file", "the", "bug"}, 0);
   EXPECT_EQ(out.at("reply"), "Saved it.");
+  EXPECT_EQ(out.at("usage"), json::parse(R"({"prompt_tokens":1700,"completion_tokens":20,"total_tokens":1720})"));
   ASSERT_EQ(out.at("actions").as_array().size(), 1u);
   const json::value& a = out.at("actions").as_array()[0];
   EXPECT_EQ(a.at("name"), "agentc.save_issue");
@@ -343,6 +348,23 @@ TEST_F(AgentTurn, MinusCContinuesTheLastConversationOfThisFolder) {
   serve({reply("Fresh.")});
   ASSERT_EQ(print({"third"}).exit_code, 0);
   EXPECT_EQ(all_text(model->completions()[0]).find("first question"), std::string::npos);
+}
+
+TEST_F(AgentTurn, AHeavyToolListIsWarnedAboutAtStartOnce) {
+  serve({reply("ok")}, 32768);
+  Result light = print({"hi"});
+  ASSERT_EQ(light.exit_code, 0) << light.err;
+  EXPECT_EQ(light.err.find("HEAVY"), std::string::npos);
+  EXPECT_EQ(light.err.find("a tenth or more"), std::string::npos) << light.err;
+  // Five tools of about 9 tokens each are more than a tenth of a 300-token window.
+  serve({reply("ok")}, 300);
+  Result heavy = print({"hi"});
+  ASSERT_EQ(heavy.exit_code, 0) << heavy.err;
+  std::string warning = "warning: the tool list takes a tenth or more of the server's model's context window";
+  auto at = heavy.err.find(warning);
+  ASSERT_NE(at, std::string::npos) << heavy.err;
+  EXPECT_EQ(heavy.err.find(warning, at + 1), std::string::npos) << "once";
+  EXPECT_NE(heavy.err.find("The connectors' tool lists take about"), std::string::npos) << heavy.err;
 }
 
 TEST_F(AgentTurn, AModelServerThatFailsGivesItsOwnExitStatusAndWhatToDo) {
