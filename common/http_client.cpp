@@ -25,6 +25,8 @@
 #include <openssl/x509.h>
 
 #include <map>
+#include <mutex>
+#include <cstdlib>
 #include <optional>
 #include <set>
 
@@ -93,17 +95,34 @@ struct Conn {
   }
 };
 
-struct Shared {
-  explicit Shared(asio::io_context& io, std::size_t max_idle)
-      : io(io), ssl_ctx(ssl::context::tls_client), max_idle(max_idle) {
+// The TLS context with the system's roots, made on the first https exchange and then kept for
+// the process: parsing the bundle takes milliseconds, which a plain-http exchange never pays and
+// an https one pays once. Keyed by SSL_CERT_FILE and SSL_CERT_DIR, which choose the roots.
+std::shared_ptr<ssl::context> tls_context() {
+  static std::mutex m;
+  static std::map<std::string, std::shared_ptr<ssl::context>> made;
+  auto env = [](const char* k) {
+    const char* v = std::getenv(k);
+    return std::string(v ? v : "");
+  };
+  std::string key = env("SSL_CERT_FILE") + '\n' + env("SSL_CERT_DIR");
+  std::lock_guard<std::mutex> lock(m);
+  auto& ctx = made[key];
+  if (!ctx) {
+    ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
     error_code ec;
-    ssl_ctx.set_default_verify_paths(ec);  // honours SSL_CERT_FILE / SSL_CERT_DIR
+    ctx->set_default_verify_paths(ec);  // honours SSL_CERT_FILE / SSL_CERT_DIR
     if (ec) log::warn("http: the system's certificate roots could not be loaded: {}", ec.message());
-    ssl_ctx.set_verify_mode(ssl::verify_peer);
-    SSL_CTX_set_min_proto_version(ssl_ctx.native_handle(), TLS1_2_VERSION);
+    ctx->set_verify_mode(ssl::verify_peer);
+    SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
   }
+  return ctx;
+}
+
+struct Shared {
+  explicit Shared(asio::io_context& io, std::size_t max_idle) : io(io), max_idle(max_idle) {}
   asio::io_context& io;
-  ssl::context ssl_ctx;
+  std::shared_ptr<ssl::context> ssl_ctx;  // on the first https exchange
   std::size_t max_idle;
   bool closed = false;
   std::map<std::string, std::vector<std::shared_ptr<Conn>>> idle;
@@ -185,7 +204,8 @@ awaitable<Outcome<std::shared_ptr<Conn>>> connect(std::shared_ptr<Shared> sh, Ur
     co_return net_failure(to, t, late ? error_code(beast::error::timeout) : rec, late ? "connect" : "resolve", deadline,
                           false);
   if (t.tls) {
-    c->tls.emplace(sh->io, sh->ssl_ctx);
+    if (!sh->ssl_ctx) sh->ssl_ctx = tls_context();
+    c->tls.emplace(sh->io, *sh->ssl_ctx);
   } else {
     c->plain.emplace(sh->io);
   }
