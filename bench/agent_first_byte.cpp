@@ -1,0 +1,240 @@
+// bench/agent_first_byte: how soon `oppx -p` reaches the model server, with 5 warm connectors,
+// and the peak RSS of the `oppx -p` process. A small OpenAI-compatible server runs on a thread of
+// this program, so the time from the spawn to the first byte of each request is read on one
+// clock. Beside it, `node -e 0` in the same run, and the ratio. Prints figures; asserts nothing.
+//   usage: agent_first_byte [--runs N] [--node-runs M]
+// It runs its own daemon in a temporary HOME, so it never touches the user's.
+#include "bench/bench_support.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The model server: answers /v1/models, 404 for the rest of GET, and one reply action to every
+// chat completion; records when the first byte of each request arrived.
+class ModelServer {
+ public:
+  ModelServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 16) != 0) return;
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~ModelServer() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    if (thread_.joinable()) thread_.join();
+  }
+  int port() const { return port_; }
+  struct Hit {
+    Clock::time_point at;
+    bool completion = false;
+  };
+  std::vector<Hit> take() {
+    std::lock_guard<std::mutex> l(m_);
+    return std::exchange(hits_, {});
+  }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) return;
+      handle(c);
+      ::close(c);
+    }
+  }
+  void handle(int c) {
+    std::string req;
+    char buf[8192];
+    bool first = true;
+    Clock::time_point at;
+    std::size_t head_end = std::string::npos, need = 0;
+    for (;;) {
+      ssize_t n = ::read(c, buf, sizeof buf);
+      if (n <= 0) return;
+      if (first) at = Clock::now(), first = false;
+      req.append(buf, static_cast<std::size_t>(n));
+      if (head_end == std::string::npos && (head_end = req.find("\r\n\r\n")) != std::string::npos) {
+        auto cl = req.find("Content-Length: ");
+        if (cl == std::string::npos) cl = req.find("content-length: ");
+        need = head_end + 4 +
+               (cl != std::string::npos && cl < head_end ? std::strtoul(req.c_str() + cl + 16, nullptr, 10) : 0);
+      }
+      if (head_end != std::string::npos && req.size() >= need) break;
+    }
+    bool completion = req.rfind("POST /v1/chat/completions", 0) == 0;
+    {
+      std::lock_guard<std::mutex> l(m_);
+      hits_.push_back({at, completion});
+    }
+    std::string type = "application/json", body, status = "200 OK";
+    if (completion) {
+      type = "text/event-stream";
+      body =
+          "data: "
+          "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"{\\\"action\\\":\\\"reply\\\",\\\"text\\\":\\\"ok\\\"}"
+          "\"},"
+          "\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    } else if (req.rfind("GET /v1/models", 0) == 0) {
+      body = R"({"object":"list","data":[{"id":"m1","max_model_len":32768}]})";
+    } else {
+      status = "404 Not Found";
+      body = "{}";
+    }
+    std::string out =
+        fmt::format("HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}", status,
+                    type, body.size(), body);
+    (void)!::write(c, out.data(), out.size());
+  }
+  int fd_ = -1, port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::mutex m_;
+  std::vector<Hit> hits_;
+};
+
+struct Run {
+  double first_byte = -1, first_completion = -1, total = -1;
+  long max_rss_kib = -1;
+};
+
+Run run_print(const std::string& oppx) {
+  std::vector<std::string> args{oppx, "-p", "hi"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  Run r;
+  auto t0 = Clock::now();
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return r;
+  int status = 0;
+  rusage ru{};
+  if (::wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return r;
+  r.total = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  r.max_rss_kib = ru.ru_maxrss;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 30, node_runs = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--runs") runs = std::max(1, std::atoi(argv[i + 1]));
+    if (a == "--node-runs") node_runs = std::max(1, std::atoi(argv[i + 1]));
+  }
+  oppx::bench::BenchHome home;
+  if (!home.ok()) return 1;
+  const std::string dir = oppx::bench::self_dir();
+  const std::string oppx = dir + "/oppx";
+  // Five warm connectors: the C echo server, five times.
+  ::mkdir((home.root() + "/config").c_str(), 0700);
+  ::mkdir((home.root() + "/config/oppx").c_str(), 0700);
+  {
+    std::string servers;
+    for (int i = 1; i <= 5; ++i)
+      servers +=
+          fmt::format("{}\"echo{}\":{{\"command\":\"{}/bench_echo_server\",\"args\":[]}}", i > 1 ? "," : "", i, dir);
+    std::ofstream(home.root() + "/config/oppx/mcp.json") << "{\"mcpServers\":{" << servers << "}}";
+  }
+  ModelServer model;
+  if (!model.port()) {
+    fmt::print(stderr, "agent_first_byte: could not listen on 127.0.0.1\n");
+    return 1;
+  }
+  ::setenv("OPPX_SERVER", fmt::format("http://127.0.0.1:{}/v1", model.port()).c_str(), 1);
+  ::setenv("OPPX_MODEL", "m1", 1);
+  ::chdir(home.root().c_str());
+  if (oppx::bench::capture({oppx, "mcp", "list", "--json"}).find("\"running\"") == std::string::npos) {
+    fmt::print(stderr, "agent_first_byte: the connectors did not start\n");
+    return 1;
+  }
+  std::vector<double> first, completion, total, rss;
+  int failures = 0;
+  for (int i = 0; i < runs + 3; ++i) {
+    model.take();
+    auto t0 = Clock::now();
+    Run r = run_print(oppx);
+    auto hits = model.take();
+    if (r.total < 0 || hits.empty()) {
+      ++failures;
+      continue;
+    }
+    if (i < 3) continue;  // warm-up
+    first.push_back(std::chrono::duration<double, std::milli>(hits.front().at - t0).count());
+    for (const auto& h : hits) {
+      if (h.completion) {
+        completion.push_back(std::chrono::duration<double, std::milli>(h.at - t0).count());
+        break;
+      }
+    }
+    total.push_back(r.total);
+    rss.push_back(static_cast<double>(r.max_rss_kib));
+  }
+  oppx::bench::Stats node = oppx::bench::measure({"node", "-e", "0"}, node_runs);
+  oppx::bench::run_ms({oppx, "daemon", "stop"});
+  if (first.empty() || completion.empty()) {
+    fmt::print("agent_first_byte: not measured: every run of oppx -p failed ({} failures)\n", failures);
+    return 1;
+  }
+  auto f = oppx::bench::summarize(first), c = oppx::bench::summarize(completion), t = oppx::bench::summarize(total),
+       m = oppx::bench::summarize(rss);
+  fmt::print("agent_first_byte: oppx -p \"hi\" with 5 warm connectors ({} runs, {} failures)\n", first.size(),
+             failures);
+  fmt::print("  first byte to the model server      median {:7.2f} ms   p90 {:7.2f} ms   min {:7.2f} ms\n", f.median,
+             f.p90, f.min);
+  fmt::print("  first byte of the chat completion   median {:7.2f} ms   p90 {:7.2f} ms   min {:7.2f} ms\n", c.median,
+             c.p90, c.min);
+  fmt::print("  whole turn (a one-step reply)       median {:7.2f} ms   p90 {:7.2f} ms\n", t.median, t.p90);
+  fmt::print("  peak RSS of oppx -p                 median {:7.0f} KiB  max {:7.0f} KiB ({:.1f} MiB)\n", m.median,
+             m.p99, m.p99 / 1024.0);
+  if (node.failures == node_runs) {
+    fmt::print("  node -e 0                           not available\n");
+  } else {
+    fmt::print("  node -e 0 ({} runs)                 median {:7.2f} ms\n", node_runs, node.median);
+    fmt::print("  ratio completion byte / node -e 0   {:.3f}\n", c.median / node.median);
+  }
+  fmt::print("  target: the chat completion's first byte within 20 ms: {}\n", c.median <= 20.0 ? "met" : "NOT met");
+  return 0;
+}
