@@ -224,6 +224,18 @@ std::string Agent::start() {
   return {};
 }
 
+std::string Agent::refresh() {
+  std::vector<ToolInfo> tools;
+  std::vector<ConnectorNote> others;
+  if (std::string why = daemon_.list(tools, others); !why.empty()) return why;
+  // A connector that runs again is offered again.
+  for (const auto& t : tools) down_.erase(t.connector);
+  tools_ = std::move(tools);
+  others_ = std::move(others);
+  rebuild_prompt(true);
+  return {};
+}
+
 std::vector<const ToolInfo*> Agent::offered() const {
   std::vector<const ToolInfo*> out;
   for (const auto& t : tools_) {

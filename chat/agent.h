@@ -123,6 +123,9 @@ class Agent {
 
   // Lists the tools (DaemonTools::list) and builds the system prompt; "" or why not.
   std::string start();
+  // Lists the tools again (a connector came up or changed its list); a changed list rebuilds the
+  // system prompt once, and the front end is told that the next request is uncached.
+  std::string refresh();
   // The model's context length, when known (asked at start()).
   const ContextInfo& context() const { return context_; }
   const std::vector<ToolInfo>& tools() const { return tools_; }

@@ -437,5 +437,31 @@ TEST_F(AgentTurn, AnswersAskedInAChatAreHonouredAndAlwaysRulesLastIntoTheNextRun
   EXPECT_EQ(print_json({"ping"}, 0).at("actions").at(0).at("status"), "ran");
 }
 
+TEST_F(AgentTurn, AChangedToolListRebuildsThePromptOnceAndSaysTheNextRequestIsUncached) {
+  serve({reply("ok")});
+  auto client = hello_client(home);
+  ASSERT_TRUE(client);
+  chat::DaemonTools daemon(*client, repo.root());
+  chat::ModelConfig mc;
+  mc.server = model->url();
+  mc.model = "m1";
+  chat::ModelClient mclient(mc);
+  Scripted front;
+  chat::Agent agent(mclient, daemon, front, chat::AgentOptions{"chat"});
+  ASSERT_EQ(agent.start(), "");
+  std::string before = agent.system_prompt();
+  ASSERT_EQ(agent.refresh(), "");
+  EXPECT_EQ(agent.system_prompt(), before) << "nothing changed: byte-identical";
+  EXPECT_EQ(front.notices, "");
+  Result added = oppx({"mcp", "add", "more", "--", "node", std::string(OPPX_TEST_SUPPORT) + "/agent_connector.js",
+                       home.root() + "/more-calls.jsonl"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  ASSERT_EQ(agent.refresh(), "");
+  EXPECT_NE(agent.system_prompt().find("\n- more.ping: Pings the service.\n"), std::string::npos);
+  EXPECT_NE(front.notices.find("the next request is not served from the model server's prefix cache"),
+            std::string::npos)
+      << front.notices;
+}
+
 }  // namespace
 }  // namespace oppx::test
