@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <optional>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -34,13 +35,12 @@ thread_local std::vector<std::shared_ptr<Impl>> held;  // sent to during the bat
 class Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(asio::io_context& io, int read_fd, int write_fd, NdjsonLimits limits)
-      : in_(io, read_fd),
-        out_(io, read_fd == write_fd ? ::dup(write_fd) : write_fd),
-        stall_timer_(io),
-        close_timer_(io),
-        limits_(limits) {
+      : in_(io, read_fd), stall_timer_(io), close_timer_(io), limits_(limits) {
+    // One descriptor (a socket) is read and written through the same object, not a dup: a dup
+    // costs a second fd, which at the process's limit fails after the connection was accepted.
+    if (write_fd != read_fd) out_.emplace(io, write_fd);
     boost::system::error_code ec;
-    out_.non_blocking(true, ec);  // write_now must never block the daemon
+    out().non_blocking(true, ec);  // write_now must never block the daemon
   }
 
   void start(Transport::Handlers h) {
@@ -76,7 +76,9 @@ class Impl : public std::enable_shared_from_this<Impl> {
     close_kind_ = kind;
     close_message_ = std::move(message);
     boost::system::error_code ec;
-    in_.cancel(ec);
+    // With one descriptor a cancel would end the write too; a read that completes later is
+    // dropped by on_read, and finish() closes the descriptor.
+    if (out_) in_.cancel(ec);
     if (!writing_ && !queue_.empty()) write_now();  // held for a batch, not written yet
     if (!writing_) return finish(close_kind_, close_message_);
     close_timer_.expires_after(limits_.close_grace);
@@ -166,7 +168,7 @@ class Impl : public std::enable_shared_from_this<Impl> {
       std::size_t count = 0;
       for (std::size_t i = 0; i < queue_.size() && count < iov.size(); ++i, ++count)
         iov[count] = {queue_[i].data(), queue_[i].size()};
-      ssize_t w = ::writev(out_.native_handle(), iov.data(), static_cast<int>(count));
+      ssize_t w = ::writev(out().native_handle(), iov.data(), static_cast<int>(count));
       if (w < 0 && errno == EINTR) continue;
       if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
         return fail("io", std::string("write failed: ") + std::strerror(errno));
@@ -193,7 +195,7 @@ class Impl : public std::enable_shared_from_this<Impl> {
     writing_ = true;
     batch_.clear();
     for (std::size_t i = 0; i < queue_.size() && batch_.size() < 64; ++i) batch_.push_back(asio::buffer(queue_[i]));
-    asio::async_write(out_, batch_,
+    asio::async_write(out(), batch_,
                       [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_written(ec); });
   }
 
@@ -218,7 +220,7 @@ class Impl : public std::enable_shared_from_this<Impl> {
     stall_timer_.cancel();
     close_timer_.cancel();
     in_.close(ec);
-    out_.close(ec);
+    if (out_) out_->close(ec);
     queue_.clear();
     queued_bytes_ = 0;
     auto on_closed = std::move(handlers_.on_closed);
@@ -238,8 +240,10 @@ class Impl : public std::enable_shared_from_this<Impl> {
   }
 
  private:
+  asio::posix::stream_descriptor& out() { return out_ ? *out_ : in_; }
+
   asio::posix::stream_descriptor in_;
-  asio::posix::stream_descriptor out_;
+  std::optional<asio::posix::stream_descriptor> out_;  // empty when one descriptor does both
   asio::steady_timer stall_timer_;
   asio::steady_timer close_timer_;
   NdjsonLimits limits_;

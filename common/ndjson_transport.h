@@ -21,7 +21,8 @@ struct NdjsonLimits {
   std::chrono::milliseconds close_grace{5'000};     // flushing on close() at most this long
 };
 
-// Takes ownership of both descriptors; they may be the same (a socket), then it is dup'ed.
+// Takes ownership of both descriptors; they may be the same (a socket), then one object reads
+// and writes it (no dup, so no second fd).
 std::unique_ptr<Transport> make_ndjson_transport(boost::asio::io_context& io, int read_fd, int write_fd,
                                                  NdjsonLimits limits = {});
 
