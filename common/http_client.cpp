@@ -4,6 +4,7 @@
 // wait is a coroutine on the caller's io_context; a Conn is touched only from that thread.
 #include "common/http_client.h"
 
+#include "common/budget.h"
 #include "common/http_wire.h"
 #include "common/log.h"
 #include "common/text.h"
@@ -374,9 +375,14 @@ awaitable<Outcome<Chunk>> Exchange::next_chunk(Clock::time_point by) {
 
 awaitable<Outcome<std::string>> Exchange::read_body(std::size_t cap) {
   std::string body;
+  BudgetShare share;  // the body, while it is read (budget.h)
   for (;;) {
     auto ch = co_await next_chunk();
     if (!ch) co_return ch.error();
+    if (!share.set(body.size() + ch->data.size())) {
+      abort();
+      co_return fail("too_large", over_budget_message(buffer_budget(), "the answer of " + head_.at.origin));
+    }
     body += ch->data;
     if (body.size() > cap)
       co_return fail("protocol",

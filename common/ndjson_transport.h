@@ -1,6 +1,7 @@
 // NDJSON (one message per line) over a pair of file descriptors, driven by Asio. Bounded in
 // every direction: a line over max_line, a write queue over max_queue_bytes, or a line still
-// incomplete stall_timeout after its first byte (a trickle cannot hold it open) closes it.
+// incomplete stall_timeout after its first byte (a trickle cannot hold it open) closes it. The
+// unfinished line and the write queue are also charged to the shared buffer budget (budget.h).
 #pragma once
 
 #include "common/transport.h"

@@ -287,6 +287,37 @@ TEST(DescriptorLimit, NewClientsAreRefusedAndTheOthersGoOn) {
   for (auto& c : served) EXPECT_TRUE(c.call("daemon/status", json::object{}, 5s));
 }
 
+// Six clients each send a 3 MiB line, a piece at a time: each is under the 16 MiB cap and fits
+// the 8 MiB budget alone, but not all together. The ones that would pass the budget get an error
+// that says so; the others' lines are read whole and answered.
+TEST(BufferBudget, ClientsOverTheSharedBudgetAreRefusedAndTheOthersGoOn) {
+  TempHome home;
+  DaemonProcess daemon(home, "OPPX_BUFFER_BUDGET_MIB=8");
+  ASSERT_GT(daemon.pid(), 0) << daemon.start_result().err;
+  std::vector<SyncClient> clients;
+  for (int i = 0; i < 6; ++i) clients.push_back(*SyncClient::connect(home.socket()));
+  for (auto& c : clients) ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":1,"method":"nope","params":{"pad":")"));
+  std::string piece(256 * 1024, 'a');
+  for (int round = 0; round < 12; ++round)
+    for (auto& c : clients) (void)c.write_raw(piece);  // fails once the daemon has hung up
+  int refused = 0, answered = 0;
+  for (auto& c : clients) {
+    (void)c.write_raw("\"}}\n");
+    auto reply = reply_of(c);
+    if (error_kind(reply) == "method_not_found") {
+      ++answered;
+      continue;
+    }
+    ++refused;
+    EXPECT_EQ(error_kind(reply), "too_large");
+    std::string message(reply.at("error").at("message").as_string());
+    EXPECT_NE(message.find("buffers for all its clients and servers are full"), std::string::npos) << message;
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(answered, 0);
+  EXPECT_TRUE(eventually([&] { return status_of(home.socket()).at("buffered_bytes").as_int64() == 0; }));
+}
+
 // --- in-process: the same Server, with test methods registered beside the real ones ---
 
 struct InProcess : ::testing::Test {
