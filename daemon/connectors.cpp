@@ -63,9 +63,12 @@ bool usable(const std::string& value) {
 
 Connectors::Connectors(boost::asio::io_context& io, std::string state_dir)
     : io_(io),
+      worker_(io),
       state_dir_(std::move(state_dir)),
       consent_(state_dir_ + "/mcp-approved.json"),
-      cache_(state_dir_ + "/mcp-tools-cache.json") {}
+      cache_(state_dir_ + "/mcp-tools-cache.json", [this](const std::string& path, std::string text) {
+        worker_.write_file(path, std::move(text), 0600, "the tool-list cache");
+      }) {}
 
 Connectors::~Connectors() { stop_all(); }
 
