@@ -25,7 +25,9 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <cstdlib>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 
@@ -94,17 +96,45 @@ struct Conn {
   }
 };
 
+// The TLS client context with the system's roots (or SSL_CERT_FILE's / SSL_CERT_DIR's): loading
+// them parses a bundle of some hundred certificates, so it is done once and shared by every
+// client, and again only when those variables change (a test, a chat that sets them). `error`:
+// why the roots could not be loaded, for the caller to log (this may run on any thread).
+struct TlsRoots {
+  std::shared_ptr<ssl::context> ctx;
+  std::string error;
+};
+
+static TlsRoots tls_roots() {
+  static std::mutex mutex;
+  static TlsRoots loaded;
+  static std::string loaded_for;
+  auto var = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v ? "=" + std::string(v) : std::string("unset");
+  };
+  std::string key = var("SSL_CERT_FILE") + '\n' + var("SSL_CERT_DIR");
+  std::lock_guard lock(mutex);
+  if (loaded.ctx && key == loaded_for) return loaded;
+  TlsRoots made{std::make_shared<ssl::context>(ssl::context::tls_client), {}};
+  error_code ec;
+  made.ctx->set_default_verify_paths(ec);
+  if (ec) made.error = ec.message();
+  made.ctx->set_verify_mode(ssl::verify_peer);
+  SSL_CTX_set_min_proto_version(made.ctx->native_handle(), TLS1_2_VERSION);
+  loaded = made;
+  loaded_for = key;
+  return made;
+}
+
 struct Shared {
-  explicit Shared(asio::io_context& io, std::size_t max_idle)
-      : io(io), ssl_ctx(ssl::context::tls_client), max_idle(max_idle) {
-    error_code ec;
-    ssl_ctx.set_default_verify_paths(ec);  // honours SSL_CERT_FILE / SSL_CERT_DIR
-    if (ec) log::warn("http: the system's certificate roots could not be loaded: {}", ec.message());
-    ssl_ctx.set_verify_mode(ssl::verify_peer);
-    SSL_CTX_set_min_proto_version(ssl_ctx.native_handle(), TLS1_2_VERSION);
+  explicit Shared(asio::io_context& io, std::size_t max_idle) : io(io), max_idle(max_idle) {
+    auto roots = tls_roots();
+    ssl_ctx = roots.ctx;
+    if (!roots.error.empty()) log::warn("http: the system's certificate roots could not be loaded: {}", roots.error);
   }
   asio::io_context& io;
-  ssl::context ssl_ctx;
+  std::shared_ptr<ssl::context> ssl_ctx;
   std::size_t max_idle;
   bool closed = false;
   std::map<std::string, std::vector<std::shared_ptr<Conn>>> idle;
@@ -186,7 +216,7 @@ awaitable<Outcome<std::shared_ptr<Conn>>> connect(std::shared_ptr<Shared> sh, Ur
     co_return net_failure(to, t, late ? error_code(beast::error::timeout) : rec, late ? "connect" : "resolve", deadline,
                           false);
   if (t.tls) {
-    c->tls.emplace(sh->io, sh->ssl_ctx);
+    c->tls.emplace(sh->io, *sh->ssl_ctx);
   } else {
     c->plain.emplace(sh->io);
   }
@@ -414,6 +444,8 @@ void Exchange::release() {
   }
   shared_.reset();
 }
+
+void load_tls_roots() { (void)tls_roots(); }
 
 Client::Client(asio::io_context& io, std::size_t max_idle_per_origin)
     : shared_(std::make_shared<Shared>(io, max_idle_per_origin)) {}
