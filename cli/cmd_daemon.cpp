@@ -60,10 +60,11 @@ int status(Context& ctx) {
       "  clients     {}\n"
       "  connectors  {}\n"
       "  memory      {:.1f} MiB\n"
+      "  buffers     {:.1f} of {} MiB (what clients and servers are sending or not yet reading)\n"
       "  socket      {}\n"
       "  log         {}\n",
       s->version, s->pid, s->build, format_uptime(s->uptime_ms / 1000.0), s->clients, s->connectors,
-      s->rss_kib / 1024.0, s->socket, s->log);
+      s->rss_kib / 1024.0, s->buffered_bytes / 1048576.0, s->buffer_budget >> 20, s->socket, s->log);
   return kExitOk;
 }
 

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
 #include <dirent.h>
 #include <fcntl.h>
 #include <csignal>
@@ -116,6 +119,16 @@ void remove_stale_temps(const std::string& path) {
   ::closedir(d);
 }
 
+// A slow disk on purpose, for the tests that show nobody waits for a write: with
+// OPPX_TEST_WRITE_DELAY_MS set, each write holds its temp file that long before its fsync.
+void test_write_delay() {
+  static const long ms = [] {
+    const char* v = std::getenv("OPPX_TEST_WRITE_DELAY_MS");
+    return v ? std::strtol(v, nullptr, 10) : 0L;
+  }();
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 }  // namespace
 
 boost::system::result<void, std::string> atomic_write(const std::string& path, std::string_view content, int mode) {
@@ -134,6 +147,7 @@ boost::system::result<void, std::string> atomic_write(const std::string& path, s
     if (n <= 0) return fail("write");
     off += static_cast<std::size_t>(n);
   }
+  test_write_delay();
   if (::fchmod(fd, static_cast<mode_t>(mode)) != 0 || ::fsync(fd) != 0) return fail("fsync");
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {

@@ -22,7 +22,9 @@ boost::system::result<void, std::string> ensure_private_dir(const std::string& d
 bool lock_within(int fd, std::chrono::milliseconds wait);
 
 // Readers see the old file or the new one, never half: a temp file in the same folder, fsync,
-// rename, fsync of the folder. A failed fsync is a failure.
+// rename, fsync of the folder. A failed fsync is a failure. It blocks for the disk: the daemon
+// writes its tool-list cache through its worker thread (daemon/worker.h); its connectors,
+// consent and permission files are still written on its loop.
 boost::system::result<void, std::string> atomic_write(const std::string& path, std::string_view content, int mode);
 
 // Reads `fd` to its end, or until more than `cap` bytes (then the result is longer than `cap`,

@@ -59,7 +59,7 @@ struct Request {
 
 // What went wrong, in words for the user, naming the origin and never a header value.
 struct Failure {
-  std::string kind;  // unreachable | timeout | protocol | cancelled
+  std::string kind;  // unreachable | timeout | protocol | cancelled | too_large (the daemon's buffer budget)
   std::string message;
   unsigned http_status = 0;
   bool sent = false;         // the request had gone out whole when its connection closed unanswered

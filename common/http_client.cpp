@@ -4,6 +4,7 @@
 // wait is a coroutine on the caller's io_context; a Conn is touched only from that thread.
 #include "common/http_client.h"
 
+#include "common/budget.h"
 #include "common/http_wire.h"
 #include "common/log.h"
 #include "common/text.h"
@@ -24,9 +25,9 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
-#include <cstdlib>
 #include <optional>
 #include <set>
 
@@ -95,34 +96,51 @@ struct Conn {
   }
 };
 
-// The TLS context with the system's roots, made on the first https exchange and then kept for
-// the process: parsing the bundle takes milliseconds, which a plain-http exchange never pays and
-// an https one pays once. Keyed by SSL_CERT_FILE and SSL_CERT_DIR, which choose the roots.
-std::shared_ptr<ssl::context> tls_context() {
-  static std::mutex m;
-  static std::map<std::string, std::shared_ptr<ssl::context>> made;
-  auto env = [](const char* k) {
-    const char* v = std::getenv(k);
-    return std::string(v ? v : "");
+// The TLS client context with the system's roots (or SSL_CERT_FILE's / SSL_CERT_DIR's): loading
+// them parses a bundle of some hundred certificates, so it is done once and shared by every
+// client, and again only when those variables change (a test, a chat that sets them). `error`:
+// why the roots could not be loaded, for the caller to log (this may run on any thread).
+struct TlsRoots {
+  std::shared_ptr<ssl::context> ctx;
+  std::string error;
+};
+
+static TlsRoots tls_roots() {
+  static std::mutex mutex;
+  static TlsRoots loaded;
+  static std::string loaded_for;
+  auto var = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v ? "=" + std::string(v) : std::string("unset");
   };
-  std::string key = env("SSL_CERT_FILE") + '\n' + env("SSL_CERT_DIR");
-  std::lock_guard<std::mutex> lock(m);
-  auto& ctx = made[key];
-  if (!ctx) {
-    ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
-    error_code ec;
-    ctx->set_default_verify_paths(ec);  // honours SSL_CERT_FILE / SSL_CERT_DIR
-    if (ec) log::warn("http: the system's certificate roots could not be loaded: {}", ec.message());
-    ctx->set_verify_mode(ssl::verify_peer);
-    SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
-  }
-  return ctx;
+  std::string key = var("SSL_CERT_FILE") + '\n' + var("SSL_CERT_DIR");
+  std::lock_guard lock(mutex);
+  if (loaded.ctx && key == loaded_for) return loaded;
+  TlsRoots made{std::make_shared<ssl::context>(ssl::context::tls_client), {}};
+  error_code ec;
+  made.ctx->set_default_verify_paths(ec);
+  if (ec) made.error = ec.message();
+  made.ctx->set_verify_mode(ssl::verify_peer);
+  SSL_CTX_set_min_proto_version(made.ctx->native_handle(), TLS1_2_VERSION);
+  loaded = made;
+  loaded_for = key;
+  return made;
 }
 
 struct Shared {
   explicit Shared(asio::io_context& io, std::size_t max_idle) : io(io), max_idle(max_idle) {}
+  // The roots on the first https exchange: a plain-http client (oppx -p to a model server on
+  // the LAN) never parses the bundle.
+  ssl::context& tls() {
+    if (!ssl_ctx) {
+      auto roots = tls_roots();
+      ssl_ctx = roots.ctx;
+      if (!roots.error.empty()) log::warn("http: the system's certificate roots could not be loaded: {}", roots.error);
+    }
+    return *ssl_ctx;
+  }
   asio::io_context& io;
-  std::shared_ptr<ssl::context> ssl_ctx;  // on the first https exchange
+  std::shared_ptr<ssl::context> ssl_ctx;
   std::size_t max_idle;
   bool closed = false;
   std::map<std::string, std::vector<std::shared_ptr<Conn>>> idle;
@@ -204,8 +222,7 @@ awaitable<Outcome<std::shared_ptr<Conn>>> connect(std::shared_ptr<Shared> sh, Ur
     co_return net_failure(to, t, late ? error_code(beast::error::timeout) : rec, late ? "connect" : "resolve", deadline,
                           false);
   if (t.tls) {
-    if (!sh->ssl_ctx) sh->ssl_ctx = tls_context();
-    c->tls.emplace(sh->io, *sh->ssl_ctx);
+    c->tls.emplace(sh->io, sh->tls());
   } else {
     c->plain.emplace(sh->io);
   }
@@ -394,9 +411,14 @@ awaitable<Outcome<Chunk>> Exchange::next_chunk(Clock::time_point by) {
 
 awaitable<Outcome<std::string>> Exchange::read_body(std::size_t cap) {
   std::string body;
+  BudgetShare share;  // the body, while it is read (budget.h)
   for (;;) {
     auto ch = co_await next_chunk();
     if (!ch) co_return ch.error();
+    if (!share.set(body.size() + ch->data.size())) {
+      abort();
+      co_return fail("too_large", over_budget_message(buffer_budget(), "the answer of " + head_.at.origin));
+    }
     body += ch->data;
     if (body.size() > cap)
       co_return fail("protocol",
@@ -428,6 +450,8 @@ void Exchange::release() {
   }
   shared_.reset();
 }
+
+void load_tls_roots() { (void)tls_roots(); }
 
 Client::Client(asio::io_context& io, std::size_t max_idle_per_origin)
     : shared_(std::make_shared<Shared>(io, max_idle_per_origin)) {}

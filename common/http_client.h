@@ -62,6 +62,11 @@ class Exchange {
   Clock::time_point deadline_{};
 };
 
+// Loads the TLS roots every Client shares (once; again when SSL_CERT_FILE or SSL_CERT_DIR
+// changed). Blocks on the disk: the daemon calls it on its worker thread at start, so that the
+// first HTTPS connector does not load them on the loop.
+void load_tls_roots();
+
 class Client {
  public:
   explicit Client(boost::asio::io_context& io, std::size_t max_idle_per_origin = 4);

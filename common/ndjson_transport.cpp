@@ -7,16 +7,22 @@
 // out in one writev each. What the peer does not take at once is written asynchronously.
 #include "common/ndjson_transport.h"
 
+#include "common/budget.h"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <optional>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -34,13 +40,12 @@ thread_local std::vector<std::shared_ptr<Impl>> held;  // sent to during the bat
 class Impl : public std::enable_shared_from_this<Impl> {
  public:
   Impl(asio::io_context& io, int read_fd, int write_fd, NdjsonLimits limits)
-      : in_(io, read_fd),
-        out_(io, read_fd == write_fd ? ::dup(write_fd) : write_fd),
-        stall_timer_(io),
-        close_timer_(io),
-        limits_(limits) {
+      : in_(io, read_fd), stall_timer_(io), close_timer_(io), limits_(limits) {
+    // One descriptor (a socket) is read and written through the same object, not a dup: a dup
+    // costs a second fd, which at the process's limit fails after the connection was accepted.
+    if (write_fd != read_fd) out_.emplace(io, write_fd);
     boost::system::error_code ec;
-    out_.non_blocking(true, ec);  // write_now must never block the daemon
+    out().non_blocking(true, ec);  // write_now must never block the daemon
   }
 
   void start(Transport::Handlers h) {
@@ -52,6 +57,10 @@ class Impl : public std::enable_shared_from_this<Impl> {
     if (closed_ || closing_) return false;
     if (queued_bytes_ + message.size() + 1 > limits_.max_queue_bytes) {
       fail("overflow", "the peer does not read its replies; its write queue is full");
+      return false;
+    }
+    if (!queue_share_.set(queued_bytes_ + message.size() + 1)) {
+      fail("overflow", over_budget_message(buffer_budget(), fmt::format("a message of {} bytes", message.size())));
       return false;
     }
     message.push_back('\n');
@@ -76,7 +85,9 @@ class Impl : public std::enable_shared_from_this<Impl> {
     close_kind_ = kind;
     close_message_ = std::move(message);
     boost::system::error_code ec;
-    in_.cancel(ec);
+    // With one descriptor a cancel would end the write too; a read that completes later is
+    // dropped by on_read, and finish() closes the descriptor.
+    if (out_) in_.cancel(ec);
     if (!writing_ && !queue_.empty()) write_now();  // held for a batch, not written yet
     if (!writing_) return finish(close_kind_, close_message_);
     close_timer_.expires_after(limits_.close_grace);
@@ -126,6 +137,7 @@ class Impl : public std::enable_shared_from_this<Impl> {
       auto nl = data.find('\n');
       if (nl == std::string_view::npos) {
         if (partial_.size() + data.size() > limits_.max_line) return too_large();
+        if (!make_room(data.size())) return over_budget();
         if (partial_.empty()) arm_stall_timer();
         partial_.append(data);
         break;
@@ -133,6 +145,7 @@ class Impl : public std::enable_shared_from_this<Impl> {
       if (partial_.size() + nl > limits_.max_line) return too_large();
       std::string line = std::move(partial_);
       partial_.clear();
+      line_share_.set(0);  // the line is handled now and freed after
       line.append(data.substr(0, nl));
       data.remove_prefix(nl + 1);
       if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -142,11 +155,27 @@ class Impl : public std::enable_shared_from_this<Impl> {
     }
   }
 
-  void too_large() {
-    TransportError e{"too_large",
-                     "a message is longer than the limit of " + std::to_string(limits_.max_line) + " bytes"};
+  // Grows the unfinished line to take `more` bytes, its allocation charged to the budget first.
+  bool make_room(std::size_t more) {
+    std::size_t need = partial_.size() + more;
+    if (need <= partial_.capacity()) return true;
+    std::size_t cap = std::max(need, std::min(partial_.capacity() * 2, limits_.max_line));
+    if (!line_share_.set(cap)) return false;
+    partial_.reserve(cap);
+    return true;
+  }
+
+  void over_budget() {
+    too_large(over_budget_message(buffer_budget(), fmt::format("a message of {} bytes so far", partial_.size())));
+  }
+
+  void too_large(std::string message = {}) {
+    if (message.empty())
+      message = "a message is longer than the limit of " + std::to_string(limits_.max_line) + " bytes";
+    TransportError e{"too_large", std::move(message)};
     partial_.clear();
     partial_.shrink_to_fit();
+    line_share_.set(0);
     if (!handlers_.on_oversize) return fail(e.kind.c_str(), e.message);
     handlers_.on_oversize(e);
     close_with("too_large", e.message);
@@ -166,7 +195,7 @@ class Impl : public std::enable_shared_from_this<Impl> {
       std::size_t count = 0;
       for (std::size_t i = 0; i < queue_.size() && count < iov.size(); ++i, ++count)
         iov[count] = {queue_[i].data(), queue_[i].size()};
-      ssize_t w = ::writev(out_.native_handle(), iov.data(), static_cast<int>(count));
+      ssize_t w = ::writev(out().native_handle(), iov.data(), static_cast<int>(count));
       if (w < 0 && errno == EINTR) continue;
       if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
         return fail("io", std::string("write failed: ") + std::strerror(errno));
@@ -184,6 +213,7 @@ class Impl : public std::enable_shared_from_this<Impl> {
         break;
       }
     }
+    queue_share_.set(queued_bytes_);
     if (!queue_.empty() && !closed_) return write_more();
     if (closing_ && !closed_) finish(close_kind_, close_message_);
   }
@@ -193,7 +223,7 @@ class Impl : public std::enable_shared_from_this<Impl> {
     writing_ = true;
     batch_.clear();
     for (std::size_t i = 0; i < queue_.size() && batch_.size() < 64; ++i) batch_.push_back(asio::buffer(queue_[i]));
-    asio::async_write(out_, batch_,
+    asio::async_write(out(), batch_,
                       [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_written(ec); });
   }
 
@@ -205,6 +235,7 @@ class Impl : public std::enable_shared_from_this<Impl> {
       queued_bytes_ -= queue_.front().size();
       queue_.pop_front();
     }
+    queue_share_.set(queued_bytes_);
     if (!queue_.empty()) return write_more();
     if (closing_) finish(close_kind_, close_message_);
   }
@@ -218,9 +249,13 @@ class Impl : public std::enable_shared_from_this<Impl> {
     stall_timer_.cancel();
     close_timer_.cancel();
     in_.close(ec);
-    out_.close(ec);
+    if (out_) out_->close(ec);
     queue_.clear();
     queued_bytes_ = 0;
+    queue_share_.set(0);
+    partial_.clear();
+    partial_.shrink_to_fit();
+    line_share_.set(0);
     auto on_closed = std::move(handlers_.on_closed);
     handlers_ = {};
     // Posted, so that a send() or close() that ends the transport never re-enters its caller.
@@ -238,8 +273,10 @@ class Impl : public std::enable_shared_from_this<Impl> {
   }
 
  private:
+  asio::posix::stream_descriptor& out() { return out_ ? *out_ : in_; }
+
   asio::posix::stream_descriptor in_;
-  asio::posix::stream_descriptor out_;
+  std::optional<asio::posix::stream_descriptor> out_;  // empty when one descriptor does both
   asio::steady_timer stall_timer_;
   asio::steady_timer close_timer_;
   NdjsonLimits limits_;
@@ -249,6 +286,8 @@ class Impl : public std::enable_shared_from_this<Impl> {
   std::deque<std::string> queue_;
   std::vector<asio::const_buffer> batch_;
   std::size_t queued_bytes_ = 0;
+  BudgetShare line_share_;   // partial_'s allocation
+  BudgetShare queue_share_;  // queued_bytes_
   const char* close_kind_ = "closed";
   std::string close_message_;
   bool writing_ = false;

@@ -1,6 +1,7 @@
 // NDJSON (one message per line) over a pair of file descriptors, driven by Asio. Bounded in
 // every direction: a line over max_line, a write queue over max_queue_bytes, or a line still
-// incomplete stall_timeout after its first byte (a trickle cannot hold it open) closes it.
+// incomplete stall_timeout after its first byte (a trickle cannot hold it open) closes it. The
+// unfinished line and the write queue are also charged to the shared buffer budget (budget.h).
 #pragma once
 
 #include "common/transport.h"
@@ -21,7 +22,8 @@ struct NdjsonLimits {
   std::chrono::milliseconds close_grace{5'000};     // flushing on close() at most this long
 };
 
-// Takes ownership of both descriptors; they may be the same (a socket), then it is dup'ed.
+// Takes ownership of both descriptors; they may be the same (a socket), then one object reads
+// and writes it (no dup, so no second fd).
 std::unique_ptr<Transport> make_ndjson_transport(boost::asio::io_context& io, int read_fd, int write_fd,
                                                  NdjsonLimits limits = {});
 

@@ -9,7 +9,13 @@ namespace oppx::sse {
 
 namespace {
 constexpr std::string_view kBom = "\xEF\xBB\xBF";
+
+// What a string holds on the heap (a short one lives inside the object).
+std::size_t allocated(const std::string& s) {
+  static const std::size_t kInline = std::string().capacity();
+  return s.capacity() > kInline ? s.capacity() : 0;
 }
+}  // namespace
 
 bool Parser::feed(std::string_view chunk, std::vector<Event>& out) {
   if (failed_) return false;
@@ -32,12 +38,11 @@ bool Parser::feed(std::string_view chunk, std::vector<Event>& out) {
   while (i < chunk.size()) {
     std::size_t end = chunk.find_first_of("\r\n", i);
     if (end == std::string_view::npos) {
-      pending_.append(chunk.substr(i));
-      if (pending_.size() + data_.size() > max_event_) {
+      if (pending_.size() + (chunk.size() - i) + data_.size() > max_event_) {
         failed_ = true;
         return false;
       }
-      return true;
+      return append(pending_, chunk.substr(i));
     }
     std::string_view piece = chunk.substr(i, end - i);
     if (pending_.size() + piece.size() + data_.size() > max_event_) {
@@ -47,9 +52,10 @@ bool Parser::feed(std::string_view chunk, std::vector<Event>& out) {
     if (pending_.empty()) {
       line(piece, out);
     } else {
-      pending_.append(piece);
+      if (!append(pending_, piece)) return false;
       std::string whole = std::move(pending_);
       pending_.clear();
+      share_.set(allocated(pending_) + allocated(data_));
       line(whole, out);
     }
     if (failed_) return false;
@@ -81,8 +87,8 @@ void Parser::line(std::string_view l, std::vector<Event>& out) {
       failed_ = true;
       return;
     }
-    data_.append(value);
-    data_.push_back('\n');
+    if (!append(data_, value)) return;
+    data_.push_back('\n');  // room kept for it by append
   } else if (field == "id") {
     if (value.find('\0') == std::string_view::npos) id_buffer_.assign(value);
   } else if (field == "retry") {
@@ -109,6 +115,23 @@ void Parser::dispatch(std::vector<Event>& out) {
   out.push_back(std::move(e));
   data_.clear();
   type_.clear();
+  share_.set(allocated(pending_) + allocated(data_));
+}
+
+// Appends with the growth of `to` charged to the budget before it is allocated (one byte more
+// kept for data_'s line feed).
+bool Parser::append(std::string& to, std::string_view bytes) {
+  std::size_t need = to.size() + bytes.size() + 1;
+  if (need > to.capacity()) {
+    std::size_t cap = std::max(need, std::min(to.capacity() * 2, max_event_ + 1));
+    if (!share_.set(allocated(pending_) + allocated(data_) - allocated(to) + cap)) {
+      failed_ = over_budget_ = true;
+      return false;
+    }
+    to.reserve(cap);
+  }
+  to.append(bytes);
+  return true;
 }
 
 std::chrono::milliseconds clamp_retry(std::optional<std::uint64_t> retry_ms, std::chrono::milliseconds fallback,

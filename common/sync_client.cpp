@@ -5,6 +5,7 @@
 #include <boost/json/parse.hpp>
 
 #include <cerrno>
+#include <optional>
 #include <cstring>
 #include <poll.h>
 #include <sys/socket.h>
@@ -105,6 +106,19 @@ boost::system::result<std::string, SyncClient::ReadFailure> SyncClient::read_lin
   }
 }
 
+namespace {
+
+// {"id": null, "error": {…}}: the error, else nothing.
+std::optional<RpcError> connection_error(const std::string& line) {
+  boost::system::error_code ec;
+  json::value v = json::parse(line, ec);
+  const json::object* o = ec ? nullptr : v.if_object();
+  if (!o || !o->contains("id") || !o->at("id").is_null() || !o->contains("error")) return std::nullopt;
+  return RpcError::from_json(o->at("error"));
+}
+
+}  // namespace
+
 boost::system::result<json::value, RpcError> SyncClient::call(std::string_view method, const json::value& params,
                                                               std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
@@ -127,7 +141,13 @@ boost::system::result<json::value, RpcError> SyncClient::call(std::string_view m
                                 (line.error() == ReadFailure::kEof ? "end of stream" : "read error") + ")");
     }
     auto msg = proto::parse_message(*line);
-    if (!msg) continue;  // not ours to judge; the daemon's own lines are well formed
+    if (!msg) {
+      // An error with a null id is about the connection, not one request (the daemon refusing a
+      // client at its descriptor limit): it answers the call that waits. Other lines are not
+      // ours to judge; the daemon's own lines are well formed.
+      if (auto e = connection_error(*line)) return std::move(*e);
+      continue;
+    }
     if (auto* note = std::get_if<proto::Notification>(&*msg)) {
       if (on_notification_) on_notification_(note->method, note->params);
       continue;

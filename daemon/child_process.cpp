@@ -161,6 +161,12 @@ boost::system::result<Child, SpawnError> spawn_child(const SpawnSpec& spec) {
     }
     fds[i] = above_stdio(fds[i]);
     fds[i + 1] = above_stdio(fds[i + 1]);
+    if (fds[i] < 0 || fds[i + 1] < 0) {  // moving it above 0-2 needed one more fd, at the limit
+      int e = errno;
+      for (int j = 0; j < i + 2; ++j)
+        if (fds[j] >= 0) ::close(fds[j]);
+      return SpawnError{false, std::string("pipe: ") + std::strerror(e)};
+    }
   }
   int in_r = fds[0], in_w = fds[1], out_r = fds[2], out_w = fds[3], err_r = fds[4], err_w = fds[5];
   int status_r = fds[6], status_w = fds[7];

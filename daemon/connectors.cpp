@@ -6,6 +6,7 @@
 // told to the subscribers (mcp/changed), and a running tool list is cached for its definition.
 #include "daemon/connectors.h"
 
+#include "common/http_client.h"
 #include "common/log.h"
 #include "common/text.h"
 
@@ -63,9 +64,20 @@ bool usable(const std::string& value) {
 
 Connectors::Connectors(boost::asio::io_context& io, std::string state_dir)
     : io_(io),
+      worker_(io),
       state_dir_(std::move(state_dir)),
       consent_(state_dir_ + "/mcp-approved.json"),
-      cache_(state_dir_ + "/mcp-tools-cache.json") {}
+      cache_(state_dir_ + "/mcp-tools-cache.json", [this](const std::string& path, std::string text) {
+        worker_.write_file(path, std::move(text), 0600, "the tool-list cache");
+      }) {
+  // Off the loop, before the first HTTPS connector needs them.
+  worker_.run(
+      [] {
+        http::load_tls_roots();
+        return true;
+      },
+      [](bool) {});
+}
 
 Connectors::~Connectors() { stop_all(); }
 

@@ -10,6 +10,7 @@
 #include "daemon/mcp_config.h"
 #include "daemon/subscriptions.h"
 #include "daemon/tools_cache.h"
+#include "daemon/worker.h"
 
 #include <boost/json/object.hpp>
 
@@ -123,6 +124,7 @@ class Connectors {
   };
 
   boost::asio::io_context& io_;
+  Worker worker_;  // before the stores that write through it
   std::string state_dir_;
   Source user_;
   std::uint64_t turn_ = 1;  // turns of the event loop in which a file was looked at

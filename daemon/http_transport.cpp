@@ -7,6 +7,7 @@
 // (its id, version header, re-initialize, resumption) is here.
 #include "daemon/http_transport.h"
 
+#include "common/budget.h"
 #include "common/http_client.h"
 #include "common/log.h"
 #include "common/sse.h"
@@ -349,6 +350,8 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch*
       }
       if (!parser.feed(ch->data, events)) {
         a.ex->abort();
+        if (parser.over_budget())
+          co_return fail("too_large", over_budget_message(buffer_budget(), "an event from " + a.at.origin));
         co_return fail("protocol", fmt::format("{} sent an event over {} MiB; the stream was closed", a.at.origin,
                                                st->opt.max_body >> 20));
       }
@@ -561,7 +564,12 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
           progress = progress || ch.error().kind == "timeout";  // quiet, not broken
           break;
         }
-        if (!parser.feed(ch->data, events)) break;
+        if (!parser.feed(ch->data, events)) {
+          log::warn("http transport: the server stream of {} closed: {}", a.at.origin,
+                    parser.over_budget() ? over_budget_message(buffer_budget(), "an event")
+                                         : fmt::format("an event over {} MiB", st->opt.max_body >> 20));
+          break;
+        }
         for (auto& e : events) {
           if (e.type != "message" || e.data.find_first_not_of(" \t\r\n") == std::string::npos) continue;
           Watch w;

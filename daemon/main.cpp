@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <string>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,6 +76,15 @@ int wait_for_child(int fd, pid_t child) {
   return code;
 }
 
+// A daemon that serves every session needs more descriptors than a shell's default soft limit
+// (each client one, each connector four); the hard limit is what the user allows.
+void raise_fd_limit() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  rl.rlim_cur = rl.rlim_max;
+  (void)::setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 void detach_stdio() {
   int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null < 0) return;
@@ -113,6 +123,7 @@ int main(int argc, char** argv) {
 
   // Whatever started us may have leaked descriptors; a daemon that keeps them holds pipes open.
   ::close_range(3, ~0U, 0);
+  raise_fd_limit();
   std::signal(SIGPIPE, SIG_IGN);
   const std::string socket_path = paths::socket_path(socket_arg);
   const std::string log_path = paths::daemon_log();

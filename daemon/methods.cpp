@@ -2,6 +2,7 @@
 // docs/protocol.md documents each; a new method is a line here and a handler below it.
 #include "daemon/server.h"
 
+#include "common/budget.h"
 #include "common/log.h"
 #include "common/proc.h"
 #include "daemon/connectors.h"
@@ -56,6 +57,8 @@ void status(Server& server, Reply reply) {
   s.clients = server.client_count();
   s.connectors = static_cast<std::int64_t>(server.connectors().size());
   s.rss_kib = rss_kib(::getpid());
+  s.buffered_bytes = static_cast<std::int64_t>(buffer_budget().in_use());
+  s.buffer_budget = static_cast<std::int64_t>(buffer_budget().limit());
   s.socket = server.options().socket_path;
   s.log = server.options().log_path;
   reply.ok(json::value_from(s));

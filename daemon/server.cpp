@@ -22,7 +22,9 @@
 #include <array>
 #include <csignal>
 #include <map>
+#include <fcntl.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -30,6 +32,16 @@ namespace oppx::daemon {
 
 namespace asio = boost::asio;
 using unix_socket = asio::local::stream_protocol;
+
+// Descriptors left for the connectors and files however many clients come (a stdio connector
+// takes four: its three pipes and a pidfd).
+constexpr int kFdHeadroom = 16;
+
+int soft_fd_limit() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 30)) return 1 << 30;
+  return static_cast<int>(rl.rlim_cur);
+}
 
 struct Server::Impl {
   Impl(Server& owner, asio::io_context& io, ServerOptions options)
@@ -59,6 +71,13 @@ struct Server::Impl {
   std::uint64_t next_client = 1;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   bool stopping = false;
+  int fd_limit = soft_fd_limit();
+  int client_fd_ceiling = fd_limit - std::max(kFdHeadroom, fd_limit / 16);
+  int spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+  ~Impl() {
+    if (spare_fd >= 0) ::close(spare_fd);
+  }
 
   void adopt(BoundSocket s) {
     boost::system::error_code ec;
@@ -72,6 +91,7 @@ struct Server::Impl {
     if (stopping) return;
     acceptor.async_accept([this](boost::system::error_code ec, unix_socket::socket sock) {
       if (stopping || ec == asio::error::operation_aborted) return;
+      if ((ec == asio::error::no_descriptors || ec.value() == ENFILE) && refuse_at_limit()) return accept_next();
       if (ec) {
         // EMFILE and friends: back off instead of spinning on an error that will repeat.
         log::warn("accept failed: {}; retrying in 100 ms", ec.message());
@@ -98,6 +118,7 @@ struct Server::Impl {
                 ::geteuid());
       return;  // the socket closes as it goes out of scope: nothing read, nothing sent
     }
+    if (sock.native_handle() >= client_fd_ceiling) return refuse(sock.native_handle());
     boost::system::error_code ec;
     sock.non_blocking(true, ec);
     int fd = sock.release(ec);
@@ -131,6 +152,36 @@ struct Server::Impl {
     clients.emplace(id, peer);
     log::debug("client {} connected (pid {})", id, cred.pid);
     peer->start();
+  }
+
+  // Near the descriptor limit: a new client would take an fd the connectors need (their pipes,
+  // HTTP sockets, the files the daemon writes). It gets one error line and is closed; the
+  // clients already connected go on. Descriptors are handed out lowest first, so an accepted fd
+  // at or over the ceiling means at least that many are open.
+  void refuse(int fd) {
+    auto error = proto::RpcError::make(
+        proto::ErrorCode::kInternal, proto::kind::kTooManyOpenFiles,
+        fmt::format("oppxd has too many files and connections open (its limit is {}); close some oppx sessions, or "
+                    "raise the limit (ulimit -Hn) and run `oppx daemon restart`",
+                    fd_limit));
+    std::string line = proto::serialize_error(nullptr, error) + "\n";
+    // A fresh socket's buffer takes one short line; if not, the close alone says it.
+    (void)!::send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    log::warn("refused a client: {} descriptors of the limit of {} are in use", fd + 1, fd_limit);
+  }
+
+  // Accept at EMFILE/ENFILE: the one fd kept in reserve makes room to take the waiting client
+  // and refuse it, instead of leaving it in the backlog with no answer.
+  bool refuse_at_limit() {
+    if (spare_fd < 0) return false;
+    ::close(spare_fd);
+    int fd = ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) {
+      refuse(fd);
+      ::close(fd);
+    }
+    spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return fd >= 0;
   }
 
   void watch_folder() {

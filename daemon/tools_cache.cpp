@@ -33,7 +33,7 @@ std::string definition_hash(std::string_view canonical) {
   return fmt::format("{:016x}", h);
 }
 
-ToolsCache::ToolsCache(std::string path) : path_(std::move(path)) {
+ToolsCache::ToolsCache(std::string path, Save save) : path_(std::move(path)), save_(std::move(save)) {
   int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
     if (errno != ENOENT)
@@ -79,6 +79,7 @@ void ToolsCache::store(std::string_view name, std::string_view canonical, const 
 
 void ToolsCache::save() {
   std::string text = json::serialize(json::object{{"version", 1}, {"entries", entries_}});
+  if (save_) return save_(path_, std::move(text));
   if (auto r = atomic_write(path_, text, 0600); !r) log::warn("cannot save the tool-list cache: {}", r.error());
 }
 

@@ -7,6 +7,7 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -20,8 +21,12 @@ class ToolsCache {
  public:
   static constexpr std::size_t kMaxEntries = 64;  // the least recently saved ones go first
 
+  // Writes `text` to `path`: the daemon's goes through its worker (worker.h), off the loop.
+  using Save = std::function<void(const std::string& path, std::string text)>;
+
   // Reads the file; a missing or unreadable one is an empty cache (the reason is logged).
-  explicit ToolsCache(std::string path);
+  // Without `save`, the file is written at once, on the caller's thread.
+  explicit ToolsCache(std::string path, Save save = {});
 
   // The list saved for this definition, or nullptr.
   const boost::json::array* find(std::string_view canonical) const;
@@ -32,6 +37,7 @@ class ToolsCache {
  private:
   void save();
   std::string path_;
+  Save save_;
   boost::json::object entries_;  // hash → {"name", "saved" (unix seconds), "tools"}
 };
 

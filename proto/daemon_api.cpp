@@ -52,6 +52,8 @@ boost::system::result<StatusResult, std::string> decode_status_result(const json
   s.clients = r.integer("clients", false).value_or(0);
   s.connectors = r.integer("connectors", false).value_or(0);
   s.rss_kib = r.integer("rss_kib", false).value_or(0);
+  s.buffered_bytes = r.integer("buffered_bytes", false).value_or(0);
+  s.buffer_budget = r.integer("buffer_budget", false).value_or(0);
   s.socket = r.string("socket", false).value_or("");
   s.log = r.string("log", false).value_or("");
   s.uptime_ms = r.integer("uptime_ms", false).value_or(0);
@@ -71,10 +73,17 @@ void tag_invoke(json::value_from_tag, json::value& jv, const HelloResult& v) {
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const StatusResult& v) {
-  jv = json::object{
-      {"pid", v.pid},         {"version", v.version},       {"build", v.build},     {"uptime_ms", v.uptime_ms},
-      {"clients", v.clients}, {"connectors", v.connectors}, {"rss_kib", v.rss_kib}, {"socket", v.socket},
-      {"log", v.log}};
+  jv = json::object{{"pid", v.pid},
+                    {"version", v.version},
+                    {"build", v.build},
+                    {"uptime_ms", v.uptime_ms},
+                    {"clients", v.clients},
+                    {"connectors", v.connectors},
+                    {"rss_kib", v.rss_kib},
+                    {"socket", v.socket},
+                    {"log", v.log},
+                    {"buffered_bytes", v.buffered_bytes},
+                    {"buffer_budget", v.buffer_budget}};
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const ShutdownResult& v) {

@@ -41,8 +41,10 @@ struct StatusResult {
   std::string build;
   std::int64_t uptime_ms = 0;
   std::int64_t clients = 0;
-  std::int64_t connectors = 0;  // configured MCP connectors (none before the connectors land)
-  std::int64_t rss_kib = 0;     // the daemon's resident memory
+  std::int64_t connectors = 0;      // configured MCP connectors (none before the connectors land)
+  std::int64_t rss_kib = 0;         // the daemon's resident memory
+  std::int64_t buffered_bytes = 0;  // held in buffers for clients and servers (common/budget.h)
+  std::int64_t buffer_budget = 0;   // the most they may hold together
   std::string socket;
   std::string log;
 };

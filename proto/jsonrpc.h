@@ -42,6 +42,8 @@ inline constexpr std::string_view kShuttingDown = "shutting_down";
 inline constexpr std::string_view kCancelled = "cancelled";
 inline constexpr std::string_view kDisconnected = "disconnected";  // client side: the connection ended
 inline constexpr std::string_view kTimeout = "timeout";            // client side: no reply in time
+// A client refused at the daemon's descriptor limit (a null id, then the connection closes).
+inline constexpr std::string_view kTooManyOpenFiles = "too_many_open_files";
 }  // namespace kind
 
 struct RpcError {

@@ -212,5 +212,30 @@ TEST(Sse, AnEventOverTheCapIsAnErrorNotUnboundedMemory) {
   EXPECT_EQ(out.size(), 100u);
 }
 
+// The budget is shared: two parsers under the cap each, over the budget together; the one that
+// would pass it fails (and says so), the other goes on, and what they held is given back.
+TEST(SseParser, ParsersShareOneBudget) {
+  MemoryBudget budget(64 * 1024);
+  std::vector<Event> out;
+  std::string chunk(1000, 'x');
+  {
+    Parser a(1 << 20, budget), b(1 << 20, budget);
+    ASSERT_TRUE(a.feed("data: ", out));
+    ASSERT_TRUE(b.feed("data: ", out));
+    bool ok = true;
+    for (int i = 0; ok && i < 40; ++i) ok = a.feed(chunk, out);
+    ASSERT_TRUE(ok) << "40 kB fit";
+    EXPECT_GT(budget.in_use(), 40'000u);
+    for (int i = 0; ok && i < 40; ++i) ok = b.feed(chunk, out);
+    EXPECT_FALSE(ok);
+    EXPECT_TRUE(b.over_budget());
+    EXPECT_LE(budget.in_use(), budget.limit());
+    EXPECT_TRUE(a.feed("\n\n", out));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].data.size(), 40'000u);
+  }
+  EXPECT_EQ(budget.in_use(), 0u);
+}
+
 }  // namespace
 }  // namespace oppx::sse

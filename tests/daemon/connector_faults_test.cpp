@@ -123,6 +123,33 @@ TEST_F(ConnectorFaults, AStderrFloodIsDrainedIntoTheBoundedLogAndCallsGoOn) {
   EXPECT_LE(file_size(log + ".1"), 1 << 20);
 }
 
+// A slow disk (every write held 3 s before its fsync) delays nobody's call: while the tool-list
+// cache write that one connector's start makes is still held, a call to another one answers.
+TEST_F(ConnectorFaults, ASlowDiskDelaysNoCall) {
+  DaemonProcess daemon(home, "OPPX_TEST_WRITE_DELAY_MS=3000");
+  ASSERT_GT(daemon.pid(), 0) << daemon.start_result().err;
+  const std::string cache = home.root() + "/state/oppx/mcp-tools-cache.json";
+  const std::string held = cache + "." + std::to_string(daemon.pid()) + ".tmp";
+  auto exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
+  const std::string a = stdio("a", FAKE_MCP_SERVER, {"ok", fake_dir("a")});
+  write_config(a);
+  ASSERT_EQ(entry("a").at("state"), json::value("running"));
+  ASSERT_TRUE(eventually([&] { return exists(cache) && !exists(held); }, 15s)) << "a's tools saved";
+  auto c = client();
+
+  write_config(a + "," + stdio("b", FAKE_MCP_SERVER, {"ok", fake_dir("b")}));
+  Process list({OPPX_BIN, "mcp", "list"});  // starts b, whose tools are then saved
+  ASSERT_TRUE(eventually([&] { return exists(held); }, 15s)) << "b's tools are being saved";
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = c.call("tools/call", json::object{{"connector", "a"}, {"tool", "echo"}}, 10s);
+  auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_LT(took, 1500ms) << "the call waited for the disk";
+  EXPECT_TRUE(exists(held)) << "the write was still held when the call was answered";
+  EXPECT_EQ(list.wait().exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return !exists(held) && read_file(cache).find("\"b\"") != std::string::npos; }, 10s));
+}
+
 TEST_F(ConnectorFaults, NeverReadingOrNeverAnsweringEndsAtTheStartTimeout) {
   ::setenv("OPPX_MCP_START_TIMEOUT_MS", "500", 1);
   write_config(stdio("deaf", FAKE_MCP_SERVER, {"never_read"}) + "," + stdio("mute", FAKE_MCP_SERVER, {"no_init"}) +

@@ -844,6 +844,52 @@ TEST_F(HttpConnectors, AServersErrorClaimingOneOfOurKindsIsOnlyItsOwn) {
   EXPECT_EQ(f.proc->out().find("initialize #2"), std::string::npos) << "never started again:\n" << f.proc->out();
 }
 
+// The peak resident memory of `pid` (VmHWM) in KiB, or -1.
+long peak_kib(pid_t pid) {
+  std::istringstream in(read_file("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
+  return -1;
+}
+
+// 16 calls whose answers each stream 100 MiB without a blank line: each is under the 16 MiB
+// event cap for a while, so only the budget they share bounds the daemon (8 MiB here).
+TEST_F(HttpConnectors, ManyFloodingStreamsShareOneBoundedBudget) {
+  DaemonProcess daemon(home, "OPPX_BUFFER_BUDGET_MIB=8");
+  ASSERT_GT(daemon.pid(), 0) << daemon.start_result().err;
+  auto pid = static_cast<pid_t>(daemon.pid());
+  Fake f = fake({"flood"});
+  home.write_mcp_config(http_entry("flood", f.url()));
+  ASSERT_EQ(entry("flood").at("state"), json::value("running"));
+  long before = peak_kib(pid);
+  auto c = hello_client(home);
+  ASSERT_TRUE(c);
+  std::string calls;
+  for (int i = 0; i < 16; ++i)
+    calls += R"({"jsonrpc":"2.0","id":)" + std::to_string(i) +
+             R"(,"method":"tools/call","params":{"connector":"flood","tool":"echo","arguments":{}}})"
+             "\n";
+  ASSERT_TRUE(c->write_raw(calls));
+  for (int i = 0; i < 16; ++i) {
+    auto line = c->read_line(60s);
+    ASSERT_TRUE(line) << "reply " << i;
+    auto reply = json::parse(*line).as_object();
+    ASSERT_TRUE(reply.contains("error")) << *line;
+    std::string message(reply.at("error").at("message").as_string());
+    EXPECT_NE(message.find("buffers for all its clients and servers are full"), std::string::npos) << message;
+    EXPECT_NE(message.find("of 8 MiB in use"), std::string::npos) << message;
+  }
+  long after = peak_kib(pid);
+  EXPECT_LT(after - before, 40 * 1024) << "the peak grew from " << before << " to " << after << " KiB";
+  // What was buffered is given back, and the status shows the figures.
+  EXPECT_TRUE(eventually([&] { return status_of(home.socket()).at("buffered_bytes").as_int64() == 0; }));
+  EXPECT_EQ(status_of(home.socket()).at("buffer_budget").as_int64(), 8 << 20);
+  Result status = oppx({"daemon", "status"});
+  EXPECT_NE(status.out.find("buffers     0.0 of 8 MiB"), std::string::npos) << status.out;
+  // The connector goes on.
+  EXPECT_EQ(entry("flood").at("state"), json::value("running"));
+}
+
 TEST_F(HttpConnectors, TlsVerificationFailsClosedAndPassesWithTheTrustedCa) {
   LocalhostCert made = localhost_cert(home.root());
   ASSERT_EQ(made.made.exit_code, 0) << made.made.err;

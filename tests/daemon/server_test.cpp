@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <sstream>
 #include <thread>
 
 namespace oppx::test {
@@ -234,6 +235,87 @@ TEST_F(LiveDaemon, ManyClientsAtOnceAndResourcesReturnToIdle) {
   }
   EXPECT_TRUE(eventually([&] { return status_of(home.socket()).at("clients").as_int64() == 1; }));
   EXPECT_TRUE(eventually([&] { return open_fds(pid) <= fds_idle; })) << open_fds(pid) << " fds, idle " << fds_idle;
+}
+
+// "Max open files" of /proc/<pid>/limits: {soft, hard}.
+std::pair<std::string, std::string> fd_limits(pid_t pid) {
+  std::istringstream in(read_file("/proc/" + std::to_string(pid) + "/limits"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Max open files", 0) != 0) continue;
+    std::istringstream words(line.substr(14));
+    std::string soft, hard;
+    words >> soft >> hard;
+    return {soft, hard};
+  }
+  return {};
+}
+
+TEST(DescriptorLimit, NewClientsAreRefusedAndTheOthersGoOn) {
+  TempHome home;
+  // A low hard limit (the daemon raises its soft limit to the hard one, so only a hard one holds).
+  DaemonProcess daemon(home, "ulimit -Sn 30 && ulimit -Hn 41 &&");
+  ASSERT_GT(daemon.pid(), 0) << daemon.start_result().err;
+  auto pid = static_cast<pid_t>(daemon.pid());
+  EXPECT_EQ(fd_limits(pid), std::make_pair(std::string("41"), std::string("41")));
+
+  std::vector<SyncClient> served;
+  int refused = 0;
+  for (int i = 0; i < 60; ++i) {
+    auto c = SyncClient::connect(home.socket());
+    ASSERT_TRUE(c) << "connection " << i << ": " << c.error().message;
+    auto r = c->call("daemon/status", json::object{}, 5s);
+    if (r) {
+      served.push_back(std::move(*c));
+      continue;
+    }
+    ++refused;
+    EXPECT_EQ(r.error().kind, "too_many_open_files") << r.error().message;
+    EXPECT_NE(r.error().message.find("ulimit"), std::string::npos) << r.error().message;
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_GE(served.size(), 10u);
+  EXPECT_TRUE(process_alive(pid));
+  for (auto& c : served) EXPECT_TRUE(c.call("daemon/status", json::object{}, 5s));
+  EXPECT_NE(home.read_log().find("refused a client"), std::string::npos);
+
+  // Once others have gone, a new client is served again.
+  served.erase(served.begin() + 2, served.end());
+  EXPECT_TRUE(eventually([&] {
+    auto c = SyncClient::connect(home.socket());
+    return c && c->call("daemon/status", json::object{}, 5s).has_value();
+  }));
+  for (auto& c : served) EXPECT_TRUE(c.call("daemon/status", json::object{}, 5s));
+}
+
+// Six clients each send a 3 MiB line, a piece at a time: each is under the 16 MiB cap and fits
+// the 8 MiB budget alone, but not all together. The ones that would pass the budget get an error
+// that says so; the others' lines are read whole and answered.
+TEST(BufferBudget, ClientsOverTheSharedBudgetAreRefusedAndTheOthersGoOn) {
+  TempHome home;
+  DaemonProcess daemon(home, "OPPX_BUFFER_BUDGET_MIB=8");
+  ASSERT_GT(daemon.pid(), 0) << daemon.start_result().err;
+  std::vector<SyncClient> clients;
+  for (int i = 0; i < 6; ++i) clients.push_back(*SyncClient::connect(home.socket()));
+  for (auto& c : clients) ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":1,"method":"nope","params":{"pad":")"));
+  std::string piece(256 * 1024, 'a');
+  for (int round = 0; round < 12; ++round)
+    for (auto& c : clients) (void)c.write_raw(piece);  // fails once the daemon has hung up
+  int refused = 0, answered = 0;
+  for (auto& c : clients) {
+    (void)c.write_raw("\"}}\n");
+    auto reply = reply_of(c);
+    if (error_kind(reply) == "method_not_found") {
+      ++answered;
+      continue;
+    }
+    ++refused;
+    EXPECT_EQ(error_kind(reply), "too_large");
+    std::string message(reply.at("error").at("message").as_string());
+    EXPECT_NE(message.find("buffers for all its clients and servers are full"), std::string::npos) << message;
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(answered, 0);
+  EXPECT_TRUE(eventually([&] { return status_of(home.socket()).at("buffered_bytes").as_int64() == 0; }));
 }
 
 // --- in-process: the same Server, with test methods registered beside the real ones ---

@@ -293,7 +293,8 @@ TEST_F(Sessions, TheToolListIsCachedPerDefinitionAcrossRestarts) {
   ASSERT_TRUE(becomes_running("slow"));
   std::string cache = home.root() + "/state/oppx/mcp-tools-cache.json";
   struct stat st {};
-  ASSERT_EQ(::stat(cache.c_str(), &st), 0);
+  // Written on the daemon's worker thread, a moment after the connector is running.
+  ASSERT_TRUE(eventually([&] { return ::stat(cache.c_str(), &st) == 0; }));
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
 

@@ -345,6 +345,25 @@ function answer(req, res, msg) {
         return;
       }
       break;
+    case "flood":
+      // One event's data line that never ends: 100 MiB without a line break, as fast as the
+      // client reads it.
+      if (isCall) {
+        res.writeHead(200, { "Content-Type": "text/event-stream" });
+        const mib = Buffer.alloc(1 << 20, 0x61);
+        let sent = 0;
+        res.on("close", () => say(`flood closed after ${sent} MiB`));
+        res.write("data: ");
+        const more = () => {
+          while (!res.destroyed && sent < 100) {
+            sent++;
+            if (!res.write(mib)) return res.once("drain", more);
+          }
+          if (!res.destroyed) res.end("\n\n");
+        };
+        return more();
+      }
+      break;
     case "idle":
       if (isCall) {
         res.writeHead(200, { "Content-Type": "text/event-stream" });

@@ -303,8 +303,12 @@ InRepository::~InRepository() {
   if (!before_.empty()) (void)!::chdir(before_.c_str());
 }
 
-DaemonProcess::DaemonProcess(const TempHome& home) : home_(home) {
-  start_ = run({OPPXD_BIN, "--socket", home.socket()});
+DaemonProcess::DaemonProcess(const TempHome& home, const std::string& shell_prefix) : home_(home) {
+  if (shell_prefix.empty()) {
+    start_ = run({OPPXD_BIN, "--socket", home.socket()});
+  } else {
+    start_ = run({"sh", "-c", shell_prefix + " exec \"$0\" --socket \"$1\"", OPPXD_BIN, home.socket()});
+  }
   if (auto pid = daemon_pid(home.socket())) pid_ = *pid;
 }
 

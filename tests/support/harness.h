@@ -121,10 +121,11 @@ class InRepository {
 };
 
 // A daemon started with `oppxd --socket …` (detached); the destructor stops it, by signal if
-// it has to, and waits for it to exit.
+// it has to, and waits for it to exit. `shell_prefix`, when given, is run by sh just before the
+// daemon (e.g. "ulimit -Hn 41;" to start it under a limit).
 class DaemonProcess {
  public:
-  explicit DaemonProcess(const TempHome& home);
+  explicit DaemonProcess(const TempHome& home, const std::string& shell_prefix = "");
   ~DaemonProcess();
   std::int64_t pid() const { return pid_; }
   const Result& start_result() const { return start_; }
