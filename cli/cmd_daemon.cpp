@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
@@ -76,27 +77,70 @@ int start(Context& ctx) {
   return kExitOk;
 }
 
-// Asks the daemon to stop and waits until its process is gone; returns an exit code.
-int stop_daemon(const std::string& socket, bool quiet_if_absent) {
-  auto conn = connect_daemon(socket, Start::kNever);
-  if (!conn) {
-    if (conn.error().exit_code == kExitNoDaemon && quiet_if_absent) return kExitOk;
-    if (conn.error().exit_code == kExitNoDaemon) {
-      fmt::print("oppxd is not running on {}\n", socket);
-      return kExitOk;
+// How long `stop` gives a daemon to answer hello (the user asked for it to end: one that does not
+// answer by then gets SIGTERM), and a frozen one to end after SIGTERM before SIGKILL.
+constexpr std::chrono::milliseconds kStopHelloTimeout{3'000};
+constexpr std::chrono::milliseconds kFrozenGrace{5'000};
+
+// Ends an oppxd that holds its lock but does not answer: SIGTERM (with SIGCONT, so that one
+// stopped by a signal acts on it), then SIGKILL after kFrozenGrace; returns once it is gone.
+int end_frozen(std::int64_t pid) {
+  auto p = static_cast<pid_t>(pid);
+  auto signal = [p](int sig) { return ::kill(p, sig) == 0 || errno == ESRCH; };  // ESRCH: already gone
+  auto cannot = [pid] {
+    return fail({kExitFailed, fmt::format("cannot signal oppxd (pid {}): {}", pid, std::strerror(errno))});
+  };
+  if (!signal(SIGTERM) || !signal(SIGCONT)) return cannot();
+  if (!wait_for_exit(pid, kFrozenGrace)) {
+    fmt::print(stderr, "oppx: oppxd (pid {}) did not end within {} s of SIGTERM; sending SIGKILL\n", pid,
+               kFrozenGrace.count() / 1000);
+    if (!signal(SIGKILL)) return cannot();
+    if (!wait_for_exit(pid, kStartTimeout)) {
+      return fail({kExitFailed, fmt::format("oppxd (pid {}) is still there {} s after SIGKILL (a process stuck in "
+                                            "the kernel); see `ps -o pid,stat,wchan -p {}`",
+                                            pid, kStartTimeout.count() / 1000, pid)});
     }
-    // A daemon of another protocol still stops: daemon/shutdown needs no hello.
-    if (conn.error().exit_code != kExitMismatch) return fail(conn.error());
   }
-  std::int64_t pid = conn ? conn->hello.pid : 0;
+  fmt::print("stopped oppxd (pid {})\n", pid);
+  return kExitOk;
+}
+
+// Asks the daemon to stop and waits until its process is gone; one that is frozen (it holds the
+// socket's lock but does not answer) is ended by signals. Returns an exit code.
+int stop_daemon(const std::string& socket, bool quiet_if_absent) {
+  auto conn = connect_daemon(socket, Start::kNever, kStopHelloTimeout);
+  if (!conn && conn.error().exit_code == kExitNoDaemon) {
+    std::int64_t holder = conn.error().frozen_pid > 0 ? conn.error().frozen_pid : lock_holder(socket);
+    if (holder > 0) {
+      fmt::print(stderr, "oppx: oppxd (pid {}) is frozen: it holds the lock of {} but does not answer; ending it\n",
+                 holder, socket);
+      return end_frozen(holder);
+    }
+    if (holder < 0) {
+      return fail({kExitFailed, fmt::format("an oppxd holds the lock of {} but oppx cannot tell its pid (one that "
+                                            "is starting has not written it yet); try again in a moment",
+                                            socket)});
+    }
+    if (quiet_if_absent) return kExitOk;
+    fmt::print("oppxd is not running on {}\n", socket);
+    return kExitOk;
+  }
+  // A daemon of another protocol still stops: daemon/shutdown needs no hello.
+  if (!conn && conn.error().exit_code != kExitMismatch) return fail(conn.error());
+  std::int64_t pid = conn ? conn->hello.pid : std::max<std::int64_t>(lock_holder(socket), 0);
   auto client =
       conn ? boost::system::result<SyncClient, ConnectError>(std::move(conn->client)) : SyncClient::connect(socket);
   if (!client) return fail({kExitNoDaemon, client.error().message});
   auto r = client->call("daemon/shutdown", json::object{}, kCallTimeout);
+  if (!r && r.error().kind == proto::kind::kTimeout && pid > 0) {
+    fmt::print(stderr, "oppx: oppxd (pid {}) is frozen: it did not answer daemon/shutdown; ending it\n", pid);
+    return end_frozen(pid);
+  }
   if (!r) return fail({kExitFailed, "the daemon did not accept daemon/shutdown: " + r.error().message});
   if (pid > 0 && !wait_for_exit(pid, kStartTimeout)) {
-    return fail({kExitFailed, fmt::format("oppxd (pid {}) did not stop within {} s; end it with `kill {}`", pid,
-                                          kStartTimeout.count() / 1000, pid)});
+    fmt::print(stderr, "oppx: oppxd (pid {}) accepted daemon/shutdown but did not stop within {} s; ending it\n", pid,
+               kStartTimeout.count() / 1000);
+    return end_frozen(pid);
   }
   fmt::print("stopped oppxd (pid {})\n", pid);
   return kExitOk;
@@ -190,9 +234,12 @@ std::vector<Command> daemon_commands() {
        status},
       {"daemon", "start", "", "Start the daemon (nothing happens when it is already running).", "", start},
       {"daemon", "stop", "", "Stop the daemon and wait until it has exited.",
-       "The daemon closes its clients after their last replies and removes its socket.", stop},
-      {"daemon", "restart", "", "Stop the daemon, then start a new one (after an update, or a version mismatch).", "",
-       restart},
+       "The daemon closes its clients after their last replies and removes its socket. A frozen daemon (it\n"
+       "holds its lock but does not answer within 3 s) is named with its pid and ended: SIGTERM, then\n"
+       "SIGKILL after 5 s.",
+       stop},
+      {"daemon", "restart", "", "Stop the daemon, then start a new one (after an update, or a version mismatch).",
+       "A frozen daemon is ended as `oppx daemon stop` does.", restart},
       {"daemon", "logs", "[-n N] [-f]", "Print the end of the daemon's log.",
        "  -n, --lines N   how many lines (default 50)\n"
        "  -f, --follow    keep printing what is appended, until Ctrl-C\n"

@@ -11,7 +11,9 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -56,7 +58,8 @@ std::string find_oppxd() {
 }
 
 // `closed`, when given, is set when the connection ended during hello (the daemon went away).
-boost::system::result<Connection, ClientError> greet(SyncClient client, std::string* closed = nullptr) {
+boost::system::result<Connection, ClientError> greet(SyncClient client, const std::string& socket,
+                                                     std::chrono::milliseconds timeout, std::string* closed = nullptr) {
   // The daemon expands ${VAR} in connector definitions from this environment, never its own.
   proto::HelloParams hp{proto::kProtocolVersion, "oppx " OPPX_VERSION, kBuildId, {}};
   for (char** e = environ; e && *e; ++e) {
@@ -66,10 +69,17 @@ boost::system::result<Connection, ClientError> greet(SyncClient client, std::str
   // Where this command runs: the daemon reads that repository's .mcp.json.
   if (char cwd[PATH_MAX]; ::getcwd(cwd, sizeof cwd)) hp.cwd = cwd;
   json::value params = json::value_from(hp);
-  auto r = client.call("hello", params, kCallTimeout);
+  auto r = client.call("hello", params, timeout);
   if (!r) {
     if (r.error().kind == proto::kind::kVersionMismatch) return ClientError{kExitMismatch, r.error().message};
     if (closed && r.error().kind == proto::kind::kDisconnected) *closed = r.error().message;
+    if (std::int64_t pid = r.error().kind == proto::kind::kTimeout ? lock_holder(socket) : 0; pid > 0) {
+      return ClientError{kExitNoDaemon,
+                         fmt::format("oppxd (pid {}) is frozen: it holds the lock of {} but did not answer within {} "
+                                     "s; `oppx daemon restart` ends it and starts a new one",
+                                     pid, socket, (timeout.count() + 999) / 1000),
+                         pid};
+    }
     return ClientError{kExitNoDaemon, "the daemon did not answer hello: " + r.error().message};
   }
   auto hello = proto::decode_hello_result(*r);
@@ -177,7 +187,8 @@ std::optional<std::string> build_mismatch_warning(const proto::HelloResult& hell
       hello.pid, hello.build.empty() ? "unknown" : hello.build, my_build);
 }
 
-boost::system::result<Connection, ClientError> connect_daemon(const std::string& socket, Start start) {
+boost::system::result<Connection, ClientError> connect_daemon(const std::string& socket, Start start,
+                                                              std::chrono::milliseconds hello_timeout) {
   // Whoever can write the folder could have put their own daemon there: refuse before talking.
   if (struct stat st{}; ::lstat(dirname_of(socket).c_str(), &st) == 0) {
     if (auto r = check_private_dir(dirname_of(socket)); !r) return ClientError{kExitNoDaemon, r.error()};
@@ -187,7 +198,7 @@ boost::system::result<Connection, ClientError> connect_daemon(const std::string&
     // A daemon dying as we connect (a crash, kill -9) can have its socket take the connection and
     // then close it: once its socket refuses, one is started below.
     std::string was_closed;
-    auto conn = greet(std::move(*c), &was_closed);
+    auto conn = greet(std::move(*c), socket, hello_timeout, &was_closed);
     if (conn || was_closed.empty() || start == Start::kNever) return conn;
     c = SyncClient::connect(socket);
     if (c && again == 1) return ClientError{kExitNoDaemon, "the daemon did not answer hello: " + was_closed};
@@ -205,9 +216,40 @@ boost::system::result<Connection, ClientError> connect_daemon(const std::string&
   }
   auto started = start_daemon(socket);
   if (!started) return started.error();
-  auto conn = greet(std::move(*started));
+  auto conn = greet(std::move(*started), socket, hello_timeout);
   if (conn) conn->started = true;
   return conn;
+}
+
+std::int64_t lock_holder(const std::string& socket) {
+  int fd = ::open(paths::lock_path(socket).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return 0;  // no lock file: no oppxd ever served this socket
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } close_it{fd};
+  // A shared lock is refused only while an oppxd holds it; when taken, it goes at the close.
+  if (::flock(fd, LOCK_SH | LOCK_NB) == 0) return 0;
+  if (errno != EWOULDBLOCK) return -1;
+  char buf[32] = {};
+  ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  long long pid = n > 0 ? std::atoll(buf) : 0;
+  struct stat lock {};
+  if (pid <= 0 || pid > INT_MAX || ::fstat(fd, &lock) != 0) return -1;
+  // The pid in the file is the holder's only when that process has the file open.
+  std::string fds = fmt::format("/proc/{}/fd", pid);
+  DIR* d = ::opendir(fds.c_str());
+  if (!d) return -1;
+  bool holds = false;
+  while (dirent* e = ::readdir(d)) {
+    struct stat st {};
+    if (::stat((fds + "/" + e->d_name).c_str(), &st) == 0 && st.st_dev == lock.st_dev && st.st_ino == lock.st_ino) {
+      holds = true;
+      break;
+    }
+  }
+  ::closedir(d);
+  return holds ? pid : -1;
 }
 
 bool wait_for_exit(std::int64_t pid, std::chrono::milliseconds timeout) {

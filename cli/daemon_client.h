@@ -14,6 +14,9 @@
 
 namespace oppx::cli {
 
+inline constexpr std::chrono::milliseconds kCallTimeout{10'000};
+inline constexpr std::chrono::milliseconds kStartTimeout{10'000};
+
 struct Connection {
   SyncClient client;
   proto::HelloResult hello;
@@ -23,19 +26,25 @@ struct Connection {
 struct ClientError {
   int exit_code = 0;
   std::string message;
+  std::int64_t frozen_pid = 0;  // an oppxd that holds the socket's lock but did not answer hello
 };
 
 enum class Start { kIfNeeded, kNever };
 
-boost::system::result<Connection, ClientError> connect_daemon(const std::string& socket, Start start);
+// `hello_timeout`: how long the daemon has to answer hello; one that holds the lock and does not
+// answer by then is frozen (ClientError::frozen_pid).
+boost::system::result<Connection, ClientError> connect_daemon(const std::string& socket, Start start,
+                                                              std::chrono::milliseconds hello_timeout = kCallTimeout);
+
+// The process that holds the socket's lock (the one oppxd of that socket): its pid, read from the
+// lock file and checked to have that file open; 0 when no process holds the lock, -1 when one does
+// that cannot be told (an oppxd between taking the lock and writing its pid).
+std::int64_t lock_holder(const std::string& socket);
 
 // The warning printed when the daemon is from another build than this oppx; nullopt when same.
 std::optional<std::string> build_mismatch_warning(const proto::HelloResult& hello, std::string_view my_build);
 
 // Waits until process `pid` has exited; false at the deadline.
 bool wait_for_exit(std::int64_t pid, std::chrono::milliseconds timeout);
-
-inline constexpr std::chrono::milliseconds kCallTimeout{10'000};
-inline constexpr std::chrono::milliseconds kStartTimeout{10'000};
 
 }  // namespace oppx::cli

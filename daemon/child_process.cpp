@@ -217,7 +217,8 @@ boost::system::result<Child, SpawnError> spawn_child(const SpawnSpec& spec) {
       n = ::read(status_r, &e, sizeof e);
     } while (n < 0 && errno == EINTR);
     if (n == sizeof e) {
-      ::waitpid(pid, nullptr, 0);
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }  // it exits right after that write: a wait of microseconds
       spawn_errno = e;
       pid = -1;
     }
@@ -232,6 +233,18 @@ boost::system::result<Child, SpawnError> spawn_child(const SpawnSpec& spec) {
   }
   tell_reaper(static_cast<std::int32_t>(pid));
   return Child{pid, in_w, out_r, err_r};
+}
+
+boost::system::result<std::optional<ExitStatus>, std::string> try_reap(pid_t pid, int pidfd) {
+  siginfo_t info{};  // si_pid stays 0 when no child has exited
+  int rc;
+  do {
+    rc = pidfd >= 0 ? ::waitid(P_PIDFD, static_cast<id_t>(pidfd), &info, WEXITED | WNOHANG)
+                    : ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) return fmt::format("cannot reap pid {}: {}", pid, std::strerror(errno));
+  if (info.si_pid == 0) return std::optional<ExitStatus>();
+  return std::optional<ExitStatus>(ExitStatus{info.si_code != CLD_EXITED, info.si_status});
 }
 
 void signal_group(pid_t pgid, int sig) {

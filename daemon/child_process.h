@@ -6,6 +6,7 @@
 
 #include <boost/system/result.hpp>
 
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -38,6 +39,16 @@ std::string find_program(const std::string& program, const std::vector<std::stri
 
 // Starts the child with PR_SET_PDEATHSIG(SIGKILL) and tells the group reaper about its group.
 boost::system::result<Child, SpawnError> spawn_child(const SpawnSpec& spec);
+
+struct ExitStatus {
+  bool signaled = false;  // killed by signal `code`; else it exited with status `code`
+  int code = 0;
+};
+
+// Reaps the child if it has exited, never waiting: waitid(WEXITED | WNOHANG), on its pidfd when
+// `pidfd` >= 0. nullopt while it runs; the error when it cannot be asked (ECHILD: not ours, or
+// already reaped).
+boost::system::result<std::optional<ExitStatus>, std::string> try_reap(pid_t pid, int pidfd);
 
 // Signals the child's whole process group.
 void signal_group(pid_t pgid, int sig);

@@ -34,8 +34,8 @@
 #include <sys/stat.h>
 #include <csignal>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 namespace oppx::daemon {
@@ -137,6 +137,86 @@ std::string duration_text(std::chrono::milliseconds limit) {
   return ms % 1000 ? fmt::format("{} ms", ms) : fmt::format("{} s", ms / 1000);
 }
 
+// A child's exit, watched without ever blocking the loop. A completed wait on its pidfd is only a
+// hint: Asio gives a freed descriptor slot to the next descriptor registered, so a readiness event
+// queued for a pipe closed in the same turn can complete this wait early. The child is asked with
+// WNOHANG and watched again while it runs; without a pidfd (at the descriptor limit) it is asked
+// every kExitPoll. `done` gets its status once it is reaped, or why it cannot be, and never after
+// cancel(). Nothing is called before start() returns.
+class ExitWatch : public std::enable_shared_from_this<ExitWatch> {
+ public:
+  using Done = std::function<void(boost::system::result<ExitStatus, std::string>)>;
+
+  static std::shared_ptr<ExitWatch> start(asio::io_context& io, pid_t pid, Done done) {
+    std::shared_ptr<ExitWatch> w(new ExitWatch(io, pid, std::move(done)));
+    int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    boost::system::error_code ec;
+    if (fd < 0) {
+      log::warn("no pidfd for pid {} ({}); its exit is looked for every {} ms", pid, std::strerror(errno),
+                kExitPoll.count());
+    } else if (w->pidfd_.assign(fd, ec); ec) {
+      ::close(fd);
+      log::warn("cannot watch the pidfd of pid {} ({}); its exit is looked for every {} ms", pid, ec.message(),
+                kExitPoll.count());
+    }
+    w->arm();
+    return w;
+  }
+
+  void cancel() {
+    done_ = nullptr;
+    boost::system::error_code ec;
+    pidfd_.close(ec);
+    retry_.cancel();
+  }
+
+ private:
+  static constexpr auto kExitPoll = std::chrono::milliseconds(500);
+  static constexpr auto kRecheck = std::chrono::milliseconds(5);
+
+  ExitWatch(asio::io_context& io, pid_t pid, Done done) : pidfd_(io), retry_(io), pid_(pid), done_(std::move(done)) {}
+
+  void check() {
+    if (!done_) return;
+    auto r = try_reap(pid_, pidfd_.is_open() ? pidfd_.native_handle() : -1);
+    if (r && !*r) return arm();
+    Done done = std::move(done_);
+    cancel();
+    if (r) return done(**r);
+    done(r.error());
+  }
+
+  void arm() {
+    // The pidfd is edge-triggered in Asio's epoll: one still readable while the child runs (a
+    // wake-up a moment early) would not complete a new wait, so it is looked at again soon.
+    pollfd p{pidfd_.is_open() ? pidfd_.native_handle() : -1, POLLIN, 0};
+    if (pidfd_.is_open() && ::poll(&p, 1, 0) == 0) {
+      pidfd_.async_wait(asio::posix::stream_descriptor::wait_read,
+                        [self = shared_from_this()](boost::system::error_code ec) {
+                          if (ec == asio::error::operation_aborted || !self->done_) return;
+                          if (ec) {
+                            log::warn("watching pid {} failed ({}); its exit is looked for every {} ms", self->pid_,
+                                      ec.message(), kExitPoll.count());
+                            self->pidfd_.close(ec);
+                          }
+                          self->check();
+                        });
+      return;
+    }
+    retry_.expires_after(pidfd_.is_open() ? kRecheck : kExitPoll);
+    retry_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (ec == asio::error::operation_aborted || !self->done_) return;
+      if (ec) log::warn("the exit timer of pid {} failed ({})", self->pid_, ec.message());
+      self->check();
+    });
+  }
+
+  asio::posix::stream_descriptor pidfd_;
+  asio::steady_timer retry_;
+  pid_t pid_;
+  Done done_;
+};
+
 }  // namespace
 
 proto::RpcError start_outlasted_call(const std::string& connector, std::chrono::milliseconds limit) {
@@ -194,7 +274,6 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
         def(std::move(def)),
         log_path(std::move(log_path)),
         err_stream(io),
-        exit_watch(io),
         start_timer(io),
         restart_timer(io),
         list_changed_timer(io),
@@ -239,7 +318,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   Child child;
   bool exited = true;
   asio::posix::stream_descriptor err_stream;
-  asio::posix::stream_descriptor exit_watch;
+  std::shared_ptr<ExitWatch> exit_watch;  // of the running child
   asio::steady_timer start_timer;
   asio::steady_timer restart_timer, list_changed_timer, deadline_timer;
   Deadlines deadlines;
@@ -550,9 +629,11 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     if (!err_stream.is_open()) return;
     boost::system::error_code ec;
     err_stream.non_blocking(true, ec);
+    // A blocking read would wait for whatever else holds the pipe (a grandchild): no draining then.
+    if (ec) log::warn("connector {}: its stderr is not drained ({})", def.name, ec.message());
     char buf[8192];
     ssize_t n;
-    while ((n = ::read(err_stream.native_handle(), buf, sizeof buf)) > 0)
+    while (!ec && (n = ::read(err_stream.native_handle(), buf, sizeof buf)) > 0)
       take_stderr(std::string_view(buf, static_cast<std::size_t>(n)));
     append_log(masked(err_partial));
     keep_err_line(err_partial);
@@ -560,36 +641,33 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void watch_exit() {
-    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child.pid, 0));
-    if (pidfd < 0) return;
-    exit_watch.assign(pidfd);
-    exit_watch.async_wait(asio::posix::stream_descriptor::wait_read,
-                          [w = weak_from_this(), gen = generation](boost::system::error_code ec) {
-                            auto self = w.lock();
-                            if (!self || ec || gen != self->generation) return;
-                            self->on_exit();
-                          });
+    exit_watch = ExitWatch::start(
+        io, child.pid, [w = weak_from_this(), gen = generation](boost::system::result<ExitStatus, std::string> status) {
+          auto self = w.lock();
+          if (self && gen == self->generation) self->on_exit(std::move(status));
+        });
   }
 
-  void on_exit() {
-    int status = 0;
-    // The pidfd is readable a moment before the child is a zombie (the kernel wakes pidfd
-    // waiters first): WNOHANG could miss it, a blocking wait returns within microseconds.
-    if (::waitpid(child.pid, &status, 0) != child.pid) return;
+  void on_exit(boost::system::result<ExitStatus, std::string> status) {
     exited = true;
-    boost::system::error_code ec;
-    exit_watch.close(ec);
-    signal_group(child.pid, SIGKILL);  // grandchildren left in its group go with it
+    exit_watch.reset();
+    if (status) {
+      signal_group(child.pid, SIGKILL);  // grandchildren left in its group go with it
+      release_group(child.pid);
+    } else {
+      // Not ours to reap any more: its group number may be someone else's by now.
+      log::error("connector {}: {}", def.name, status.error());
+    }
     drain_stderr();
-    release_group(child.pid);
     if (state == ConnectorState::kStopped || state == ConnectorState::kWaiting ||
         (state == ConnectorState::kFailed && !output_closed))
       return;
-    std::string how = WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
-                                        : fmt::format("signal {}", WTERMSIG(status));
+    std::string how = !status            ? "its exit status could not be read"
+                      : status->signaled ? fmt::format("signal {}", status->code)
+                                         : fmt::format("exit status {}", status->code);
     // Killed by a signal, its last words are whatever it printed before (a start banner): only an
     // error is worth showing then.
-    LastWords words = read_last_words(err_lines, def, !WIFEXITED(status));
+    LastWords words = read_last_words(err_lines, def, status && status->signaled);
     std::string line = escape_controls(words.line);
     std::string tail = line.empty() ? "" : ": " + line + (words.meaning.empty() ? "" : ": " + words.meaning);
     std::string why = fmt::format("its program stopped ({}){}; its log is {}", how, tail, log_path);
@@ -1080,17 +1158,14 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     kill->async_wait([pid](boost::system::error_code e) {
       if (!e) signal_group(pid, SIGKILL);
     });
-    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-    if (pidfd >= 0) {
-      auto watch = std::make_shared<asio::posix::stream_descriptor>(io, pidfd);
-      watch->async_wait(asio::posix::stream_descriptor::wait_read, [watch, term, kill, pid](boost::system::error_code) {
-        ::waitpid(pid, nullptr, 0);  // readable pidfd: it has exited (see on_exit)
-        release_group(pid);
-        term->cancel();
-        kill->cancel();
-      });
-    }
-    exit_watch.close(ec);
+    if (exit_watch) exit_watch->cancel();
+    exit_watch.reset();
+    ExitWatch::start(io, pid, [term, kill, pid](boost::system::result<ExitStatus, std::string> status) {
+      term->cancel();
+      kill->cancel();
+      if (!status) return log::error("stopping pid {}: {}", pid, status.error());
+      release_group(pid);
+    });
     exited = true;
   }
 

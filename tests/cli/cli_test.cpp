@@ -8,7 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <fcntl.h>
 #include <set>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace oppx::test {
 namespace {
@@ -149,6 +154,96 @@ TEST(Cli, StopRestartAndStart) {
   // stop returns once the process is gone and its socket removed.
   EXPECT_FALSE(process_alive(static_cast<pid_t>(*second)));
   EXPECT_NE(::access(home.socket().c_str(), F_OK), 0);
+}
+
+// A daemon started, then stopped by kill -STOP; still stopped at the test's end, it is killed.
+struct FrozenDaemon {
+  pid_t pid = -1;
+  std::string its;  // "(pid N)"
+  explicit FrozenDaemon(const TempHome& home) {
+    EXPECT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+    if (auto p = daemon_pid(home.socket())) pid = static_cast<pid_t>(*p);
+    its = "(pid " + std::to_string(pid) + ")";
+    EXPECT_GT(pid, 0);
+    EXPECT_EQ(::kill(pid, SIGSTOP), 0);
+    EXPECT_TRUE(eventually([this] { return process_stopped(pid); }));
+  }
+  ~FrozenDaemon() {
+    if (pid > 0 && process_stopped(pid)) ::kill(pid, SIGKILL);
+  }
+};
+
+// A frozen daemon holds its lock and its socket takes connections, but it answers nothing: stop
+// says so, with its pid, and ends it (SIGTERM, with SIGCONT so that a stopped one acts on it).
+TEST(Cli, StopEndsAFrozenDaemonAndSaysSo) {
+  TempHome home;
+  FrozenDaemon frozen(home);
+  ASSERT_GT(frozen.pid, 0);
+  Result status = oppx({"daemon", "status", "--no-start"}, 30s);
+  EXPECT_EQ(status.exit_code, 3);
+  EXPECT_NE(status.err.find("oppxd " + frozen.its + " is frozen"), std::string::npos) << status.err;
+  EXPECT_NE(status.err.find("oppx daemon restart"), std::string::npos) << status.err;
+  Result stop = oppx({"daemon", "stop"}, 30s);
+  EXPECT_EQ(stop.exit_code, 0) << stop.out << stop.err;
+  EXPECT_NE(stop.err.find("oppxd " + frozen.its + " is frozen"), std::string::npos) << stop.err;
+  EXPECT_NE(stop.out.find("stopped oppxd " + frozen.its), std::string::npos) << stop.out;
+  EXPECT_FALSE(process_alive(frozen.pid)) << "stop returns once it is gone";
+}
+
+TEST(Cli, RestartReplacesAFrozenDaemon) {
+  TempHome home;
+  FrozenDaemon frozen(home);
+  ASSERT_GT(frozen.pid, 0);
+  Result restart = oppx({"daemon", "restart"}, 40s);
+  ASSERT_EQ(restart.exit_code, 0) << restart.out << restart.err;
+  EXPECT_NE(restart.err.find("oppxd " + frozen.its + " is frozen"), std::string::npos) << restart.err;
+  EXPECT_NE(restart.out.find("started oppxd"), std::string::npos) << restart.out;
+  EXPECT_FALSE(process_alive(frozen.pid));
+  auto now = daemon_pid(home.socket());
+  ASSERT_TRUE(now) << "the new daemon answers";
+  EXPECT_NE(*now, frozen.pid);
+  EXPECT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
+}
+
+// One that holds the lock and ignores SIGTERM (and has no socket at all) gets SIGKILL after the
+// grace. It stands in for an oppxd stuck where SIGTERM cannot reach its loop.
+TEST(Cli, StopKillsAFrozenDaemonThatIgnoresSigterm) {
+  TempHome home;
+  ASSERT_EQ(::mkdir((home.root() + "/run/oppx").c_str(), 0700), 0);
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t holder = ::fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {
+    std::signal(SIGTERM, SIG_IGN);
+    int fd = ::open((home.socket() + ".lock").c_str(), O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) ::_exit(1);
+    std::string me = std::to_string(::getpid()) + "\n";
+    if (::write(fd, me.data(), me.size()) < 0 || ::write(ready[1], "x", 1) != 1) ::_exit(1);
+    while (true) ::pause();
+  }
+  ::close(ready[1]);
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      if (pid <= 0) return;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } reap{holder};
+  char x;
+  ASSERT_EQ(::read(ready[0], &x, 1), 1) << "the stand-in holds the lock";
+  ::close(ready[0]);
+  Result stop = oppx({"daemon", "stop"}, 30s);
+  EXPECT_EQ(stop.exit_code, 0) << stop.out << stop.err;
+  std::string its = "(pid " + std::to_string(holder) + ")";
+  EXPECT_NE(stop.err.find("oppxd " + its + " is frozen"), std::string::npos) << stop.err;
+  EXPECT_NE(stop.err.find("sending SIGKILL"), std::string::npos) << stop.err;
+  EXPECT_NE(stop.out.find("stopped oppxd " + its), std::string::npos) << stop.out;
+  int st = 0;
+  ASSERT_EQ(::waitpid(holder, &st, WNOHANG), holder) << "it was gone when stop returned";
+  EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+  reap.pid = -1;
 }
 
 TEST(Cli, LogsShowTheEndOfTheDaemonLog) {

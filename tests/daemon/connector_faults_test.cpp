@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <set>
@@ -476,6 +477,49 @@ TEST_F(ConnectorFaults, ASignalStopShowsNoStartBanner) {
   std::string reason = str(e, "reason");
   EXPECT_NE(reason.find("its program stopped (signal 9); its log is"), std::string::npos) << reason;
   EXPECT_EQ(reason.find("Starting default"), std::string::npos) << reason;
+}
+
+// The loop never waits on a child. A stderr line that arrives while the daemon is stopped is a
+// readiness event queued for a pipe that a reconnect in the same turn closes; Asio hands the
+// freed slot to the pidfd watch of the old child, so the event completes that watch early. The
+// daemon must then look (WNOHANG) and watch again, not block until that child, which lives on
+// after its stdin closes, exits: nothing (timers, clients) would run in the meantime.
+TEST_F(ConnectorFaults, AStaleEventOnAReusedSlotNeverFreezesTheDaemonOnALiveChild) {
+  std::string dir = fake_dir("usr1");
+  write_config(stdio("usr1", FAKE_MCP_SERVER, {"usr1_stderr", dir}));
+  ASSERT_EQ(entry("usr1").at("state"), json::value("running"));
+  auto daemon = daemon_pid(home.socket());
+  ASSERT_TRUE(daemon);
+  auto d = static_cast<pid_t>(*daemon);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    ASSERT_EQ(entry("usr1").at("state"), json::value("running"));
+    pid_t child = last_pid(dir);
+    ASSERT_GT(child, 0);
+    SyncClient c = client();
+    auto usr1s = [&] {
+      auto e = lines(dir + "/events");
+      return std::count(e.begin(), e.end(), "usr1");
+    };
+    auto before = usr1s();
+    ASSERT_EQ(::kill(d, SIGSTOP), 0);
+    ASSERT_TRUE(eventually([&] { return process_stopped(d); }));
+    ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":1,"method":"mcp/reconnect","params":{"name":"usr1"}})"
+                            "\n"));
+    ASSERT_EQ(::kill(child, SIGUSR1), 0);
+    ASSERT_TRUE(eventually([&] { return usr1s() > before; })) << "the connector wrote its stderr line";
+    ASSERT_EQ(::kill(d, SIGCONT), 0);
+    auto fresh = SyncClient::connect(home.socket());
+    ASSERT_TRUE(fresh) << fresh.error().message;
+    auto status = fresh->call("daemon/status", json::object{}, 5s);
+    if (!status) ::kill(child, SIGKILL);  // frees a frozen daemon, so that the test can end
+    ASSERT_TRUE(status) << "the daemon froze: " << status.error().message;
+    auto reply = c.read_line(20s);
+    while (reply && reply->find("\"id\":1") == std::string::npos) reply = c.read_line(20s);  // notifications
+    ASSERT_TRUE(reply) << "no answer to mcp/reconnect";
+    EXPECT_NE(reply->find("\"result\""), std::string::npos) << *reply;
+    EXPECT_TRUE(cli::wait_for_exit(child, 10s)) << "the old child ends (SIGTERM after its stdin closed)";
+  }
 }
 
 }  // namespace

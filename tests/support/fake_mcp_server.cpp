@@ -11,6 +11,8 @@
 //   sampling        asks for sampling/createMessage before answering initialize
 //   stdin_eof       ends (exit 0, "eof" in dir/events) when its stdin closes
 //   ignore_term     ignores SIGTERM and lives on after its stdin closes
+//   usr1_stderr     on each SIGUSR1 writes a line to stderr, then "usr1" to dir/events; lives on
+//                   after its stdin closes (SIGTERM ends it)
 //   grandchild      starts a grandchild (pid in dir/grandchild.pid) that ignores SIGTERM
 //   huge_line       answers tools/call with one 17 MiB line   endless_line: bytes, never a newline
 //   stderr_flood    writes 3 MiB to stderr before each tools/call answer
@@ -95,6 +97,17 @@ void on_term(int) {
   if (!ignore_term) ::_exit(143);
 }
 
+void on_usr1(int) {
+  (void)!::write(2, "fake: usr1\n", 11);
+  if (dir.empty()) return;
+  std::string path = dir + "/events";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  if (fd >= 0) {
+    (void)!::write(fd, "usr1\n", 5);
+    ::close(fd);
+  }
+}
+
 std::string result(const std::string& id, const std::string& text) {
   return R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":{"content":[{"type":"text","text":")" + text + R"("}]}})";
 }
@@ -163,6 +176,7 @@ int main(int argc, char** argv) {
   }
   ignore_term = mode == "ignore_term";
   std::signal(SIGTERM, on_term);
+  if (mode == "usr1_stderr") std::signal(SIGUSR1, on_usr1);
   if (mode == "report" && !dir.empty()) report();  // first: before this program opens anything
   append("pids", std::to_string(::getpid()));
   const char* api_key = std::getenv("API_KEY");
@@ -347,7 +361,7 @@ int main(int argc, char** argv) {
     }
   }
   append("events", "eof");
-  if (mode == "ignore_term") {
+  if (mode == "ignore_term" || mode == "usr1_stderr") {
     while (true) ::pause();
   }
   return 0;

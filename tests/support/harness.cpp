@@ -264,14 +264,21 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-bool process_alive(pid_t pid) {
-  // A zombie is not alive: read the state from /proc.
+// Its state letter in /proc (R, S, T, Z…); 0 when there is no such process.
+static char process_state(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   std::string content;
-  if (!std::getline(f, content)) return false;
+  if (!std::getline(f, content)) return 0;
   auto close = content.rfind(')');
-  return close != std::string::npos && close + 2 < content.size() && content[close + 2] != 'Z';
+  return close != std::string::npos && close + 2 < content.size() ? content[close + 2] : 0;
 }
+
+bool process_alive(pid_t pid) {
+  char state = process_state(pid);  // a zombie is not alive
+  return state != 0 && state != 'Z';
+}
+
+bool process_stopped(pid_t pid) { return process_state(pid) == 'T'; }
 
 int open_fds(pid_t pid) {
   DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());

@@ -98,6 +98,7 @@ std::optional<SyncClient> hello_client(const TempHome& home);
 std::string read_file(const std::string& path);  // empty when missing
 
 bool process_alive(pid_t pid);
+bool process_stopped(pid_t pid);  // stopped by a signal (kill -STOP)
 int open_fds(pid_t pid);
 
 // A self-signed certificate for localhost (DNS name, not 127.0.0.1) made by openssl in `dir`:
