@@ -199,6 +199,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
         restart_timer(io),
         list_changed_timer(io),
         deadline_timer(io) {}
+  ~Impl() { log::hide(this, {}); }
 
   using Clock = std::chrono::steady_clock;
 
@@ -368,6 +369,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     start_timeout = timeout;
     started_at = std::chrono::steady_clock::now();
     secrets = secrets_of(def, client_env);
+    log::hide(this, secrets);  // what the start meets (a DNS error naming the host) is logged masked too
     log::info("connector {}: starting (start timeout {} s)", def.name, timeout.count() / 1000);
     set_state(ConnectorState::kStarting);
     auto expanded = [&](const std::string& v) -> std::optional<std::string> {
