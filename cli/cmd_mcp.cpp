@@ -107,6 +107,17 @@ std::string reads(const json::object& c) {
   return out;
 }
 
+// The files of the repository it runs ("files" of a repository's connector), by path.
+std::string runs(const json::object& c) {
+  std::string out;
+  if (const json::value* f = c.if_contains("files"); f && f->is_array()) {
+    for (auto& file : f->as_array()) {
+      if (file.is_object()) out += (out.empty() ? "" : ", ") + str(file.as_object(), "path");
+    }
+  }
+  return out;
+}
+
 void print_entry(const json::object& c) {
   std::string name = str(c, "name");  // a name oppx cannot use is listed as written
   if (str(c, "source") == "project") name += " [repo]";
@@ -114,11 +125,13 @@ void print_entry(const json::object& c) {
   fmt::print("{:<16} {:<9} {:>3} tools{}  {}\n", name, str(c, "state"), c.at("tools").as_int64(),
              cached ? " (last run)" : "", what_runs(c));
   if (str(c, "source") == "project" && c.contains("approve")) {
-    // What the user is asked to approve, in full: environment and headers (values masked) and
-    // the variables it reads from the environment of the oppx command that starts it.
+    // What the user is asked to approve, in full: environment and headers (values masked), the
+    // variables it reads from the environment of the oppx command that starts it, and the files
+    // of the repository it runs.
     if (std::string e = pairs(c, "env", "="); !e.empty()) fmt::print("    env: {}\n", e);
     if (std::string h = pairs(c, "headers", ": "); !h.empty()) fmt::print("    headers: {}\n", h);
     if (std::string r = reads(c); !r.empty()) fmt::print("    reads: {}\n", r);
+    if (std::string r = runs(c); !r.empty()) fmt::print("    runs: {}\n", r);
   }
   if (!str(c, "reason").empty()) fmt::print("    {}\n", str(c, "reason"));
   print_steps(stdout, c, "    ");
@@ -142,6 +155,15 @@ void print_definition(const json::object& c, bool with_reason = true) {
   if (project) {
     fmt::print("  root:     {}\n", str(c, "root"));
     fmt::print("  sha256:   {}\n", str(c, "sha256"));
+    // The files of the repository it runs: the consent holds for them as they are.
+    if (const json::value* f = c.if_contains("files"); f && f->is_array()) {
+      std::string_view label = "  runs:     ";
+      for (auto& file : f->as_array()) {
+        if (!file.is_object()) continue;
+        fmt::print("{}{} (sha256 {})\n", label, str(file.as_object(), "path"), str(file.as_object(), "sha256"));
+        label = "            ";
+      }
+    }
     fmt::print("  consent:  {}\n", str(c, "consent"));
   }
   if (with_reason && !str(c, "reason").empty()) {
@@ -228,10 +250,18 @@ int decide(Context& ctx, std::string_view command, bool approve) {
       return kExitUsage;
     }
   }
-  // Decided on the sha256 of what `def` shows; printed once the daemon took it (a hidden or
-  // changed definition is refused, and then nothing was approved to show).
-  auto r = conn->client.call(approve ? "consent/approve" : "consent/deny",
-                             json::object{{"name", ctx.args[0]}, {"sha256", str(def, "sha256")}}, kMcpTimeout);
+  // Decided on the sha256 of what `def` shows, and of the files it runs; printed once the daemon
+  // took it (a hidden or changed definition, or a file changed since, is refused, and then nothing
+  // was approved to show).
+  json::object params{{"name", ctx.args[0]}, {"sha256", str(def, "sha256")}};
+  if (const json::value* f = def.if_contains("files"); f && f->is_array()) {
+    json::object files;
+    for (auto& file : f->as_array()) {
+      if (file.is_object()) files[str(file.as_object(), "path")] = str(file.as_object(), "sha256");
+    }
+    params["files"] = std::move(files);
+  }
+  auto r = conn->client.call(approve ? "consent/approve" : "consent/deny", params, kMcpTimeout);
   if (!r) {
     fmt::print(stderr, "oppx: {}\n", r.error().message);
     if (as_json) fmt::print("{}", json_line(json::object{{"error", r.error().to_json()}}));
@@ -517,8 +547,8 @@ std::vector<Command> mcp_commands() {
        "nearest folder above this one with .git, else this folder). Edits are picked up at the\n"
        "next command. A repository's connector runs only once you approve it: until then it is\n"
        "`waiting`, shown with its full command or URL, env, headers (values masked), the\n"
-       "variables it reads, and the `oppx mcp approve <name>` line. On a shared name yours wins\n"
-       "and the repository's is shown as hidden.",
+       "variables it reads, the files of the repository it runs, and the `oppx mcp approve <name>`\n"
+       "line. On a shared name yours wins and the repository's is shown as hidden.",
        list},
       {"mcp", "add", "<name> [--project] [--force] [--json] [-e KEY=VALUE]... -- <command> [args...]",
        "Add a connector (a command over stdio, or --url <url> [-H 'Name: value']... over HTTP).",
@@ -542,16 +572,19 @@ std::vector<Command> mcp_commands() {
        "Remove a connector from your mcp.json (or, with --project, the repository's .mcp.json).", "", remove},
       {"mcp", "get", "<name> [--show-values] [--json]",
        "Show one connector: its definition (values masked), source, state, file.",
-       "For a repository's connector also its root, the sha256 of its definition and your consent.\n"
+       "For a repository's connector also its root, the sha256 of its definition, the files of the\n"
+       "repository it runs with theirs (runs:), and your consent.\n"
        "--show-values prints env, headers, args and URL unmasked, as written in the file (a\n"
        "${VAR} stays a reference, never its value): review a repository's connector so before\n"
        "you approve it, since a literal value (NODE_OPTIONS=--require …) changes what runs.",
        get},
       {"mcp", "approve", "<name> [--json]", "Allow this repository's connector <name> to run, as it is defined now.",
        "Run it inside the repository. It prints the definition it approves; the approval holds for\n"
-       "exactly that definition (a sha256 kept in $XDG_STATE_HOME/oppx/mcp-approved.json): any\n"
-       "change to it makes the connector wait for your approval again. Exit status 1 when it was\n"
-       "approved but did not start (the reason is printed).",
+       "exactly that definition (a sha256 kept in $XDG_STATE_HOME/oppx/mcp-approved.json) and for\n"
+       "the files of the repository it runs (its command when that is a path, arguments that name\n"
+       "a program or script there) as they are now: any change to either makes the connector wait\n"
+       "for your approval again. Exit status 1 when it was approved but did not start (the reason\n"
+       "is printed).",
        approve},
       {"mcp", "deny", "<name> [--json]", "Keep this repository's connector <name> from running.",
        "Recorded for exactly this definition; `oppx mcp approve <name>` changes your mind.", deny},
