@@ -1,9 +1,8 @@
 // oppx daemon status|start|stop|restart|logs.
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
+#include "cli/output.h"
 #include "common/paths.h"
-
-#include <boost/json/serialize.hpp>
 
 #include <fmt/format.h>
 
@@ -48,7 +47,7 @@ int status(Context& ctx) {
   auto r = conn->client.call("daemon/status", json::object{}, kCallTimeout);
   if (!r) return fail({kExitFailed, r.error().message});
   if (as_json) {
-    fmt::print("{}\n", json::serialize(*r));
+    fmt::print("{}", json_line(*r));
     return kExitOk;
   }
   auto s = proto::decode_status_result(*r);

@@ -1,8 +1,10 @@
 // oppx mcp list|get|tools|call|reconnect: the daemon's connectors, as a user and a script see
 // them. Every listing has --json (the daemon's reply as it is); values of headers and env come
-// masked from the daemon already.
+// masked from the daemon already. Text from servers and files is printed as it is: the filter of
+// cli/output.h escapes it on the way to the terminal.
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
+#include "cli/output.h"
 #include "cli/probe.h"
 #include "common/tool_text.h"
 #include "common/text.h"
@@ -30,16 +32,13 @@ std::string str(const json::object& o, std::string_view k) {
   return v && v->is_string() ? std::string(v->as_string()) : "";
 }
 
-// Server text may hold escapes meant for a terminal: shown escaped, never obeyed.
-std::string printable(std::string_view s) { return escape_controls(s, true); }
-
 // The numbered steps back under a connector or an error, indented by `indent`.
 void print_steps(std::FILE* to, const json::object& o, std::string_view indent) {
   const json::value* steps = o.if_contains("steps");
   if (!steps || !steps->is_array()) return;
   int n = 0;
   for (auto& s : steps->as_array()) {
-    if (s.is_string()) fmt::print(to, "{}{}. {}\n", indent, ++n, printable(s.as_string()));
+    if (s.is_string()) fmt::print(to, "{}{}. {}\n", indent, ++n, std::string_view(s.as_string()));
   }
 }
 
@@ -62,11 +61,11 @@ int run(Context& ctx, const Command& self, std::string_view method, json::object
   auto r = conn->client.call(method, params, timeout);
   if (r && complete) complete(*r);
   if (!r) {
-    fmt::print(stderr, "oppx: {}\n", printable(r.error().message));
+    fmt::print(stderr, "oppx: {}\n", r.error().message);
     // A connector that is down says why and what to do (data.reason, data.steps).
     if (r.error().kind == "connector_down") print_steps(stderr, r.error().data, "  ");
     // A script asked for JSON: it gets the error as JSON too (kind, reason, steps), on stdout.
-    if (as_json) fmt::print("{}\n", json::serialize(json::object{{"error", r.error().to_json()}}));
+    if (as_json) fmt::print("{}", json_line(json::object{{"error", r.error().to_json()}}));
     // A definition that cannot be used is the caller's argument; a name that matches no
     // connector is a command that failed (as in `claude mcp`).
     if (r.error().kind == "invalid_definition") return kExitUsage;
@@ -74,7 +73,7 @@ int run(Context& ctx, const Command& self, std::string_view method, json::object
   }
   (void)self;
   if (as_json) {
-    fmt::print("{}\n", json::serialize(*r));
+    fmt::print("{}", json_line(*r));
     return json_status ? json_status(*r) : kExitOk;
   }
   return show(*r);
@@ -108,20 +107,33 @@ std::string reads(const json::object& c) {
   return out;
 }
 
+// The files of the repository it runs ("files" of a repository's connector), by path.
+std::string runs(const json::object& c) {
+  std::string out;
+  if (const json::value* f = c.if_contains("files"); f && f->is_array()) {
+    for (auto& file : f->as_array()) {
+      if (file.is_object()) out += (out.empty() ? "" : ", ") + str(file.as_object(), "path");
+    }
+  }
+  return out;
+}
+
 void print_entry(const json::object& c) {
-  std::string name = printable(str(c, "name"));  // a name oppx cannot use is listed as written
+  std::string name = str(c, "name");  // a name oppx cannot use is listed as written
   if (str(c, "source") == "project") name += " [repo]";
   bool cached = c.contains("cached") && c.at("cached") == json::value(true);
   fmt::print("{:<16} {:<9} {:>3} tools{}  {}\n", name, str(c, "state"), c.at("tools").as_int64(),
-             cached ? " (last run)" : "", printable(what_runs(c)));
+             cached ? " (last run)" : "", what_runs(c));
   if (str(c, "source") == "project" && c.contains("approve")) {
-    // What the user is asked to approve, in full: environment and headers (values masked) and
-    // the variables it reads from the environment of the oppx command that starts it.
-    if (std::string e = pairs(c, "env", "="); !e.empty()) fmt::print("    env: {}\n", printable(e));
-    if (std::string h = pairs(c, "headers", ": "); !h.empty()) fmt::print("    headers: {}\n", printable(h));
-    if (std::string r = reads(c); !r.empty()) fmt::print("    reads: {}\n", printable(r));
+    // What the user is asked to approve, in full: environment and headers (values masked), the
+    // variables it reads from the environment of the oppx command that starts it, and the files
+    // of the repository it runs.
+    if (std::string e = pairs(c, "env", "="); !e.empty()) fmt::print("    env: {}\n", e);
+    if (std::string h = pairs(c, "headers", ": "); !h.empty()) fmt::print("    headers: {}\n", h);
+    if (std::string r = reads(c); !r.empty()) fmt::print("    reads: {}\n", r);
+    if (std::string r = runs(c); !r.empty()) fmt::print("    runs: {}\n", r);
   }
-  if (!str(c, "reason").empty()) fmt::print("    {}\n", printable(str(c, "reason")));
+  if (!str(c, "reason").empty()) fmt::print("    {}\n", str(c, "reason"));
   print_steps(stdout, c, "    ");
 }
 
@@ -130,23 +142,32 @@ void print_definition(const json::object& c, bool with_reason = true) {
   fmt::print("{} ({} connector, from {})\n", str(c, "name"), project ? "repository" : "your own", str(c, "file"));
   fmt::print("  state:    {}\n", str(c, "state"));
   if (str(c, "type") == "http") {
-    fmt::print("  url:      {}\n", printable(str(c, "url")));
-    if (std::string h = pairs(c, "headers", ": "); !h.empty()) fmt::print("  headers:  {}\n", printable(h));
+    fmt::print("  url:      {}\n", str(c, "url"));
+    if (std::string h = pairs(c, "headers", ": "); !h.empty()) fmt::print("  headers:  {}\n", h);
   } else {
-    fmt::print("  command:  {}\n", printable(what_runs(c)));
-    if (std::string e = pairs(c, "env", "="); !e.empty()) fmt::print("  env:      {}\n", printable(e));
+    fmt::print("  command:  {}\n", what_runs(c));
+    if (std::string e = pairs(c, "env", "="); !e.empty()) fmt::print("  env:      {}\n", e);
   }
   if (std::string r = reads(c); !r.empty())
-    fmt::print("  reads:    {} (from the environment of the oppx command)\n", printable(r));
+    fmt::print("  reads:    {} (from the environment of the oppx command)\n", r);
   if (c.contains("tools") && c.at("tools").is_int64() && str(c, "state") == "running")
     fmt::print("  tools:    {}\n", c.at("tools").as_int64());
   if (project) {
     fmt::print("  root:     {}\n", str(c, "root"));
     fmt::print("  sha256:   {}\n", str(c, "sha256"));
+    // The files of the repository it runs: the consent holds for them as they are.
+    if (const json::value* f = c.if_contains("files"); f && f->is_array()) {
+      std::string_view label = "  runs:     ";
+      for (auto& file : f->as_array()) {
+        if (!file.is_object()) continue;
+        fmt::print("{}{} (sha256 {})\n", label, str(file.as_object(), "path"), str(file.as_object(), "sha256"));
+        label = "            ";
+      }
+    }
     fmt::print("  consent:  {}\n", str(c, "consent"));
   }
   if (with_reason && !str(c, "reason").empty()) {
-    fmt::print("  reason:   {}\n", printable(str(c, "reason")));
+    fmt::print("  reason:   {}\n", str(c, "reason"));
     print_steps(stdout, c, "    ");
   }
   if (c.contains("log")) fmt::print("  log:      {}\n", str(c, "log"));
@@ -158,7 +179,7 @@ void print_list_notes(const json::object& o) {
   if (o.contains("consent_error")) fmt::print(stderr, "oppx: {}\n", str(o, "consent_error"));
   if (const json::value* p = o.if_contains("project"); p && p->is_object()) {
     if (const json::value* w = p->as_object().if_contains("warnings"); w && w->is_array()) {
-      for (auto& s : w->as_array()) fmt::print(stderr, "oppx: warning: {}\n", printable(s.as_string()));
+      for (auto& s : w->as_array()) fmt::print(stderr, "oppx: warning: {}\n", std::string_view(s.as_string()));
     }
     if (p->as_object().contains("error")) fmt::print(stderr, "oppx: {}\n", str(p->as_object(), "error"));
   }
@@ -216,7 +237,7 @@ int decide(Context& ctx, std::string_view command, bool approve) {
   auto got = conn->client.call("mcp/get", json::object{{"name", ctx.args[0]}}, kMcpTimeout);
   if (!got) {
     fmt::print(stderr, "oppx: {}\n", got.error().message);
-    if (as_json) fmt::print("{}\n", json::serialize(json::object{{"error", got.error().to_json()}}));
+    if (as_json) fmt::print("{}", json_line(json::object{{"error", got.error().to_json()}}));
     return kExitFailed;
   }
   json::object def = got->as_object();
@@ -229,13 +250,21 @@ int decide(Context& ctx, std::string_view command, bool approve) {
       return kExitUsage;
     }
   }
-  // Decided on the sha256 of what `def` shows; printed once the daemon took it (a hidden or
-  // changed definition is refused, and then nothing was approved to show).
-  auto r = conn->client.call(approve ? "consent/approve" : "consent/deny",
-                             json::object{{"name", ctx.args[0]}, {"sha256", str(def, "sha256")}}, kMcpTimeout);
+  // Decided on the sha256 of what `def` shows, and of the files it runs; printed once the daemon
+  // took it (a hidden or changed definition, or a file changed since, is refused, and then nothing
+  // was approved to show).
+  json::object params{{"name", ctx.args[0]}, {"sha256", str(def, "sha256")}};
+  if (const json::value* f = def.if_contains("files"); f && f->is_array()) {
+    json::object files;
+    for (auto& file : f->as_array()) {
+      if (file.is_object()) files[str(file.as_object(), "path")] = str(file.as_object(), "sha256");
+    }
+    params["files"] = std::move(files);
+  }
+  auto r = conn->client.call(approve ? "consent/approve" : "consent/deny", params, kMcpTimeout);
   if (!r) {
     fmt::print(stderr, "oppx: {}\n", r.error().message);
-    if (as_json) fmt::print("{}\n", json::serialize(json::object{{"error", r.error().to_json()}}));
+    if (as_json) fmt::print("{}", json_line(json::object{{"error", r.error().to_json()}}));
     return kExitFailed;
   }
   // The answer is the connector as it is now; a hidden repository's one is under `hides`.
@@ -244,7 +273,7 @@ int decide(Context& ctx, std::string_view command, bool approve) {
   std::string state = str(now, "state");
   int rc = approve && state != "running" ? kExitFailed : kExitOk;
   if (as_json) {
-    fmt::print("{}\n", json::serialize(*r));
+    fmt::print("{}", json_line(*r));
     return rc;
   }
   fmt::print("{} this definition:\n", approve ? "Approved" : "Denied");
@@ -259,7 +288,7 @@ int decide(Context& ctx, std::string_view command, bool approve) {
     std::int64_t n = now.at("tools").as_int64();
     fmt::print("{} is running with {} tool{}.\n", ctx.args[0], n, n == 1 ? "" : "s");
   } else {
-    fmt::print("{} did not start ({}): {}\n", ctx.args[0], state, printable(str(now, "reason")));
+    fmt::print("{} did not start ({}): {}\n", ctx.args[0], state, str(now, "reason"));
   }
   return rc;
 }
@@ -277,7 +306,7 @@ int tools(Context& ctx) {
     if (cached) {
       fmt::print(stderr, "oppx: {} is still starting; these are its tools from its last run\n", name);
     } else if (str(o, "state") != "running") {
-      fmt::print(stderr, "oppx: {} is {}: {}\n", name, str(o, "state"), printable(str(o, "reason")));
+      fmt::print(stderr, "oppx: {} is {}: {}\n", name, str(o, "state"), str(o, "reason"));
       print_steps(stderr, o, "  ");
       return kExitFailed;
     }
@@ -325,8 +354,8 @@ int call(Context& ctx) {
     };
     std::string total = number("total");
     std::string message = str(o, "message");
-    fmt::print(stderr, "oppx: {}: {}{}{}\n", printable(tool), number("progress"), total.empty() ? "" : "/" + total,
-               message.empty() ? "" : " " + printable(message));
+    fmt::print(stderr, "oppx: {}: {}{}{}\n", tool, number("progress"), total.empty() ? "" : "/" + total,
+               message.empty() ? "" : " " + message);
   };
   // --json prints the reply (or the error) as it is, and keeps the exit status of isError as well.
   auto status = [](const json::value& v) {
@@ -335,7 +364,7 @@ int call(Context& ctx) {
   return run(
       ctx, self, "tools/call", params, as_json,
       [status](const json::value& v) {
-        fmt::print("{}\n", printable(str(v.as_object(), "text")));
+        fmt::print("{}\n", str(v.as_object(), "text"));
         return status(v);
       },
       progress, limit + std::chrono::seconds(15), status);
@@ -477,11 +506,11 @@ int add_json(Context& ctx) {
     if (!e && entries.size() == 1) {
       e = &entries.begin()->value();
       fmt::print(stderr, "oppx: the pasted block's only entry is named {}; adding it as {}\n",
-                 printable(entries.begin()->key()), ctx.args[0]);
+                 std::string_view(entries.begin()->key()), ctx.args[0]);
     }
     if (!e) {
       std::string names;
-      for (auto& [k, val] : entries) names += (names.empty() ? "" : ", ") + printable(k);
+      for (auto& [k, val] : entries) names += (names.empty() ? "" : ", ") + std::string(k);
       return usage_error(self, entries.empty()
                                    ? "the pasted block has no entries"
                                    : fmt::format("the pasted block has {} entries ({}) and none named {}; give the "
@@ -518,8 +547,8 @@ std::vector<Command> mcp_commands() {
        "nearest folder above this one with .git, else this folder). Edits are picked up at the\n"
        "next command. A repository's connector runs only once you approve it: until then it is\n"
        "`waiting`, shown with its full command or URL, env, headers (values masked), the\n"
-       "variables it reads, and the `oppx mcp approve <name>` line. On a shared name yours wins\n"
-       "and the repository's is shown as hidden.",
+       "variables it reads, the files of the repository it runs, and the `oppx mcp approve <name>`\n"
+       "line. On a shared name yours wins and the repository's is shown as hidden.",
        list},
       {"mcp", "add", "<name> [--project] [--force] [--json] [-e KEY=VALUE]... -- <command> [args...]",
        "Add a connector (a command over stdio, or --url <url> [-H 'Name: value']... over HTTP).",
@@ -543,16 +572,19 @@ std::vector<Command> mcp_commands() {
        "Remove a connector from your mcp.json (or, with --project, the repository's .mcp.json).", "", remove},
       {"mcp", "get", "<name> [--show-values] [--json]",
        "Show one connector: its definition (values masked), source, state, file.",
-       "For a repository's connector also its root, the sha256 of its definition and your consent.\n"
+       "For a repository's connector also its root, the sha256 of its definition, the files of the\n"
+       "repository it runs with theirs (runs:), and your consent.\n"
        "--show-values prints env, headers, args and URL unmasked, as written in the file (a\n"
        "${VAR} stays a reference, never its value): review a repository's connector so before\n"
        "you approve it, since a literal value (NODE_OPTIONS=--require …) changes what runs.",
        get},
       {"mcp", "approve", "<name> [--json]", "Allow this repository's connector <name> to run, as it is defined now.",
        "Run it inside the repository. It prints the definition it approves; the approval holds for\n"
-       "exactly that definition (a sha256 kept in $XDG_STATE_HOME/oppx/mcp-approved.json): any\n"
-       "change to it makes the connector wait for your approval again. Exit status 1 when it was\n"
-       "approved but did not start (the reason is printed).",
+       "exactly that definition (a sha256 kept in $XDG_STATE_HOME/oppx/mcp-approved.json) and for\n"
+       "the files of the repository it runs (its command when that is a path, arguments that name\n"
+       "a program or script there) as they are now: any change to either makes the connector wait\n"
+       "for your approval again. Exit status 1 when it was approved but did not start (the reason\n"
+       "is printed).",
        approve},
       {"mcp", "deny", "<name> [--json]", "Keep this repository's connector <name> from running.",
        "Recorded for exactly this definition; `oppx mcp approve <name>` changes your mind.", deny},

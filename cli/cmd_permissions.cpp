@@ -2,6 +2,7 @@
 // project of the current folder, kept by the daemon in user state (never in the repository).
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
+#include "cli/output.h"
 #include "common/text.h"
 
 #include <boost/json.hpp>
@@ -48,7 +49,7 @@ int call(Context& ctx, std::string_view method, json::object params, bool as_jso
   }
   auto r = conn->client.call(method, params, kCallTimeout);
   if (!r) {
-    if (as_json) fmt::print("{}\n", json::serialize(json::object{{"error", r.error().to_json()}}));
+    if (as_json) fmt::print("{}", json_line(json::object{{"error", r.error().to_json()}}));
     fmt::print(stderr, "oppx: {}\n", escape_controls(r.error().message));
     // A rule that is not one is the caller's argument; one that is not there is a failed command.
     if (r.error().kind == "invalid_params") {
@@ -58,7 +59,7 @@ int call(Context& ctx, std::string_view method, json::object params, bool as_jso
     return kExitFailed;
   }
   if (as_json) {
-    fmt::print("{}\n", json::serialize(*r));
+    fmt::print("{}", json_line(*r));
     return kExitOk;
   }
   const json::object& o = r->as_object();

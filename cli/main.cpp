@@ -1,5 +1,7 @@
-// oppx: global options, then the command table does the rest.
+// oppx: global options, then the command table does the rest. Everything it prints passes the
+// escaping filter of cli/output.h.
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "common/paths.h"
 #include "proto/daemon_api.h"
 
@@ -13,6 +15,7 @@ using namespace oppx::cli;
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
+  if (!escape_terminal_output()) return kExitFailed;
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string socket;
   // Global options come before the command.

@@ -1,5 +1,6 @@
 // Log lines are "2026-12-02T17:40:00.123Z INFO message". Control characters in a message are
-// escaped, so bytes a client sent cannot forge log lines or drive the terminal of whoever tails it.
+// escaped, so bytes a client sent cannot forge log lines or drive the terminal of whoever tails it,
+// and the values hidden (hide) are masked in it.
 #include "common/log.h"
 
 #include "common/text.h"
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,6 +25,8 @@ struct State {
   bool mirror = true;  // before open(): stderr only
   std::size_t size = 0;
   Level level = Level::kInfo;
+  std::map<const void*, std::vector<std::string>> hidden;  // by owner
+  std::vector<std::string> all_hidden;                     // theirs, together
 };
 State& state() {
   static State s;
@@ -82,6 +86,17 @@ void close() {
 
 void set_level(Level level) { state().level = level; }
 
+void hide(const void* owner, std::vector<std::string> secrets) {
+  State& s = state();
+  if (secrets.empty()) {
+    s.hidden.erase(owner);
+  } else {
+    s.hidden[owner] = std::move(secrets);
+  }
+  s.all_hidden.clear();
+  for (auto& [o, list] : s.hidden) s.all_hidden.insert(s.all_hidden.end(), list.begin(), list.end());
+}
+
 bool enabled(Level level) { return level >= state().level; }
 
 void write(Level level, std::string_view message) {
@@ -96,7 +111,7 @@ void write(Level level, std::string_view message) {
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
 
   std::string line = fmt::format("{}.{:03d}Z {} ", stamp, static_cast<int>(ms), level_name(level));
-  line += escape_controls(message);
+  line += escape_controls(s.all_hidden.empty() ? std::string(message) : mask_secrets(message, s.all_hidden));
   line += '\n';
 
   if (s.fd >= 0) {

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace oppx::log {
 
@@ -19,6 +20,10 @@ void close();
 void set_level(Level level);
 bool enabled(Level level);  // false for lines set_level drops, so that they are not even formatted
 void write(Level level, std::string_view message);
+// Values no line may show, such as the expanded ${VAR} values a connector started with: every
+// line has them masked (mask_secrets of common/text.h), whichever code logs it. `owner` keeps its
+// own list; an empty list forgets it.
+void hide(const void* owner, std::vector<std::string> secrets);
 
 inline constexpr std::size_t kRotateBytes = 4u << 20;
 

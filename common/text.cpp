@@ -55,6 +55,23 @@ std::string escape_controls(std::string_view s, bool keep_newlines_and_tabs) {
   return out;
 }
 
+std::string json_escape_controls(std::string_view json_text) {
+  std::string out;
+  out.reserve(json_text.size());
+  for (std::size_t i = 0; i < json_text.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(json_text[i]);
+    char32_t cp = c;
+    std::size_t n = c >= 0xC0 ? decode(json_text, i, &cp) : 1;
+    if (c < 0x20 || c == 0x7f || (n > 1 && invisible(cp))) {
+      out += fmt::format("\\u{:04x}", static_cast<std::uint32_t>(cp));
+      i += n - 1;
+      continue;
+    }
+    out += static_cast<char>(c);
+  }
+  return out;
+}
+
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

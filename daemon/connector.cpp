@@ -278,6 +278,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
         restart_timer(io),
         list_changed_timer(io),
         deadline_timer(io) {}
+  ~Impl() { log::hide(this, {}); }
 
   using Clock = std::chrono::steady_clock;
 
@@ -313,6 +314,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   json::array tools;
   std::function<void()> on_change;
   std::function<void()> on_idle;
+  std::function<std::string()> start_check;
   std::size_t open_calls = 0;  // calls not answered yet
   std::shared_ptr<JsonRpcPeer> peer;
   Child child;
@@ -435,6 +437,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   void start(const EnvMap& client_env, std::chrono::milliseconds timeout) {
     if (def.never_starts()) return set_aside();
+    if (std::string why = start_check ? start_check() : ""; !why.empty()) return hold(std::move(why));
     kill_child();
     ++generation;
     tools = {};
@@ -447,6 +450,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     start_timeout = timeout;
     started_at = std::chrono::steady_clock::now();
     secrets = secrets_of(def, client_env);
+    log::hide(this, secrets);  // what the start meets (a DNS error naming the host) is logged masked too
     log::info("connector {}: starting (start timeout {} s)", def.name, timeout.count() / 1000);
     set_state(ConnectorState::kStarting);
     auto expanded = [&](const std::string& v) -> std::optional<std::string> {
@@ -1222,6 +1226,7 @@ Connector::Connector(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Connector::~Connector() {
   impl_->on_change = nullptr;
   impl_->on_idle = nullptr;
+  impl_->start_check = nullptr;
   impl_->stop();
 }
 
@@ -1242,6 +1247,7 @@ Connector::CancelCall Connector::call(const std::string& tool, json::value argum
   return impl_->call(tool, std::move(arguments), std::move(options), std::move(done));
 }
 void Connector::on_change(std::function<void()> fn) { impl_->on_change = std::move(fn); }
+void Connector::check_before_start(std::function<std::string()> fn) { impl_->start_check = std::move(fn); }
 const ConnectorDef& Connector::def() const { return impl_->def; }
 ConnectorState Connector::state() const { return impl_->state; }
 const std::string& Connector::reason() const { return impl_->reason; }

@@ -87,6 +87,9 @@ class Connector {
   CancelCall call(const std::string& tool, boost::json::value arguments, CallOptions options,
                   std::function<void(CallResult)> done);
   void on_change(std::function<void()> fn);
+  // Asked before every start (a restart after its program stopped, or for a call, too): a
+  // non-empty answer keeps it waiting (hold) with that reason instead.
+  void check_before_start(std::function<std::string()> fn);
 
   const ConnectorDef& def() const;
   ConnectorState state() const;

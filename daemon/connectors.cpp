@@ -39,7 +39,14 @@ FileStamp stamp_of(const std::string& path) {
   return f;
 }
 
-std::string waiting_reason(const std::string& name, const std::string& root, Consent c) {
+std::string waiting_reason(const std::string& name, const std::string& root, Consent c,
+                           const std::string& file_change = {}) {
+  if (c == Consent::kChanged && !file_change.empty()) {
+    return fmt::format(
+        "{0}: a file of the repository that it runs, so it waits for your consent again. Look at that file, "
+        "review the connector with `oppx mcp get {1}`, then run `oppx mcp approve {1}` in {2}",
+        file_change, name, root);
+  }
   if (c == Consent::kDenied) {
     return fmt::format("you denied this definition; to allow it, run `oppx mcp approve {}` in {}", name, root);
   }
@@ -168,15 +175,44 @@ void Connectors::replace_connectors(Source& src, const std::string& root) {
 void Connectors::apply_consent(const std::string& root, Source& repo, const EnvMap& env) {
   for (auto& [name, c] : repo.connectors) {
     if (c->def().never_starts()) continue;  // nothing to consent to: it is never run
-    Consent decision = consent_.lookup(root, name, sha256_hex(c->def().canonical));
-    if (decision == Consent::kApproved) {
+    std::string why = held_because(c->def(), root, false);
+    if (why.empty()) {
       if (c->state() == ConnectorState::kWaiting) start_one(*c, env, start_timeout(env));
       continue;
     }
-    // Not approved (never, denied, changed, or the store was lost): it must not run.
-    std::string why = waiting_reason(name, root, decision);
+    // Not approved (never, denied, changed, a file it runs changed, or the store was lost): it must not run.
     if (c->state() != ConnectorState::kWaiting || c->reason() != why) c->hold(why);
   }
+}
+
+FileHashes Connectors::run_files(const ConnectorDef& def, const std::string& root, bool fresh) const {
+  FileHashes out;
+  for (auto& relative : files_it_runs(def, root)) {
+    std::string path = root + "/" + relative;
+    FileStamp stamp = stamp_of(path);
+    auto& [seen, sha] = file_hashes_[path];
+    if (fresh || sha.empty() || !(stamp == seen)) {
+      auto h = file_sha256(path);
+      sha = h ? *h : "unreadable: " + h.error();
+      seen = stamp;
+    }
+    out[relative] = sha;
+  }
+  return out;
+}
+
+Connectors::Verdict Connectors::consent_of(const ConnectorDef& def, const std::string& root, bool fresh) const {
+  Verdict v{consent_.lookup(root, def.name, sha256_hex(def.canonical)), ""};
+  if (v.decision != Consent::kApproved) return v;
+  v.file_change =
+      file_change(consent_.approved_files(root, def.name), run_files(def, root, fresh), "since you approved it");
+  if (!v.file_change.empty()) v.decision = Consent::kChanged;
+  return v;
+}
+
+std::string Connectors::held_because(const ConnectorDef& def, const std::string& root, bool fresh) const {
+  Verdict v = consent_of(def, root, fresh);
+  return v.decision == Consent::kApproved ? "" : waiting_reason(def.name, root, v.decision, v.file_change);
 }
 
 void Connectors::refresh(const EnvMap& env, const std::string& root, Restart restart) {
@@ -253,7 +289,8 @@ bool Connectors::restart_waits(const Connector& c) const {
 boost::system::result<void, Connectors::ConsentError> Connectors::decide(const std::string& root,
                                                                          const std::string& name,
                                                                          const std::string& sha256, bool approve,
-                                                                         const EnvMap& env) {
+                                                                         const EnvMap& env,
+                                                                         const std::optional<FileHashes>& shown_files) {
   auto repo = repos_.find(root);
   const ConnectorDef* def = nullptr;
   if (repo != repos_.end()) {
@@ -284,7 +321,13 @@ boost::system::result<void, Connectors::ConsentError> Connectors::decide(const s
                                                "and approve what you see",
                                                name, root, current.substr(0, 12), sha256.substr(0, 12), name)};
   }
-  auto r = approve ? consent_.approve(root, name, current) : consent_.deny(root, name, current);
+  FileHashes files = approve ? run_files(*def, root, true) : FileHashes{};
+  if (std::string change = shown_files ? file_change(*shown_files, files, "since it was shown") : ""; !change.empty()) {
+    return ConsentError{"changed", fmt::format("{} ({} runs it); look at it again with `oppx mcp get {}` and approve "
+                                               "what you see",
+                                               change, name, name)};
+  }
+  auto r = approve ? consent_.approve(root, name, current, files) : consent_.deny(root, name, current);
   if (!r) return ConsentError{"io", r.error()};
   log::info("connector {} of {}: {} (sha256 {})", name, root, approve ? "approved" : "denied", current.substr(0, 12));
   apply_consent(root, repo->second, env);
@@ -303,7 +346,7 @@ void Connectors::reconnect(const std::string& name, const EnvMap& env, const std
   if (repo == repos_.end()) return;
   for (auto& [n, c] : repo->second.connectors) {
     if ((name.empty() || n == name) && !user_.connectors.contains(n) &&
-        consent_.lookup(root, n, sha256_hex(c->def().canonical)) == Consent::kApproved) {
+        consent_of(c->def(), root, false).decision == Consent::kApproved) {
       start_one(*c, env, timeout);
     }
   }
@@ -317,6 +360,9 @@ void Connectors::adopt(const std::shared_ptr<Connector>& c, const std::string& r
     settled_check();
   });
   c->on_idle([this, raw] { idle(*raw); });
+  // However it comes to start (a restart after a stop, for a call), a repository's connector
+  // starts only while its definition and the files it runs are as approved.
+  if (!root.empty()) c->check_before_start([this, raw, root] { return held_because(raw->def(), root, true); });
 }
 
 // A variable the definition reads that the asking client lacks (or has no usable value for)
@@ -376,6 +422,7 @@ void Connectors::changed(const Connector& c) {
 void Connectors::removed(Connector& c, bool gone) {
   c.on_change(nullptr);
   c.on_idle(nullptr);
+  c.check_before_start(nullptr);
   c.stop();
   std::string root = seen_[&c].root;
   seen_.erase(&c);
@@ -481,9 +528,13 @@ json::object Connectors::entry_json(const ConnectorDef& d, const Connector* c, c
   o["reads"] = std::move(reads);
   if (!root.empty()) {
     std::string sha = sha256_hex(d.canonical);
-    Consent decision = consent_.lookup(root, d.name, sha);
+    Consent decision = consent_of(d, root, false).decision;
     o["root"] = root;
     o["sha256"] = sha;
+    json::array files;
+    for (auto& [path, file_sha] : run_files(d, root, false))
+      files.push_back(json::object{{"path", path}, {"sha256", file_sha}});
+    o["files"] = std::move(files);
     o["consent"] = decision == Consent::kApproved  ? "approved"
                    : decision == Consent::kDenied  ? "denied"
                    : decision == Consent::kChanged ? "changed"

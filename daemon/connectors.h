@@ -73,8 +73,15 @@ class Connectors {
   struct ConsentError {
     std::string kind, message;
   };
+  // `shown_files`: the files it runs with their sha256 as the user was shown them (mcp/get
+  // "files"); one that differs now is refused as "changed". Without them, the files as they are now.
   boost::system::result<void, ConsentError> decide(const std::string& root, const std::string& name,
-                                                   const std::string& sha256, bool approve, const EnvMap& env);
+                                                   const std::string& sha256, bool approve, const EnvMap& env,
+                                                   const std::optional<FileHashes>& shown_files = std::nullopt);
+  // The files of repository `root` that `def` runs (files_it_runs) and their sha256: a file is read
+  // again only when its stamp changed since it was last read, or always with `fresh` (an approval,
+  // a start), so that what starts is what was approved.
+  FileHashes run_files(const ConnectorDef& def, const std::string& root, bool fresh) const;
   ConsentStore& consent() { return consent_; }
   // Where the user's connectors file is for this client (the last one read).
   const std::string& user_config_path() const { return user_.path; }
@@ -92,6 +99,15 @@ class Connectors {
     std::uint64_t user_generation = 0;  // a repository's: the user's set its hiding was worked out against
   };
   bool reread(Source& src, const std::string& path, bool is_user);
+  // The user's decision on a repository's connector, and what changed in the files it runs when
+  // the definition is approved but a file is not as approved (then the decision is kChanged).
+  struct Verdict {
+    Consent decision = Consent::kNone;
+    std::string file_change;
+  };
+  Verdict consent_of(const ConnectorDef& def, const std::string& root, bool fresh) const;
+  // Why a repository's connector may not start now; empty when it may.
+  std::string held_because(const ConnectorDef& def, const std::string& root, bool fresh) const;
   void replace_connectors(Source& src, const std::string& root);
   void apply_consent(const std::string& root, Source& repo, const EnvMap& env);
   // as_written: values as the file has them (unexpanded), for a user who asked to review them.
@@ -132,6 +148,8 @@ class Connectors {
   std::uint64_t user_generation_ = 0;    // bumps whenever the user's set changes
   std::map<std::string, Source> repos_;  // by repository root
   mutable ConsentStore consent_;         // reading it may move a bad file aside
+  // The files repository connectors run: the stamp each had when it was last read, and its sha256.
+  mutable std::map<std::string, std::pair<FileStamp, std::string>> file_hashes_;
   struct Waiter {
     std::string root, name;
     std::function<void()> fn;

@@ -1,20 +1,42 @@
 // The consent store ($XDG_STATE_HOME/oppx/mcp-approved.json): which repository connector
 // definitions the user approved, per repository root and name, as the sha256 of the definition's
-// canonical unexpanded JSON. The daemon is its only writer (on its one thread), so a
-// read-modify-write here never races; a corrupt or unsafe file counts as nothing approved.
+// canonical unexpanded JSON, and the sha256 of each file of the repository that it runs
+// (files_it_runs). The daemon is its only writer (on its one thread), so a read-modify-write here
+// never races; a corrupt or unsafe file counts as nothing approved. file_sha256 reads a whole file:
+// blocking, so it is asked only at an approval, at a start, and when a file's stamp changed.
 #pragma once
 
+#include "daemon/mcp_config.h"
 #include "daemon/state_file.h"
 
 #include <boost/json/value.hpp>
 #include <boost/system/result.hpp>
 
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace oppx::daemon {
 
 std::string sha256_hex(std::string_view data);
+// The sha256 of a regular file's bytes; the error says why it cannot be read.
+boost::system::result<std::string, std::string> file_sha256(const std::string& path);
+
+// The files of repository `root` that a stdio connector runs: its command when that is a path
+// ("./bin/server"), and each argument that names an existing regular file that is a program or
+// a script ("tools/server.py", "dist/index.js": executable, or named .js, .py, .sh …; not data
+// such as a database it writes), both taken from the folder it starts in; each only when it lies
+// under `root` (a value with a ${VAR} in it is known only at start, and is left out). Relative to
+// `root`, each once.
+std::vector<std::string> files_it_runs(const ConnectorDef& def, const std::string& root);
+
+// Those files (relative to the root) and their sha256.
+using FileHashes = std::map<std::string, std::string>;
+
+// The first difference between the files approved and those now, for a reason ("bin/server
+// changed <since>", "… appeared <since>", "… is gone <since>"); empty when there is none.
+std::string file_change(const FileHashes& approved, const FileHashes& now, std::string_view since);
 
 // The repository a folder belongs to: the nearest folder at or above it holding `.git` (a folder,
 // or the file a worktree or submodule has), else the folder itself. Git is not run.
@@ -30,8 +52,11 @@ class ConsentStore {
   const std::string& path() const { return file_.path(); }
   // What the user decided for exactly this definition; another hash counts as no decision.
   Consent lookup(const std::string& root, const std::string& name, const std::string& sha256);
+  // `files`: the files of the repository it runs, as they are now; the approval holds for them only.
   boost::system::result<void, std::string> approve(const std::string& root, const std::string& name,
-                                                   const std::string& sha256);
+                                                   const std::string& sha256, const FileHashes& files);
+  // The files recorded with the approval of (root, name); empty when none were.
+  FileHashes approved_files(const std::string& root, const std::string& name);
   boost::system::result<void, std::string> deny(const std::string& root, const std::string& name,
                                                 const std::string& sha256);
   // Forgets the decision on (root, name), e.g. when the connector is removed.

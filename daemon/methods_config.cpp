@@ -74,6 +74,16 @@ Decoded<ConsentParams> decode_consent_params(const json::value& params) {
   p.cwd = read_cwd(r, cwd_error);
   if (!r.ok()) return {boost::system::in_place_error, r.error()};
   if (!cwd_error.empty()) return {boost::system::in_place_error, cwd_error};
+  if (const json::value* f = params.as_object().if_contains("files"); f && !f->is_null()) {
+    if (!f->is_object()) return {boost::system::in_place_error, "params.files: expected object"};
+    p.files.emplace();
+    for (auto& [key, sha] : f->as_object()) {
+      std::string path(key);
+      if (!sha.is_string())
+        return {boost::system::in_place_error, fmt::format("params.files.{}: expected string", path)};
+      (*p.files)[path] = std::string(sha.as_string());
+    }
+  }
   return p;
 }
 
@@ -127,7 +137,7 @@ void consent_decide(Server& s, const ConsentParams& p, bool approve, Reply reply
                                "params.sha256"));
   }
   s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
-  auto r = s.connectors().decide(root, p.name, p.sha256, approve, client.env);
+  auto r = s.connectors().decide(root, p.name, p.sha256, approve, client.env, p.files);
   if (!r) {
     const auto& e = r.error();
     ErrorCode code = e.kind == "io" ? ErrorCode::kInternal : ErrorCode::kInvalidParams;
@@ -162,8 +172,14 @@ void mcp_add(Server& s, const AddParams& p, Reply reply, Client& client) {
   json::object result{{"name", p.name}, {"file", path}, {"replaced", out->replaced}};
   if (!out->warning.empty()) result["warning"] = out->warning;
   if (p.project) {
-    // Adding it to the repository yourself is consent to exactly what was written.
-    if (auto r = s.connectors().consent().approve(root, p.name, sha256_hex(out->canonical)); !r) {
+    // Adding it to the repository yourself is consent to exactly what was written, and to the
+    // files it runs as they are now.
+    ConnectorDef written = *def;
+    written.file = path;
+    written.project = true;
+    if (auto r = s.connectors().consent().approve(root, p.name, sha256_hex(out->canonical),
+                                                  s.connectors().run_files(written, root, true));
+        !r) {
       result["consent_error"] = r.error() + "; approve it with `oppx mcp approve " + p.name + "`";
     }
   }

@@ -3,11 +3,13 @@
 // a request comes from: its working folder, and the repository root found from it.
 #pragma once
 
+#include "daemon/consent.h"
 #include "daemon/router.h"
 
 #include <boost/json/value.hpp>
 #include <boost/system/result.hpp>
 
+#include <optional>
 #include <string>
 
 namespace oppx::daemon {
@@ -23,6 +25,7 @@ struct GetParams {
 };
 struct ConsentParams {
   std::string name, sha256, cwd;
+  std::optional<FileHashes> files;  // the files it runs as shown (mcp/get "files"), path: sha256
 };
 struct AddParams {
   std::string name, cwd;

@@ -71,6 +71,32 @@ TEST_F(Connectors, AMissingProgramAndAnUnsetVariableAreExplained) {
   EXPECT_EQ(secret.at("env").at("TOKEN"), json::value("${OPPX_TEST_SECRET}"));
 }
 
+// A ${VAR} in the command or in a URL's host is expanded at start: the value shows in what the
+// start meets (the program not found, the host not resolved), and is masked there as in server text.
+TEST_F(Connectors, AVariableInACommandOrHostIsMaskedInReasonsAndTheLog) {
+  ::setenv("OPPX_TEST_SECRET_DIR", "/tmp/s3cr3t-dir-4711", 1);
+  ::setenv("OPPX_TEST_SECRET_HOST", "s3cr3t-host-4711", 1);
+  ::setenv("OPPX_HTTP_TIMEOUTS", "connect=3000", 1);
+  write_config(stdio("cmd", "${OPPX_TEST_SECRET_DIR}/bin/server", {}) + "," +
+               R"("web":{"type":"http","url":"http://${OPPX_TEST_SECRET_HOST}.invalid/mcp"})");
+  for (const char* name : {"cmd", "web"}) {
+    SCOPED_TRACE(name);
+    auto e = entry(name);
+    EXPECT_EQ(e.at("state"), json::value("failed"));
+    EXPECT_FALSE(std::string(e.at("reason").as_string()).empty());
+    Result got = oppx({"mcp", "get", name});
+    Result tools = oppx({"mcp", "tools", name});
+    Result call = oppx({"mcp", "call", name, "echo", "--json"});
+    for (const std::string& out : {json::serialize(e), got.out, got.err, tools.err, call.out, call.err})
+      EXPECT_EQ(out.find("s3cr3t"), std::string::npos) << out;
+  }
+  Result list = oppx({"mcp", "list"});
+  Result as_json = oppx({"mcp", "list", "--json"});
+  for (const std::string& out : {list.out, list.err, as_json.out, home.read_log()})
+    EXPECT_EQ(out.find("s3cr3t"), std::string::npos) << out;
+  ::unsetenv("OPPX_HTTP_TIMEOUTS");
+}
+
 TEST_F(Connectors, ACrashMidCallIsReportedWithTheLastStderrLine) {
   write_config(stdio("crashy", FAKE_MCP_SERVER, {"crash_on_call"}));
   Result call = oppx({"mcp", "call", "crashy", "echo"});

@@ -250,6 +250,77 @@ TEST_F(Consent, AnyChangeToTheDefinitionAsksAgain) {
   }
 }
 
+// Consent covers the files of the repository that a connector runs (its command, and arguments
+// that name a file there): a `git pull` that changes one makes it wait again, naming the file;
+// approving again runs the new one; the same bytes written again change nothing.
+TEST_F(Consent, AChangedFileItRunsAsksAgain) {
+  ::mkdir((repo + "/bin").c_str(), 0700);
+  ::mkdir((repo + "/tools").c_str(), 0700);
+  auto program = [&](const std::string& path, const std::string& version) {
+    write_file(path, "#!/bin/sh\necho " + version + " >> " + path + ".ran\nexec " FAKE_MCP_SERVER " ok\n");
+    ::chmod(path.c_str(), 0755);
+  };
+  std::string server = repo + "/bin/server", script = repo + "/tools/server.sh";
+  program(server, "v1");
+  program(script, "v1");
+  write_repo({{"direct", {{"command", "./bin/server"}}},
+              {"script", {{"command", "/bin/sh"}, {"args", {"tools/server.sh", "-v"}}}}});
+  auto shown = get("direct");
+  ASSERT_EQ(shown.at("files").as_array().size(), 1u) << shown;
+  EXPECT_EQ(shown.at("files").at(0).at("path"), json::value("bin/server"));
+  EXPECT_EQ(shown.at("files").at(0).at("sha256"), json::value(daemon::sha256_hex(slurp(server))));
+  EXPECT_EQ(get("script").at("files").at(0).at("path"), json::value("tools/server.sh"));
+  EXPECT_NE(oppx({"mcp", "list"}).out.find("    runs: tools/server.sh\n"), std::string::npos);
+  Result human = oppx({"mcp", "get", "direct"});
+  EXPECT_NE(human.out.find("runs:     bin/server (sha256 " + daemon::sha256_hex(slurp(server)) + ")"),
+            std::string::npos)
+      << human.out;
+  for (const char* name : {"direct", "script"}) {
+    Result a = oppx({"mcp", "approve", name});
+    ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+    EXPECT_NE(a.out.find("runs:"), std::string::npos) << a.out;
+  }
+  EXPECT_EQ(slurp(server + ".ran"), "v1\n");
+  EXPECT_EQ(slurp(script + ".ran"), "v1\n");
+  auto doc = json::parse(slurp(store));
+  EXPECT_EQ(doc.at("repositories").at(repo).at("direct").at("files").at("bin/server"),
+            json::value(daemon::sha256_hex(slurp(server))));
+
+  // A pull changes the program: it stops and waits, saying which file; the other runs on.
+  program(server, "v2");
+  auto changed = get("direct");
+  EXPECT_EQ(changed.at("state"), json::value("waiting"));
+  EXPECT_EQ(changed.at("consent"), json::value("changed"));
+  EXPECT_NE(std::string(changed.at("reason").as_string()).find("bin/server changed since you approved it"),
+            std::string::npos)
+      << changed.at("reason");
+  EXPECT_EQ(oppx({"mcp", "reconnect", "direct"}).exit_code, 1);
+  EXPECT_EQ(slurp(server + ".ran"), "v1\n") << "the changed program ran without consent";
+  // The same bytes written again (a checkout that rewrites it) keep the other running as it was.
+  program(script, "v1");
+  EXPECT_EQ(state("script"), "running");
+  EXPECT_EQ(get("script").at("consent"), json::value("approved"));
+  EXPECT_EQ(slurp(script + ".ran"), "v1\n");
+
+  // Approving what it shows now does not take a file changed after it was shown.
+  auto c = client();
+  auto stale = c.call(
+      "consent/approve",
+      json::object{
+          {"name", "direct"}, {"sha256", changed.at("sha256")}, {"files", {{"bin/server", std::string(64, '0')}}}},
+      10s);
+  ASSERT_FALSE(stale);
+  EXPECT_EQ(stale.error().kind, "changed");
+  EXPECT_NE(stale.error().message.find("bin/server changed since it was shown"), std::string::npos)
+      << stale.error().message;
+  EXPECT_EQ(state("direct"), "waiting");
+  // Approved again, the new one runs.
+  Result again = oppx({"mcp", "approve", "direct"});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(state("direct"), "running");
+  EXPECT_EQ(slurp(server + ".ran"), "v1\nv2\n");
+}
+
 TEST_F(Consent, ASwappedSymlinkNeverRunsWhatWasNotApproved) {
   std::string a = repo + "/a.json", b = repo + "/b.json", marker_a = repo + "/ran-a", marker_b = repo + "/ran-b";
   write_repo({{"tool", marking(marker_a)}}, a);
@@ -484,6 +555,38 @@ TEST(RepositoryRoot, IsTheNearestFolderWithGitElseTheFolder) {
   EXPECT_EQ(daemon::repository_root(r + "/a/b/"), r);
   std::ofstream(r + "/a/.git") << "gitdir: ../.git/worktrees/a\n";  // a worktree or submodule
   EXPECT_EQ(daemon::repository_root(r + "/a/b"), r + "/a");
+}
+
+TEST(FilesItRuns, AreTheCommandAndArgumentsThatNameAFileUnderTheRoot) {
+  TempHome home;
+  std::string r = home.root() + "/r";
+  for (const char* d : {"", "/bin", "/sub", "/sub/lib"}) ::mkdir((r + d).c_str(), 0700);
+  for (const char* f : {"/bin/server", "/main.py", "/sub/lib/x.js", "/sub/y.js", "/notes.db", "/tool"})
+    std::ofstream(r + f) << "x";
+  ::chmod((r + "/tool").c_str(), 0755);
+  std::ofstream(home.root() + "/outside.py") << "x";
+  daemon::ConnectorDef def;
+  def.file = r + "/.mcp.json";
+  def.command = "./bin/server";
+  // Data it is given (notes.db, which it may write at every run) is not what runs; a program is.
+  def.args = {"main.py",       "--flag",        "missing.py", "../outside.py", "${DIR}/main.py", "bin", "./main.py",
+              "/etc/hostname", r + "/sub/y.js", "notes.db",   "tool"};
+  EXPECT_EQ(daemon::files_it_runs(def, r), (std::vector<std::string>{"bin/server", "main.py", "sub/y.js", "tool"}));
+  // A program found on PATH is not the repository's; a "cwd" moves where the arguments are taken from.
+  def.command = "python3";
+  def.cwd = "sub";
+  def.args = {"lib/x.js", "../main.py", "main.py"};
+  EXPECT_EQ(daemon::files_it_runs(def, r), (std::vector<std::string>{"sub/lib/x.js", "main.py"}));
+  def.kind = daemon::ConnectorDef::Kind::kHttp;
+  EXPECT_TRUE(daemon::files_it_runs(def, r).empty());
+}
+
+TEST(FilesItRuns, AChangeNamesTheFile) {
+  daemon::FileHashes approved{{"a", "1"}, {"b", "2"}};
+  EXPECT_EQ(daemon::file_change(approved, approved, "since then"), "");
+  EXPECT_EQ(daemon::file_change(approved, {{"a", "1"}, {"b", "3"}}, "since then"), "b changed since then");
+  EXPECT_EQ(daemon::file_change(approved, {{"a", "1"}}, "since then"), "b is gone since then");
+  EXPECT_EQ(daemon::file_change(approved, {{"a", "1"}, {"b", "2"}, {"c", "4"}}, "since then"), "c appeared since then");
 }
 
 TEST(ConsentHash, IsTheSha256OfTheCanonicalText) {

@@ -1,0 +1,87 @@
+// cli/output.h, as a user meets it: whatever a repository holds (a connector's name, its "type",
+// the folder it was cloned into), no oppx command writes an ESC or BEL byte to the terminal, on
+// stdout or stderr, in a listing, an error or a warning, and --json stays valid JSON.
+#include "tests/support/harness.h"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace oppx::test {
+namespace {
+
+namespace json = boost::json;
+
+struct TerminalOutput : ::testing::Test {
+  TempHome home;
+  // A repository cloned into a folder whose name sets the terminal's title and clears it.
+  std::string repo = home.root() + "/\x1b]0;PWNED\x07\x1b[2Jrepo";
+  char old_cwd[4096] = {};
+
+  void SetUp() override {
+    ASSERT_EQ(::mkdir(repo.c_str(), 0700), 0);
+    ASSERT_EQ(::mkdir((repo + "/.git").c_str(), 0700), 0);
+    ASSERT_NE(::getcwd(old_cwd, sizeof old_cwd), nullptr);
+    ASSERT_EQ(::chdir(repo.c_str()), 0);
+  }
+  void TearDown() override {
+    oppx({"daemon", "stop"});
+    (void)!::chdir(old_cwd);
+  }
+  void write_repo(const std::string& text) { std::ofstream(repo + "/.mcp.json") << text; }
+
+  // Runs `oppx args…` and checks what it printed; returns stdout.
+  std::string shown(std::vector<std::string> args) {
+    bool as_json = std::find(args.begin(), args.end(), "--json") != args.end();
+    Result r = oppx(args);
+    std::string what;
+    for (auto& a : args) what += " " + a;
+    for (const std::string* out : {&r.out, &r.err}) {
+      EXPECT_EQ(out->find('\x1b'), std::string::npos)
+          << "oppx" << json::serialize(json::value(what)) << " wrote ESC: " << json::serialize(json::value(*out));
+      EXPECT_EQ(out->find('\x07'), std::string::npos)
+          << "oppx" << json::serialize(json::value(what)) << " wrote BEL: " << json::serialize(json::value(*out));
+    }
+    if (as_json) {
+      boost::system::error_code ec;
+      json::parse(r.out, ec);
+      EXPECT_FALSE(ec) << "not JSON: " << r.out;
+    }
+    return r.out + r.err;
+  }
+};
+
+TEST_F(TerminalOutput, ARepositoryCannotWriteEscapesToTheTerminal) {
+  const std::string evil = "\x1b]0;PWNED\x07\x1b[2Jx";
+  json::object servers{{evil, {{"command", "/bin/true"}}},
+                       {"red", {{"type", "\x1b[31mRED"}, {"url", "http://127.0.0.1:9/mcp"}}},
+                       {"tool", {{"command", "/bin/true"}, {"args", {"\x1b[2J", "\u202e"}}}}};
+  write_repo(json::serialize(json::object{{"mcpServers", servers}}));
+  std::string listed = shown({"mcp", "list"});
+  EXPECT_NE(listed.find("\\x1b]0;PWNED\\x07"), std::string::npos) << "shown escaped: " << listed;
+  shown({"mcp", "list", "--json"});
+  for (const std::string& name : {evil, std::string("red"), std::string("tool")}) {
+    shown({"mcp", "get", name});
+    shown({"mcp", "get", name, "--json"});
+    shown({"mcp", "get", name, "--show-values"});
+    shown({"mcp", "approve", name});
+    shown({"mcp", "deny", name, "--json"});
+    shown({"mcp", "tools", name});
+    shown({"mcp", "call", name, "echo"});
+  }
+  shown({"mcp", "reconnect"});
+  shown({"mcp", "remove", "--project", evil});
+
+  // Warnings and errors about the file name its folder.
+  write_repo(R"({"servers":{"x":{"command":"/bin/true"}}})");
+  EXPECT_NE(shown({"mcp", "list"}).find("has no \"mcpServers\""), std::string::npos);
+  write_repo("{\"mcpServers\": \x1b[31m");
+  EXPECT_NE(shown({"mcp", "list"}).find("\\x1b]0;PWNED"), std::string::npos);
+  shown({"mcp", "list", "--json"});
+}
+
+}  // namespace
+}  // namespace oppx::test
