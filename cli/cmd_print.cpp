@@ -5,6 +5,7 @@
 #include "chat/conversations.h"
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
+#include "cli/output.h"
 #include "cli/probe.h"
 #include "common/text.h"
 #include "common/tool_text.h"
@@ -32,16 +33,16 @@ namespace {
 
 class PrintFront : public chat::FrontEnd {
  public:
-  explicit PrintFront(bool as_json) : as_json_(as_json), tty_(::isatty(1) == 1) {}
+  explicit PrintFront(bool as_json) : as_json_(as_json) {}
+  // The model's text, as it streams; the output filter (cli/output.h) escapes what it must.
   void reply_text(std::string_view piece) override {
     if (as_json_ || piece.empty()) return;
-    std::string shown = tty_ ? escape_controls(piece, true) : std::string(piece);
-    std::fwrite(shown.data(), 1, shown.size(), stdout);
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
-    ends_with_newline_ = shown.back() == '\n';
+    ends_with_newline_ = piece.back() == '\n';
     wrote_ = true;
   }
-  void notice(std::string_view text) override { fmt::print(stderr, "oppx: {}\n", escape_controls(text, true)); }
+  void notice(std::string_view text) override { fmt::print(stderr, "oppx: {}\n", text); }
   void action_done(const chat::ActionRecord& r) override {
     if (r.status == "declined") fmt::print(stderr, "oppx: {} {}\n", escape_controls(r.name), escape_controls(r.text));
   }
@@ -52,7 +53,7 @@ class PrintFront : public chat::FrontEnd {
   }
 
  private:
-  bool as_json_, tty_;
+  bool as_json_;
   bool wrote_ = false, ends_with_newline_ = false;
 };
 
@@ -72,7 +73,7 @@ int model_failed(const chat::ModelError& e, bool as_json, json::object out) {
     json::array steps;
     for (const auto& s : e.steps) steps.emplace_back(s);
     out["error"] = json::object{{"kind", e.kind}, {"message", e.message}, {"steps", std::move(steps)}};
-    fmt::print("{}\n", json::serialize(out));
+    fmt::print("{}", json_line(out));
   }
   return kExitModel;
 }
@@ -182,7 +183,7 @@ int print_turn(Context& ctx) {
   out["duration_ms"] =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
   if (turn.error) return model_failed(*turn.error, as_json, out);
-  if (as_json) fmt::print("{}\n", json::serialize(out));
+  if (as_json) fmt::print("{}", json_line(out));
   if (turn.declined()) return kExitDeclined;
   if (turn.step_bound || !turn.connectors_down.empty()) return kExitShort;
   return kExitOk;

@@ -350,6 +350,18 @@ TEST_F(AgentTurn, MinusCContinuesTheLastConversationOfThisFolder) {
   EXPECT_EQ(all_text(model->completions()[0]).find("first question"), std::string::npos);
 }
 
+TEST_F(AgentTurn, AModelsEscapeSequencesNeverReachTheTerminal) {
+  std::string evil = "Done.\x1b]0;PWNED\x07\x1b[2J\u202e";
+  serve({reply(evil), reply(evil)});
+  Result r = print({"hi"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x07'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Done."), std::string::npos);
+  json::object out = print_json({"hi"}, 0);
+  EXPECT_EQ(out.at("reply"), json::value(evil)) << "--json keeps the text, as JSON escapes";
+}
+
 TEST_F(AgentTurn, AHeavyToolListIsWarnedAboutAtStartOnce) {
   serve({reply("ok")}, 32768);
   Result light = print({"hi"});
