@@ -124,6 +124,10 @@ boost::system::result<json::value, RpcError> SyncClient::call(std::string_view m
   auto deadline = Clock::now() + timeout;
   json::value id = next_id_++;
   if (!write_raw(proto::serialize_request(id, method, params) + "\n")) {
+    // A daemon that refused this connection wrote why before it closed: that line is the answer.
+    if (auto line = read_line(std::chrono::milliseconds(100))) {
+      if (auto e = connection_error(*line)) return std::move(*e);
+    }
     return RpcError::make(ErrorCode::kInternal, proto::kind::kDisconnected,
                           "the daemon closed the connection before " + std::string(method) + " was sent");
   }
