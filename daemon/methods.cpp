@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "common/proc.h"
+#include "daemon/child_process.h"
 #include "daemon/connectors.h"
 #include "daemon/methods_config.h"
 #include "daemon/methods_permissions.h"
@@ -58,6 +59,9 @@ void status(Server& server, Reply reply) {
   s.rss_kib = rss_kib(::getpid());
   s.socket = server.options().socket_path;
   s.log = server.options().log_path;
+  s.isolation = connector_isolation().kind;
+  s.isolation_reason = connector_isolation().reason;
+  s.reaper_pid = reaper_pid();
   reply.ok(json::value_from(s));
 }
 

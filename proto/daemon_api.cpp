@@ -55,6 +55,9 @@ boost::system::result<StatusResult, std::string> decode_status_result(const json
   s.socket = r.string("socket", false).value_or("");
   s.log = r.string("log", false).value_or("");
   s.uptime_ms = r.integer("uptime_ms", false).value_or(0);
+  s.isolation = r.string("isolation", false).value_or("");
+  s.isolation_reason = r.string("isolation_reason", false).value_or("");
+  s.reaper_pid = r.integer("reaper_pid", false).value_or(0);
   if (!r.ok()) return r.error();
   return s;
 }
@@ -71,10 +74,18 @@ void tag_invoke(json::value_from_tag, json::value& jv, const HelloResult& v) {
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const StatusResult& v) {
-  jv = json::object{
-      {"pid", v.pid},         {"version", v.version},       {"build", v.build},     {"uptime_ms", v.uptime_ms},
-      {"clients", v.clients}, {"connectors", v.connectors}, {"rss_kib", v.rss_kib}, {"socket", v.socket},
-      {"log", v.log}};
+  jv = json::object{{"pid", v.pid},
+                    {"version", v.version},
+                    {"build", v.build},
+                    {"uptime_ms", v.uptime_ms},
+                    {"clients", v.clients},
+                    {"connectors", v.connectors},
+                    {"rss_kib", v.rss_kib},
+                    {"socket", v.socket},
+                    {"log", v.log},
+                    {"isolation", v.isolation},
+                    {"isolation_reason", v.isolation_reason},
+                    {"reaper_pid", v.reaper_pid}};
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const ShutdownResult& v) {
