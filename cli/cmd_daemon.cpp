@@ -36,6 +36,17 @@ std::string format_uptime(double s) {
   return fmt::format("{}d {}h", t / 86400, (t % 86400) / 3600);
 }
 
+// How the daemon keeps connectors' processes from outliving them, for `oppx daemon status`.
+std::string isolation_text(const proto::StatusResult& s) {
+  if (s.isolation == "pid_namespace") return "a PID namespace per connector: all it starts ends with it";
+  if (s.isolation == "process_group") {
+    return fmt::format(
+        "process groups and a reaper{}, since {}: a process that leaves its group can outlive its connector",
+        s.reaper_pid > 0 ? fmt::format(" (pid {})", s.reaper_pid) : "", s.isolation_reason);
+  }
+  return "not known until a connector starts";
+}
+
 int status(Context& ctx) {
   const Command& self = *find_command("daemon", "status");
   bool as_json = take_flag(ctx.args, "--json");
@@ -59,11 +70,12 @@ int status(Context& ctx) {
       "  uptime      {}\n"
       "  clients     {}\n"
       "  connectors  {}\n"
+      "  isolation   {}\n"
       "  memory      {:.1f} MiB\n"
       "  buffers     {:.1f} of {} MiB (what clients and servers are sending or not yet reading)\n"
       "  socket      {}\n"
       "  log         {}\n",
-      s->version, s->pid, s->build, format_uptime(s->uptime_ms / 1000.0), s->clients, s->connectors,
+      s->version, s->pid, s->build, format_uptime(s->uptime_ms / 1000.0), s->clients, s->connectors, isolation_text(*s),
       s->rss_kib / 1024.0, s->buffered_bytes / 1048576.0, s->buffer_budget >> 20, s->socket, s->log);
   return kExitOk;
 }

@@ -1,23 +1,51 @@
 // spawn_child: fork + exec rather than posix_spawn, because the child must set
-// PR_SET_PDEATHSIG(SIGKILL) before exec (posix_spawn has no way to). That ends the child when
-// the daemon dies, even by kill -9, but not its grandchildren (`npx` → `node`, `sh -c` → …): for
-// those a small reaper process, forked once, holds the read end of a pipe on which the daemon
-// writes the process group of each child it starts (+pgid) and reaps (-pgid). When the daemon
-// dies the pipe ends, and the reaper SIGKILLs every group it still knows, then exits.
+// PR_SET_PDEATHSIG(SIGKILL) and make its PID namespace before exec (posix_spawn has no way to).
+// PR_SET_PDEATHSIG ends the child when the daemon dies, even by kill -9, but not its
+// grandchildren (`npx` → `node`, `sh -c` → …, and one that left the group with setsid). For
+// those, each connector runs in a PID namespace of its own: the forked child calls
+// unshare(CLONE_NEWPID) (with CLONE_NEWUSER and its own uid and gid mapped to themselves when it
+// is not root), which puts the processes it makes next in a new namespace (not itself: and a
+// process whose children go elsewhere cannot make threads, so the connector must be inside).
+// It makes two, both children of the daemon (CLONE_PARENT), so the daemon waits for the
+// connector and signals its group as before: first the namespace's init, a small process of ours
+// that execs nothing and reaps what is left to it, then the connector; it tells the daemon both
+// pids and ends. Both die with the daemon by PR_SET_PDEATHSIG, and when the connector ends the
+// daemon kills its init. When a namespace's init dies the kernel kills every process in it, so
+// no user-space process has to survive for the tree to end. The connector sees the same uid,
+// network and files; only its pids are the namespace's (it is pid 2, `ps` still lists every
+// process, as /proc stays the daemon's).
+// Where namespaces are refused (a container without the capability, user namespaces turned off)
+// or turned off (OPPX_NO_PID_NAMESPACES), the fallback is the process group: a small reaper
+// process holds the read end of a pipe on which the daemon writes the process group of each
+// such child it starts (+pgid) and reaps (-pgid). When the daemon dies the pipe ends, and the
+// reaper SIGKILLs every group it still knows, then exits. When the reaper dies, the daemon
+// notices (on its pidfd), logs it and starts another, told every group.
 // Between fork and exec only async-signal-safe calls are made: the daemon may have other threads
 // (Asio's resolver), and the child of a fork has only the one that forked.
 #include "daemon/child_process.h"
 
 #include "common/log.h"
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <climits>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
+#include <map>
+#include <memory>
+#include <poll.h>
+#include <sched.h>
+#include <set>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,10 +53,14 @@ namespace oppx::daemon {
 
 namespace {
 
+namespace asio = boost::asio;
+
 bool executable(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
+
+int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
 // In a forked child: every signal back to its default and none blocked (exec keeps ignored
 // signals ignored and the mask as it is; the daemon ignores SIGPIPE and its handlers are Asio's).
@@ -39,6 +71,12 @@ void reset_signals() {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+void set_sigchld(void (*handler)(int)) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  ::sigaction(SIGCHLD, &sa, nullptr);
 }
 
 // Blocks every signal in the daemon around a fork, so no handler of the daemon runs in the child
@@ -52,6 +90,160 @@ struct BlockSignals {
   }
   ~BlockSignals() { ::pthread_sigmask(SIG_SETMASK, &old, nullptr); }
 };
+
+// ---- The PID namespace of a connector ----
+
+// The first word the forked child writes on its status pipe, and what follows it:
+// - kInNamespace, the connector's pid, its init's pid: both are children of the daemon, made in
+//   a new PID namespace, and the forked child has ended; the connector's exec status follows.
+// - a positive errno: the namespace was refused (or turned off) and nothing changed: the forked
+//   child goes on to be the connector, in its process group; its exec status follows.
+// - a negative errno, then the init's pid or 0: it failed half-way (the init is killed); the
+//   daemon starts it again without.
+constexpr int kInNamespace = 0;
+constexpr int kUntold = INT_MIN;  // it died before it could tell
+
+// "ID ID 1\n" for the uid and gid maps, made before the fork.
+struct IdMaps {
+  std::string uid = fmt::format("{0} {0} 1\n", ::geteuid());
+  std::string gid = fmt::format("{0} {0} 1\n", ::getegid());
+};
+
+bool write_proc(const char* path, const std::string& text) {
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool whole = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  int e = errno;
+  ::close(fd);
+  errno = whole ? 0 : (e ? e : EIO);
+  return whole;
+}
+
+// The processes this one makes from now on go into a new PID namespace (it stays where it is).
+// Returns kInNamespace, or an errno as above.
+int enter_pid_namespace(const IdMaps& maps) {
+  if (::unshare(CLONE_NEWPID) == 0) return kInNamespace;
+  if (errno != EPERM || ::geteuid() == 0) return errno;
+  // Not root: a user namespace of its own grants it, with the same ids inside as outside (files,
+  // sockets and `id` look the same).
+  if (::unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0) return errno;
+  if (!write_proc("/proc/self/setgroups", "deny") && errno != ENOENT) return -errno;
+  if (!write_proc("/proc/self/uid_map", maps.uid)) return -errno;
+  if (!write_proc("/proc/self/gid_map", maps.gid)) return -errno;
+  return kInNamespace;
+}
+
+// fork, but the new process is a child of our parent (the daemon), not of us.
+pid_t fork_for_parent() {
+  return static_cast<pid_t>(::syscall(SYS_clone, CLONE_PARENT | SIGCHLD, nullptr, nullptr, nullptr, 0));
+}
+
+// In a child of the daemon made by fork_for_parent: it ends when the daemon does (`daemon`, a
+// pidfd, tells whether that already happened).
+void die_with_daemon(int daemon) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  pollfd p{daemon, POLLIN, 0};
+  if (::poll(&p, 1, 0) != 0) ::_exit(127);  // the daemon died before the prctl took hold
+  ::close(daemon);
+}
+
+// pid 1 of a connector's namespace: made with SIGCHLD ignored, so the kernel reaps what is left
+// to it. It dies with the daemon, or is killed by it once the connector has ended, and the
+// kernel then kills every process left in the namespace. As a namespace's init with no signal
+// handlers, it ignores every signal but SIGKILL from outside.
+[[noreturn]] void namespace_init(int daemon) {
+  die_with_daemon(daemon);
+  ::close_range(0, ~0U, 0);
+  if (::chdir("/") != 0) {
+    // it would keep the connector's folder busy, nothing worse
+  }
+  ::prctl(PR_SET_NAME, "oppxd-pidns");
+  while (true) ::pause();
+}
+
+// The end of a connector's start, with its status pipe on fd 3: its folder, then its program.
+[[noreturn]] void exec_program(const char* cwd, const char* program, char* const* argv, char* const* envp) {
+  if (*cwd && ::chdir(cwd) != 0) {
+    int e = -errno;  // negative: the folder, not the program
+    (void)!::write(3, &e, sizeof e);
+    ::_exit(127);
+  }
+  ::execve(program, argv, envp);
+  int e = errno;
+  (void)!::write(3, &e, sizeof e);
+  ::_exit(127);
+}
+
+[[noreturn]] void half_way(int e, pid_t init) {
+  int words[2] = {-e, init};
+  (void)!::write(3, words, sizeof words);
+  ::_exit(127);
+}
+
+// In the forked child, once in its namespace: makes the namespace's init, then the connector
+// (which waits until this one has told the daemon both pids), and ends.
+[[noreturn]] void start_in_namespace(pid_t parent, const char* cwd, const char* program, char* const* argv,
+                                     char* const* envp) {
+  int daemon = pidfd_open(parent);
+  if (daemon < 0) half_way(errno, 0);
+  set_sigchld(SIG_IGN);
+  pid_t init = fork_for_parent();
+  if (init == 0) namespace_init(daemon);
+  int e = errno;
+  set_sigchld(SIG_DFL);
+  if (init < 0) half_way(e, 0);
+  int gate[2];
+  if (::pipe2(gate, O_CLOEXEC) != 0) {
+    e = errno;
+    ::kill(init, SIGKILL);
+    half_way(e, init);
+  }
+  pid_t connector = fork_for_parent();
+  if (connector == 0) {
+    ::close(gate[1]);
+    char c;
+    while (::read(gate[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    ::close(gate[0]);
+    ::setsid();
+    die_with_daemon(daemon);
+    exec_program(cwd, program, argv, envp);
+  }
+  if (connector < 0) {
+    e = errno;
+    ::kill(init, SIGKILL);
+    half_way(e, init);
+  }
+  int words[3] = {kInNamespace, connector, init};
+  (void)!::write(3, words, sizeof words);
+  ::_exit(0);  // closes the gate: the connector goes on
+}
+
+Isolation last_isolation;
+
+void note_isolation(Isolation now) {
+  if (now.kind == last_isolation.kind && now.reason == last_isolation.reason) return;
+  if (now.kind == "pid_namespace") {
+    log::info("connectors' processes: in a PID namespace per connector");
+  } else {
+    log::warn("connectors' processes: in process groups and a reaper, since {}", now.reason);
+  }
+  last_isolation = std::move(now);
+}
+
+std::string refused(int e) {
+  if (e == ENOSPC)
+    return "the limit of namespaces is reached (sysctl user.max_pid_namespaces, user.max_user_namespaces)";
+  if (::geteuid() != 0 && (e == EPERM || e == EACCES || e == EINVAL)) {
+    return fmt::format(
+        "PID namespaces are refused here ({}): unprivileged user namespaces are turned off "
+        "(sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, or an AppArmor policy)",
+        std::strerror(e));
+  }
+  return fmt::format("PID namespaces are refused here ({})", std::strerror(e));
+}
+
+// ---- The group reaper (the fallback) ----
 
 constexpr int kReaperSlots = 4096;
 
@@ -88,35 +280,127 @@ constexpr int kReaperSlots = 4096;
   ::_exit(0);
 }
 
-int reaper_fd = -1;  // the daemon's write end; -1 until the first child
+asio::io_context* loop = nullptr;  // the daemon's, once watch_reaper_on was called
+
+std::string how_it_ended(const siginfo_t& info) {
+  if (info.si_code == CLD_EXITED) return fmt::format("exit status {}", info.si_status);
+  return fmt::format("signal {}", info.si_status);
+}
+
+using Ended = std::function<void(const std::string& how)>;
+
+void wait_on(const std::shared_ptr<asio::posix::stream_descriptor>& pidfd, Ended then) {
+  pidfd->async_wait(asio::posix::stream_descriptor::wait_read,
+                    [pidfd, then = std::move(then)](boost::system::error_code ec) mutable {
+                      if (ec) return;  // the loop is ending
+                      siginfo_t info{};
+                      if (::waitid(P_PIDFD, static_cast<id_t>(pidfd->native_handle()), &info, WEXITED | WNOHANG) != 0)
+                        return then(fmt::format("waitid: {}", std::strerror(errno)));
+                      if (info.si_pid == 0) return wait_on(pidfd, std::move(then));  // not yet reapable
+                      then(how_it_ended(info));
+                    });
+}
+
+// Reaps the child `pid` on the loop once it has ended, then calls `then`; never blocks.
+void when_ended(pid_t pid, Ended then) {
+  int fd = pidfd_open(pid);
+  if (fd < 0 || !loop) {
+    if (fd >= 0) ::close(fd);
+    if (::waitpid(pid, nullptr, WNOHANG) != pid) log::warn("cannot watch process {} (no loop or pidfd)", pid);
+    return;
+  }
+  wait_on(std::make_shared<asio::posix::stream_descriptor>(*loop, fd), std::move(then));
+}
+
+// The connector (by pid) → the init of its namespace, both the daemon's children.
+std::map<pid_t, pid_t> inits;
+
+struct Reaper {
+  pid_t pid = 0;  // 0: none runs
+  int fd = -1;    // the daemon's write end
+  std::set<pid_t> groups;
+};
+Reaper reaper;
+
+bool start_reaper();
+
+// The reaper `pid` is gone: another takes its place.
+void reaper_gone(pid_t pid, const std::string& how) {
+  if (pid != reaper.pid) return;
+  ::close(reaper.fd);
+  reaper.fd = -1;
+  reaper.pid = 0;
+  if (start_reaper())
+    log::warn("the group reaper (pid {}) ended ({}); started it again as pid {}", pid, how, reaper.pid);
+}
+
+void watch_reaper() {
+  if (!loop || reaper.pid <= 0) return;
+  pid_t pid = reaper.pid;
+  when_ended(pid, [pid](const std::string& how) { reaper_gone(pid, how); });
+}
+
+// Forks the reaper and tells it every group it has to know.
+bool start_reaper() {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) {
+    log::warn("no group reaper (pipe: {})", std::strerror(errno));
+    return false;
+  }
+  pid_t pid;
+  {
+    BlockSignals blocked;
+    pid = ::fork();
+    if (pid == 0) {
+      reset_signals();
+      ::setsid();  // no terminal's signals, and outside the daemon's group
+      ::dup2(p[0], 3);
+      ::close_range(4, ~0U, 0);
+      ::close(0), ::close(1), ::close(2);
+      ::prctl(PR_SET_NAME, "oppxd-reaper");
+      reaper_main(3);
+    }
+  }
+  ::close(p[0]);
+  if (pid < 0) {
+    ::close(p[1]);
+    log::warn("no group reaper (fork: {})", std::strerror(errno));
+    return false;
+  }
+  reaper.pid = pid;
+  reaper.fd = p[1];
+  log::debug("group reaper is pid {}", pid);
+  // At most kReaperSlots of 4 bytes: within the pipe's buffer, written whole.
+  std::vector<std::int32_t> all(reaper.groups.begin(), reaper.groups.end());
+  if (!all.empty()) {
+    auto bytes = static_cast<ssize_t>(all.size() * sizeof(std::int32_t));
+    if (::write(reaper.fd, all.data(), static_cast<std::size_t>(bytes)) != bytes)
+      log::warn("group reaper: {}", std::strerror(errno));
+  }
+  watch_reaper();
+  return true;
+}
 
 void tell_reaper(std::int32_t v) {
-  if (reaper_fd < 0) {
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) != 0) return log::warn("no group reaper (pipe: {})", std::strerror(errno));
-    pid_t pid;
-    {
-      BlockSignals blocked;
-      pid = ::fork();
-      if (pid == 0) {
-        reset_signals();
-        ::setsid();  // no terminal's signals, and outside the daemon's group
-        ::dup2(p[0], 3);
-        ::close_range(4, ~0U, 0);
-        ::close(0), ::close(1), ::close(2);
-        reaper_main(3);
-      }
-    }
-    ::close(p[0]);
-    if (pid < 0) {
-      ::close(p[1]);
-      return log::warn("no group reaper (fork: {})", std::strerror(errno));
-    }
-    reaper_fd = p[1];
-    log::debug("group reaper is pid {}", pid);
+  if (v > 0) {
+    if (reaper.groups.size() >= kReaperSlots) return log::warn("group reaper: more than {} groups", kReaperSlots);
+    reaper.groups.insert(v);
+  } else if (reaper.groups.erase(-v) == 0) {
+    return;  // a group it never knew (a child in a PID namespace)
+  }
+  if (reaper.pid <= 0) {
+    start_reaper();  // tells it every group, this one too
+    return;
   }
   // 4 bytes into a pipe are written whole; the reaper reads as fast as children start.
-  if (::write(reaper_fd, &v, sizeof v) != sizeof v) log::warn("group reaper: {}", std::strerror(errno));
+  if (::write(reaper.fd, &v, sizeof v) == sizeof v) return;
+  pid_t gone = reaper.pid;
+  std::string why = std::strerror(errno);
+  ::close(reaper.fd);
+  reaper.fd = -1;
+  reaper.pid = 0;
+  if (start_reaper())
+    log::warn("the group reaper (pid {}) is gone ({}); started it again as pid {}", gone, why, reaper.pid);
 }
 
 // Moves fd above 2 so that dup2 onto 0–2 always makes a fresh descriptor without CLOEXEC.
@@ -125,6 +409,117 @@ int above_stdio(int fd) {
   int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
   ::close(fd);
   return moved;
+}
+
+bool read_word(int fd, int& word) {
+  ssize_t n;
+  do {
+    n = ::read(fd, &word, sizeof word);
+  } while (n < 0 && errno == EINTR);
+  return n == sizeof word;
+}
+
+// One fork and exec. `namespaced`: whether the child tries a PID namespace for its children;
+// `word` gets its answer (see kInNamespace), or kUntold.
+boost::system::result<Child, SpawnError> spawn_once(const SpawnSpec& spec, const std::string& program, bool namespaced,
+                                                    int& word) {
+  int fds[8];  // in, out, err, exec status: read/write ends
+  for (int i = 0; i < 8; i += 2) {
+    if (::pipe2(fds + i, O_CLOEXEC) != 0) {
+      int e = errno;
+      for (int j = 0; j < i; ++j) ::close(fds[j]);
+      return SpawnError{false, std::string("pipe: ") + std::strerror(e)};
+    }
+    fds[i] = above_stdio(fds[i]);
+    fds[i + 1] = above_stdio(fds[i + 1]);
+    if (fds[i] < 0 || fds[i + 1] < 0) {  // moving it above 0-2 needed one more fd, at the limit
+      int e = errno;
+      for (int j = 0; j < i + 2; ++j)
+        if (fds[j] >= 0) ::close(fds[j]);
+      return SpawnError{false, std::string("pipe: ") + std::strerror(e)};
+    }
+  }
+  int in_r = fds[0], in_w = fds[1], out_r = fds[2], out_w = fds[3], err_r = fds[4], err_w = fds[5];
+  int status_r = fds[6], status_w = fds[7];
+
+  std::string program_copy = program;
+  std::vector<char*> argv{program_copy.data()};
+  std::vector<std::string> args = spec.args;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env = spec.env;
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  IdMaps maps;
+
+  pid_t parent = ::getpid();
+  pid_t pid;
+  {
+    BlockSignals blocked;
+    pid = ::fork();
+    if (pid == 0) {
+      reset_signals();
+      ::setsid();
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);  // the daemon died before the prctl took hold
+      ::dup2(in_r, 0);
+      ::dup2(out_w, 1);
+      ::dup2(err_w, 2);
+      ::dup2(status_w, 3);
+      ::fcntl(3, F_SETFD, FD_CLOEXEC);  // closed by a successful exec: the daemon reads EOF
+      ::close_range(4, ~0U, 0);
+      int isolated = namespaced ? enter_pid_namespace(maps) : ENOSYS;
+      if (isolated == kInNamespace)
+        start_in_namespace(parent, spec.cwd.c_str(), program.c_str(), argv.data(), envp.data());
+      if (isolated < 0) half_way(-isolated, 0);
+      (void)!::write(3, &isolated, sizeof isolated);
+      exec_program(spec.cwd.c_str(), program.c_str(), argv.data(), envp.data());
+    }
+  }
+  int spawn_errno = pid < 0 ? errno : 0;
+  ::close(in_r), ::close(out_w), ::close(err_w), ::close(status_w);
+  word = kUntold;
+  pid_t init = 0;
+  if (pid > 0) {
+    // Returns at the exec (EOF) or with its errno: within the time of one exec, like posix_spawn.
+    if (!read_word(status_r, word)) {
+      word = kUntold;  // it died first (the daemon's death, in a race): its exit says the rest
+    } else if (word == kInNamespace) {
+      int connector = 0, its_init = 0;
+      bool told = read_word(status_r, connector) && read_word(status_r, its_init);
+      ::waitpid(pid, nullptr, 0);  // the forked child, ended once it told
+      pid = told ? connector : -1;
+      init = told ? its_init : 0;
+      if (!told) spawn_errno = ECHILD;
+    } else if (word < 0) {
+      int its_init = 0;
+      if (read_word(status_r, its_init) && its_init > 0) ::waitpid(its_init, nullptr, 0);  // killed, alone
+      ::waitpid(pid, nullptr, 0);
+      pid = -1;
+    }
+    int e = 0;
+    if (pid > 0 && word != kUntold && read_word(status_r, e)) {
+      ::waitpid(pid, nullptr, 0);
+      if (init > 0) {  // its namespace has no other process now: the init ends at once
+        ::kill(init, SIGKILL);
+        ::waitpid(init, nullptr, 0);
+      }
+      spawn_errno = e;
+      pid = -1;
+    }
+  }
+  ::close(status_r);
+  if (pid < 0) {
+    ::close(in_w), ::close(out_r), ::close(err_r);
+    if (word != kUntold && word < 0) return SpawnError{false, std::strerror(-word)};
+    if (spawn_errno < 0)
+      return SpawnError{false, fmt::format("cannot start it in {}: {}", spec.cwd, std::strerror(-spawn_errno))};
+    return SpawnError{spawn_errno == ENOENT || spawn_errno == EACCES,
+                      fmt::format("cannot run {}: {}", program, std::strerror(spawn_errno))};
+  }
+  if (init > 0) inits[pid] = init;
+  return Child{pid, in_w, out_r, err_r};
 }
 
 }  // namespace
@@ -152,87 +547,28 @@ boost::system::result<Child, SpawnError> spawn_child(const SpawnSpec& spec) {
   if (program.empty()) {
     return SpawnError{true, fmt::format("{} is not installed (not found on PATH, or not executable)", spec.program)};
   }
-  int fds[8];  // in, out, err, exec status: read/write ends
-  for (int i = 0; i < 8; i += 2) {
-    if (::pipe2(fds + i, O_CLOEXEC) != 0) {
-      int e = errno;
-      for (int j = 0; j < i; ++j) ::close(fds[j]);
-      return SpawnError{false, std::string("pipe: ") + std::strerror(e)};
-    }
-    fds[i] = above_stdio(fds[i]);
-    fds[i + 1] = above_stdio(fds[i + 1]);
-    if (fds[i] < 0 || fds[i + 1] < 0) {  // moving it above 0-2 needed one more fd, at the limit
-      int e = errno;
-      for (int j = 0; j < i + 2; ++j)
-        if (fds[j] >= 0) ::close(fds[j]);
-      return SpawnError{false, std::string("pipe: ") + std::strerror(e)};
-    }
+  const char* off = std::getenv("OPPX_NO_PID_NAMESPACES");
+  bool namespaced = !off || !*off || std::string_view(off) == "0";
+  int word = kUntold;
+  auto child = spawn_once(spec, program, namespaced, word);
+  std::string why_not;
+  if (!namespaced) {
+    why_not = "OPPX_NO_PID_NAMESPACES turns them off";
+  } else if (!child && word != kUntold && word < 0) {
+    // Its namespace failed half-way (the child ended): once more, in a process group.
+    why_not = fmt::format("setting one up failed ({})", child.error().message);
+    child = spawn_once(spec, program, false, word);
+  } else if (word > 0) {
+    why_not = refused(word);
   }
-  int in_r = fds[0], in_w = fds[1], out_r = fds[2], out_w = fds[3], err_r = fds[4], err_w = fds[5];
-  int status_r = fds[6], status_w = fds[7];
-
-  std::vector<char*> argv{program.data()};
-  std::vector<std::string> args = spec.args;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env = spec.env;
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  pid_t parent = ::getpid();
-  pid_t pid;
-  {
-    BlockSignals blocked;
-    pid = ::fork();
-    if (pid == 0) {
-      reset_signals();
-      ::setsid();
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);  // the daemon died before the prctl took hold
-      ::dup2(in_r, 0);
-      ::dup2(out_w, 1);
-      ::dup2(err_w, 2);
-      ::dup2(status_w, 3);
-      ::fcntl(3, F_SETFD, FD_CLOEXEC);  // closed by a successful exec: the daemon reads EOF
-      ::close_range(4, ~0U, 0);
-      if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
-        int e = -errno;  // negative: the folder, not the program
-        (void)!::write(3, &e, sizeof e);
-        ::_exit(127);
-      }
-      ::execve(program.c_str(), argv.data(), envp.data());
-      int e = errno;
-      (void)!::write(3, &e, sizeof e);
-      ::_exit(127);
-    }
+  if (!child) return child;
+  if (word == kInNamespace) {
+    note_isolation({"pid_namespace", ""});
+  } else {
+    if (!why_not.empty()) note_isolation({"process_group", why_not});
+    tell_reaper(static_cast<std::int32_t>(child->pid));
   }
-  int spawn_errno = pid < 0 ? errno : 0;
-  ::close(in_r), ::close(out_w), ::close(err_w), ::close(status_w);
-  if (pid > 0) {
-    // Returns at the exec (EOF) or with its errno: within the time of one exec, like posix_spawn.
-    int e = 0;
-    ssize_t n;
-    do {
-      n = ::read(status_r, &e, sizeof e);
-    } while (n < 0 && errno == EINTR);
-    if (n == sizeof e) {
-      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-      }  // it exits right after that write: a wait of microseconds
-      spawn_errno = e;
-      pid = -1;
-    }
-  }
-  ::close(status_r);
-  if (pid < 0) {
-    ::close(in_w), ::close(out_r), ::close(err_r);
-    if (spawn_errno < 0)
-      return SpawnError{false, fmt::format("cannot start it in {}: {}", spec.cwd, std::strerror(-spawn_errno))};
-    return SpawnError{spawn_errno == ENOENT || spawn_errno == EACCES,
-                      fmt::format("cannot run {}: {}", program, std::strerror(spawn_errno))};
-  }
-  tell_reaper(static_cast<std::int32_t>(pid));
-  return Child{pid, in_w, out_r, err_r};
+  return child;
 }
 
 boost::system::result<std::optional<ExitStatus>, std::string> try_reap(pid_t pid, int pidfd) {
@@ -254,7 +590,23 @@ void signal_group(pid_t pgid, int sig) {
 void release_group(pid_t pgid) {
   if (pgid <= 0) return;
   ::kill(-pgid, SIGKILL);
+  if (auto it = inits.find(pgid); it != inits.end()) {
+    // The kernel kills what is left in its namespace (a process that left the group too); the
+    // init ends once they have, and the connector was reaped.
+    ::kill(it->second, SIGKILL);
+    when_ended(it->second, [](const std::string&) {});
+    inits.erase(it);
+  }
   tell_reaper(-static_cast<std::int32_t>(pgid));
+}
+
+const Isolation& connector_isolation() { return last_isolation; }
+
+pid_t reaper_pid() { return reaper.pid; }
+
+void watch_reaper_on(asio::io_context& io) {
+  loop = &io;
+  watch_reaper();
 }
 
 }  // namespace oppx::daemon

@@ -1,6 +1,7 @@
 // Child processes for stdio connectors: each in its own session and process group (so Ctrl-C in
 // a terminal never reaches it and `npx` → `node` ends together), with fds 0–2 only, SIGPIPE and
-// the signal mask reset, and no orphans even when the daemon is killed: see child_process.cpp.
+// the signal mask reset, in a PID namespace of its own, and no orphans even when the daemon is
+// killed: see child_process.cpp.
 // The only file that creates processes is child_process.cpp.
 #pragma once
 
@@ -10,6 +11,10 @@
 #include <string>
 #include <sys/types.h>
 #include <vector>
+
+namespace boost::asio {
+class io_context;
+}
 
 namespace oppx::daemon {
 
@@ -21,7 +26,7 @@ struct SpawnSpec {
 };
 
 struct Child {
-  pid_t pid = -1;  // also its process group and session id
+  pid_t pid = -1;  // also its process group and session id (as the daemon sees them)
   int in = -1;     // its stdin (we write)
   int out = -1;    // its stdout (we read)
   int err = -1;    // its stderr (we read)
@@ -37,7 +42,8 @@ struct SpawnError {
 // would. Empty when not found.
 std::string find_program(const std::string& program, const std::vector<std::string>& env, const std::string& cwd = {});
 
-// Starts the child with PR_SET_PDEATHSIG(SIGKILL) and tells the group reaper about its group.
+// Starts the child with PR_SET_PDEATHSIG(SIGKILL) in a PID namespace of its own (or, where that
+// is refused, with its group told to the group reaper).
 boost::system::result<Child, SpawnError> spawn_child(const SpawnSpec& spec);
 
 struct ExitStatus {
@@ -53,8 +59,21 @@ boost::system::result<std::optional<ExitStatus>, std::string> try_reap(pid_t pid
 // Signals the child's whole process group.
 void signal_group(pid_t pgid, int sig);
 
-// After the child was reaped: SIGKILL to what is left of its group (grandchildren), and the
-// reaper forgets the group, so that a later process group with the same number is never hit.
+// After the child was reaped: SIGKILL to what is left of its group (grandchildren) and to its
+// namespace's init (the kernel then ends the rest of the namespace), and the reaper forgets the
+// group, so that a later process group with the same number is never hit.
 void release_group(pid_t pgid);
+
+// How the last child started is kept from outliving its connector and the daemon.
+struct Isolation {
+  std::string kind;    // "pid_namespace", "process_group", or "" before the first child
+  std::string reason;  // for "process_group": why not a PID namespace
+};
+const Isolation& connector_isolation();
+pid_t reaper_pid();  // the group reaper's pid; 0 when none runs
+
+// Watches the group reaper on `io`: when it dies, that is logged and another is started, told
+// every group the last one knew.
+void watch_reaper_on(boost::asio::io_context& io);
 
 }  // namespace oppx::daemon

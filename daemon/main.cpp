@@ -4,6 +4,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "daemon/child_process.h"
 #include "daemon/connectors.h"
 #include "daemon/server.h"
 #include "proto/daemon_api.h"
@@ -162,6 +163,7 @@ int main(int argc, char** argv) {
   }
 
   boost::asio::io_context io(1);
+  daemon::watch_reaper_on(io);
   daemon::Server server(io, daemon::ServerOptions{socket_path, log_path});
   if (auto r = server.listen(); !r) {
     log::write(r.error().exit_code == daemon::kExitAlreadyRunning ? log::Level::kInfo : log::Level::kError,

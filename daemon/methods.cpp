@@ -5,6 +5,7 @@
 #include "common/budget.h"
 #include "common/log.h"
 #include "common/proc.h"
+#include "daemon/child_process.h"
 #include "daemon/connectors.h"
 #include "daemon/methods_config.h"
 #include "daemon/methods_permissions.h"
@@ -61,6 +62,9 @@ void status(Server& server, Reply reply) {
   s.buffer_budget = static_cast<std::int64_t>(buffer_budget().limit());
   s.socket = server.options().socket_path;
   s.log = server.options().log_path;
+  s.isolation = connector_isolation().kind;
+  s.isolation_reason = connector_isolation().reason;
+  s.reaper_pid = reaper_pid();
   reply.ok(json::value_from(s));
 }
 

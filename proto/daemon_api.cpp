@@ -57,6 +57,9 @@ boost::system::result<StatusResult, std::string> decode_status_result(const json
   s.socket = r.string("socket", false).value_or("");
   s.log = r.string("log", false).value_or("");
   s.uptime_ms = r.integer("uptime_ms", false).value_or(0);
+  s.isolation = r.string("isolation", false).value_or("");
+  s.isolation_reason = r.string("isolation_reason", false).value_or("");
+  s.reaper_pid = r.integer("reaper_pid", false).value_or(0);
   if (!r.ok()) return r.error();
   return s;
 }
@@ -83,7 +86,10 @@ void tag_invoke(json::value_from_tag, json::value& jv, const StatusResult& v) {
                     {"socket", v.socket},
                     {"log", v.log},
                     {"buffered_bytes", v.buffered_bytes},
-                    {"buffer_budget", v.buffer_budget}};
+                    {"buffer_budget", v.buffer_budget},
+                    {"isolation", v.isolation},
+                    {"isolation_reason", v.isolation_reason},
+                    {"reaper_pid", v.reaper_pid}};
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const ShutdownResult& v) {

@@ -47,6 +47,11 @@ struct StatusResult {
   std::int64_t buffer_budget = 0;   // the most they may hold together
   std::string socket;
   std::string log;
+  // How connectors' processes are kept from outliving them: "pid_namespace", "process_group"
+  // (with the reason namespaces are not used), or "" before the first connector started.
+  std::string isolation;
+  std::string isolation_reason;
+  std::int64_t reaper_pid = 0;  // the group reaper of "process_group"; 0 when none runs
 };
 
 struct ShutdownResult {

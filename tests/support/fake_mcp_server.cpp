@@ -159,6 +159,14 @@ std::string tools_list(const std::string& mode, bool stormed, bool added, int pa
 
 }  // namespace
 
+// This process's pid as the tests see it: oppx runs connectors in a PID namespace of their own,
+// where getpid() counts from 1, while /proc (and so /proc/self) is the tests'.
+pid_t host_pid() {
+  char buf[32] = {};
+  if (::readlink("/proc/self", buf, sizeof buf - 1) <= 0) return ::getpid();
+  return static_cast<pid_t>(std::atoi(buf));
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "ok";
   std::string log_path, hang_init_if, protocol = "2025-06-18";
@@ -178,7 +186,7 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_term);
   if (mode == "usr1_stderr") std::signal(SIGUSR1, on_usr1);
   if (mode == "report" && !dir.empty()) report();  // first: before this program opens anything
-  append("pids", std::to_string(::getpid()));
+  append("pids", std::to_string(host_pid()));
   const char* api_key = std::getenv("API_KEY");
   std::string key = api_key ? api_key : "";
   if (mode == "leak") std::fprintf(stderr, "fake: starting with key %s\n", key.c_str());
@@ -190,12 +198,20 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (mode == "grandchild") {
+    int told[2];
+    if (::pipe(told) != 0) return 1;
     if (pid_t pid = ::fork(); pid == 0) {
       std::signal(SIGTERM, SIG_IGN);
-      ::close(0), ::close(1);
+      pid_t self = host_pid();
+      (void)!::write(told[1], &self, sizeof self);
+      ::close(0), ::close(1), ::close(told[0]), ::close(told[1]);
       while (true) ::pause();
     } else {
-      append("grandchild.pid", std::to_string(pid));
+      ::close(told[1]);
+      pid_t self = 0;
+      if (pid < 0 || ::read(told[0], &self, sizeof self) != sizeof self) return 1;
+      ::close(told[0]);
+      append("grandchild.pid", std::to_string(self));
     }
   }
   if (mode == "never_read") {
