@@ -14,6 +14,8 @@
 
 #include <algorithm>
 
+#include <sys/socket.h>
+
 namespace oppx::chat {
 
 namespace json = boost::json;
@@ -181,6 +183,8 @@ std::string DaemonTools::allow(const std::string& rule, bool session) {
       client_.call("permissions/allow", json::object{{"rule", rule}, {"session", session}, {"cwd", cwd_}}, kDaemonCall);
   return r ? std::string() : r.error().message;
 }
+
+void DaemonTools::interrupt() { ::shutdown(client_.fd(), SHUT_RDWR); }
 
 DaemonTools::CallResult DaemonTools::call(const ToolInfo& tool, const json::object& arguments) {
   CallResult out;
@@ -518,6 +522,11 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
                               tool.connector, r.text, numbered(r.steps), kContinue),
                   out);
   }
+  if (cancelled_) {
+    rec.status = "failed";
+    rec.text = "cancelled by the user (the connector was told); it may or may not have run";
+    return record(rec, fmt::format("{} was cancelled by the user.", name), out);
+  }
   if (!r.ok || r.is_error) {
     rec.status = "failed";
     rec.text = r.text;
@@ -569,12 +578,33 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
          out);
 }
 
+void Agent::cancel() {
+  cancelled_ = true;
+  model_.cancel();
+  daemon_.interrupt();
+}
+
+void Agent::set_mode(const std::string& mode) {
+  options_.mode = mode;
+  rebuild_prompt(true);
+}
+
 TurnResult Agent::turn(const std::string& message) {
   TurnResult out;
   turn_calls_.clear();
   down_steps_.clear();
+  cancelled_ = false;
+  model_.uncancel();
   messages_.push_back({"user", message});
+  auto stopped = [&] {
+    if (!cancelled_) return false;
+    out.cancelled = true;
+    out.error.reset();
+    messages_.push_back({"user", "(The user cancelled this turn.)"});
+    return true;
+  };
   for (int step = 0; step < options_.max_steps; ++step) {
+    if (stopped()) return out;
     bool last = step == options_.max_steps - 1;
     json::object schema = action_schema();
     if (last) {
@@ -595,6 +625,7 @@ TurnResult Agent::turn(const std::string& message) {
          json::object{{"type", "json_schema"},
                       {"json_schema", json::object{{"name", "action"}, {"schema", schema}, {"strict", true}}}}}};
     auto r = ask_model(std::move(body), true, out);
+    if (stopped()) return out;
     if (!r) {
       out.error = r.error();
       return out;
@@ -624,7 +655,7 @@ TurnResult Agent::turn(const std::string& message) {
     }
     if (name == "read" || name == "grep" || (name == "run" && options_.mode != "plan")) {
       run_builtin(name, parsed->as_object(), out);
-      if (out.error) return out;
+      if (stopped() || out.error) return out;
       continue;
     }
     auto tools = offered();
@@ -638,7 +669,7 @@ TurnResult Agent::turn(const std::string& message) {
       continue;
     }
     run_tool(**it, out);
-    if (out.error) return out;
+    if (stopped() || out.error) return out;
   }
   // The last step did not reply (a server that does not enforce the schema).
   out.reply = fmt::format("I stopped after {} steps without finishing.", options_.max_steps);

@@ -11,6 +11,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -62,6 +63,9 @@ class DaemonTools {
   };
   CallResult call(const ToolInfo& tool, const boost::json::object& arguments);
   const std::string& cwd() const { return cwd_; }
+  // From another thread (Ctrl-C): ends the connection, so that the daemon cancels the calls in
+  // flight (their connectors get notifications/cancelled). The front end connects again after.
+  void interrupt();
 
  private:
   SyncClient& client_;
@@ -107,6 +111,7 @@ struct TurnResult {
   std::vector<std::string> connectors_down;
   boost::json::object usage;        // the server's counts, summed over the turn's requests
   bool step_bound = false;          // stopped at the bound of steps
+  bool cancelled = false;           // the user cancelled it (Agent::cancel)
   std::optional<ModelError> error;  // the model server failed
   bool declined() const;
 };
@@ -133,6 +138,14 @@ class Agent {
   const std::string& system_prompt() const { return system_; }
 
   TurnResult turn(const std::string& message);
+  // From another thread, while turn() runs: the model request is aborted, a call in flight is
+  // cancelled through the daemon, and turn() returns with `cancelled` at once.
+  void cancel();
+  // Plan or ask mode (only what reads) or back to "chat"; the prompt is rebuilt when it changes.
+  void set_mode(const std::string& mode);
+  const std::string& mode() const { return options_.mode; }
+  // Forgets the conversation (the chat's /clear).
+  void clear() { messages_.clear(); }
 
   // The conversation without the system prompt: {"role", "content"} objects, saved and restored
   // by the front end (`-c`).
@@ -170,6 +183,7 @@ class Agent {
   std::string system_;
   bool prompt_built_ = false;
   bool told_trimmed_ = false;
+  std::atomic<bool> cancelled_{false};
   bool streamed_ = false;  // the last request's reply text went to the front end as it came
   std::vector<Message> messages_;
   std::set<std::string> turn_calls_;                 // this turn's calls: a second is a repeat

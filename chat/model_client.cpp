@@ -10,6 +10,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
 
 #include <fmt/format.h>
@@ -83,13 +84,34 @@ struct Got {
 
 // One exchange to its end on a loop of its own; `on_event` (when set) gets the events of an event
 // stream answered 200 instead of the body being kept.
+// `cancel` (when set) is looked at every 25 ms: once true, the exchange ends as "cancelled".
 ModelResult<Got> exchange(http::Request req,
                           const std::function<std::optional<ModelError>(const sse::Event&)>* on_event,
-                          const std::function<ModelError(const http::Failure&)>& failure_of) {
+                          const std::function<ModelError(const http::Failure&)>& failure_of,
+                          const std::atomic<bool>* cancel = nullptr) {
   asio::io_context io;
   http::Client client(io, 1);
   std::optional<ModelResult<Got>> result;
+  asio::steady_timer watch(io);
+  bool over = false;
+  std::function<void()> look = [&] {
+    if (over) return;
+    if (cancel->load()) return client.close_all();
+    watch.expires_after(std::chrono::milliseconds(25));
+    watch.async_wait([&](boost::system::error_code ec) {
+      if (!ec) look();
+    });
+  };
+  if (cancel) look();
   auto work = [&]() -> http::awaitable<void> {
+    struct Over {
+      bool& over;
+      asio::steady_timer& watch;
+      ~Over() {
+        over = true;
+        watch.cancel();
+      }
+    } done_watching{over, watch};
     auto ex = co_await client.open(req);
     if (!ex) {
       result = failure_of(ex.error());
@@ -379,7 +401,8 @@ ModelResult<Completion> ModelClient::complete(json::object body,
     return std::nullopt;
   };
   auto fo = [this](const http::Failure& f) { return failure_of(f); };
-  auto got = exchange(request("POST", "/v1/chat/completions", json::serialize(body)), &on_event, fo);
+  auto got = exchange(request("POST", "/v1/chat/completions", json::serialize(body)), &on_event, fo, &cancelled_);
+  if (cancelled_.load()) return ModelError{"cancelled", "the request was cancelled", {}, 0};
   if (!got) return got.error();
   if (got->head.status != 200) {
     ModelError e = status_error(got->head.status, got->body, "POST /v1/chat/completions");

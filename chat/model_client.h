@@ -10,6 +10,7 @@
 #include <boost/json/object.hpp>
 #include <boost/system/result.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -75,6 +76,11 @@ class ModelClient {
   // An error before the stream or inside it (an `error` event, vLLM and SGLang) is a ModelError.
   ModelResult<Completion> complete(boost::json::object body, const std::function<void(std::string_view)>& on_delta);
 
+  // From another thread (Ctrl-C in the chat): the completion in progress, and every one after,
+  // ends at once as "cancelled" until uncancel().
+  void cancel() { cancelled_ = true; }
+  void uncancel() { cancelled_ = false; }
+
   // Time limits: the connection, the first byte, between bytes (defaults 10 s, 300 s, 120 s).
   http::Timeouts timeouts;
 
@@ -84,7 +90,8 @@ class ModelClient {
   ModelError status_error(unsigned status, std::string_view body, std::string_view path) const;
 
   ModelConfig config_;
-  std::string base_;  // the server URL without a trailing / or /v1
+  std::string base_;
+  std::atomic<bool> cancelled_{false};  // the server URL without a trailing / or /v1
 };
 
 // Reads one string field of a JSON object as the object streams in, decoding escapes, so that the
