@@ -46,7 +46,11 @@ boost::system::result<Conversation, std::string> last_conversation(const std::st
       newest = name;
   }
   if (newest.empty()) return {boost::system::in_place_error, "there is no conversation to continue in " + cwd};
-  Conversation c{dir + "/" + newest, cwd, {}};
+  return load_conversation(dir + "/" + newest, cwd);
+}
+
+boost::system::result<Conversation, std::string> load_conversation(const std::string& path, const std::string& cwd) {
+  Conversation c{path, cwd, {}};
   std::ifstream f(c.path);
   std::stringstream ss;
   ss << f.rdbuf();

@@ -22,6 +22,9 @@ std::string conversations_dir(const std::string& cwd);
 // The newest conversation of `cwd`; an error when there is none or it cannot be read.
 boost::system::result<Conversation, std::string> last_conversation(const std::string& cwd);
 
+// One conversation file (for --resume).
+boost::system::result<Conversation, std::string> load_conversation(const std::string& path, const std::string& cwd);
+
 // Writes it (a new file when `path` is empty, then set); "" or why not.
 std::string save_conversation(Conversation& c);
 
