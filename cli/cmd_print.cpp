@@ -3,6 +3,7 @@
 // mode cannot ask: what it would ask is declined, and the exit status says so.
 #include "chat/agent.h"
 #include "chat/conversations.h"
+#include "cli/agent_setup.h"
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/output.h"
@@ -28,6 +29,63 @@ extern char** environ;
 namespace oppx::cli {
 
 namespace json = boost::json;
+
+std::map<std::string, std::string> environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    if (auto eq = kv.find('='); eq != std::string_view::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return env;
+}
+
+void print_model_error(const chat::ModelError& e) {
+  fmt::print(stderr, "oppx: {}\n", e.message);
+  for (std::size_t i = 0; i < e.steps.size(); ++i) fmt::print(stderr, "  {}. {}\n", i + 1, escape_controls(e.steps[i]));
+}
+
+namespace {
+
+int model_failed(const chat::ModelError& e, bool as_json, json::object out) {
+  print_model_error(e);
+  if (as_json) {
+    json::array steps;
+    for (const auto& s : e.steps) steps.emplace_back(s);
+    out["error"] = json::object{{"kind", e.kind}, {"message", e.message}, {"steps", std::move(steps)}};
+    fmt::print("{}", json_line(out));
+  }
+  return kExitModel;
+}
+
+}  // namespace
+
+// A repository's connectors waiting for consent, and those not running, once, on stderr.
+void tell_not_offered(const chat::Agent& agent) {
+  for (const auto& c : agent.not_offered()) {
+    if (c.state == "waiting") {
+      fmt::print(stderr, "oppx: {} (this repository's connector) waits for your consent and is not offered{}\n",
+                 escape_controls(c.name),
+                 c.approve.empty() ? std::string() : ": run `" + escape_controls(c.approve) + "` to approve it");
+    } else if (c.state == "failed" || c.state == "stopped") {
+      fmt::print(stderr, "oppx: {} is {} and not offered: {}\n", escape_controls(c.name), c.state,
+                 escape_controls(c.reason));
+    } else if (c.state == "unsupported") {
+      fmt::print(stderr, "oppx: {} cannot be used: {}\n", escape_controls(c.name), escape_controls(c.reason));
+    }
+  }
+}
+
+void warn_cost(const chat::Agent& agent, bool only_heavy) {
+  if (!agent.context().tokens) return;
+  std::string lines;
+  for (const auto& t : agent.tools()) lines += t.line + "\n";
+  for (const auto& [kind, message] :
+       cost_warnings(estimate_tokens(lines), *agent.context().tokens, "The connectors' tool lists take",
+                     "`oppx mcp remove <name>` drops one")) {
+    // At start only a heavy list is worth a word: a small window alone would repeat every run.
+    if (!only_heavy || kind == "HEAVY_SHARE") fmt::print(stderr, "oppx: warning: {}\n", message);
+  }
+}
 
 namespace {
 
@@ -56,55 +114,6 @@ class PrintFront : public chat::FrontEnd {
   bool as_json_;
   bool wrote_ = false, ends_with_newline_ = false;
 };
-
-std::map<std::string, std::string> environment() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view kv(*e);
-    if (auto eq = kv.find('='); eq != std::string_view::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  return env;
-}
-
-int model_failed(const chat::ModelError& e, bool as_json, json::object out) {
-  fmt::print(stderr, "oppx: {}\n", escape_controls(e.message, true));
-  for (std::size_t i = 0; i < e.steps.size(); ++i) fmt::print(stderr, "  {}. {}\n", i + 1, escape_controls(e.steps[i]));
-  if (as_json) {
-    json::array steps;
-    for (const auto& s : e.steps) steps.emplace_back(s);
-    out["error"] = json::object{{"kind", e.kind}, {"message", e.message}, {"steps", std::move(steps)}};
-    fmt::print("{}", json_line(out));
-  }
-  return kExitModel;
-}
-
-// A repository's connectors waiting for consent, and those not running, once, on stderr.
-void tell_not_offered(const chat::Agent& agent) {
-  for (const auto& c : agent.not_offered()) {
-    if (c.state == "waiting") {
-      fmt::print(stderr, "oppx: {} (this repository's connector) waits for your consent and is not offered{}\n",
-                 escape_controls(c.name),
-                 c.approve.empty() ? std::string() : ": run `" + escape_controls(c.approve) + "` to approve it");
-    } else if (c.state == "failed" || c.state == "stopped") {
-      fmt::print(stderr, "oppx: {} is {} and not offered: {}\n", escape_controls(c.name), c.state,
-                 escape_controls(c.reason));
-    } else if (c.state == "unsupported") {
-      fmt::print(stderr, "oppx: {} cannot be used: {}\n", escape_controls(c.name), escape_controls(c.reason));
-    }
-  }
-}
-
-void warn_heavy(const chat::Agent& agent) {
-  if (!agent.context().tokens) return;
-  std::string lines;
-  for (const auto& t : agent.tools()) lines += t.line + "\n";
-  for (const auto& [kind, message] :
-       cost_warnings(estimate_tokens(lines), *agent.context().tokens, "The connectors' tool lists take",
-                     "`oppx mcp remove <name>` drops one")) {
-    // At start only a heavy list is worth a word: a small window alone would repeat every run.
-    if (kind == "HEAVY_SHARE") fmt::print(stderr, "oppx: warning: {}\n", message);
-  }
-}
 
 json::value action_json(const chat::ActionRecord& a) {
   return json::object{{"name", a.name}, {"arguments", a.arguments}, {"status", a.status}, {"text", a.text}};
@@ -164,7 +173,7 @@ int print_turn(Context& ctx) {
     return kExitNoDaemon;
   }
   tell_not_offered(agent);
-  warn_heavy(agent);
+  warn_cost(agent, true);
 
   chat::TurnResult turn = agent.turn(message);
   front.finish();
