@@ -11,8 +11,8 @@ namespace oppx::cli {
 const std::vector<Command>& command_table() {
   static const std::vector<Command> table = [] {
     std::vector<Command> t;
-    for (auto part : {print_commands(), mcp_commands(), permissions_commands(), daemon_commands(), demo_commands(),
-                      help_commands()})
+    for (auto part : {chat_commands(), print_commands(), mcp_commands(), permissions_commands(), daemon_commands(),
+                      demo_commands(), help_commands()})
       t.insert(t.end(), part.begin(), part.end());
     return t;
   }();
@@ -59,8 +59,8 @@ std::string overview_help() {
       "\n"
       "oppx is the client of oppxd, the per-user daemon that keeps MCP connectors warm for every\n"
       "session. Commands that need the daemon start it when none answers.\n"
-      "(The terminal chat, which `oppx` alone will open, is not built yet: `oppx -p` runs one turn\n"
-      "of the agent headless; for now `oppx` alone prints this help.)\n"
+      "`oppx` alone, in a terminal, opens the chat (`oppx chat`); `oppx -p MESSAGE` runs one turn of\n"
+      "the agent headless.\n"
       "\nCommands:\n";
   for (const Command& c : command_table()) {
     std::string name = c.group.empty() ? std::string(c.name) : fmt::format("{} {}", c.group, c.name);

@@ -37,6 +37,7 @@ struct Command {
 };
 
 std::vector<Command> print_commands();
+std::vector<Command> chat_commands();
 std::vector<Command> daemon_commands();
 std::vector<Command> help_commands();
 std::vector<Command> demo_commands();

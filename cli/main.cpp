@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
     } else if (args[0] == "--version" || args[0] == "-V") {
       fmt::print("oppx {} (build {})\n", OPPX_VERSION, oppx::kBuildId);
       return kExitOk;
+    } else if (args[0] == "-c" || args[0] == "--continue" || args[0] == "--resume") {
+      args.insert(args.begin(), "chat");  // the chat, continuing or resuming a conversation
+      break;
     } else if (args[0] == "-p" || args[0] == "--print") {
       args[0] = "-p";  // the command of one headless turn; its own options follow
       break;
@@ -40,10 +43,7 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
   }
-  if (args.empty()) {
-    fmt::print("{}", overview_help());
-    return kExitOk;
-  }
+  if (args.empty()) args.push_back("chat");  // in a terminal the chat; else one message from stdin
 
   std::string group;
   std::string name = args[0];

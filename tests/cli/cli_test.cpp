@@ -26,13 +26,16 @@ TEST(Cli, VersionAndHelp) {
   EXPECT_EQ(v.exit_code, 0);
   EXPECT_EQ(v.out, std::string("oppx ") + OPPX_VERSION + " (build " + kBuildId + ")\n");
 
-  Result bare = oppx({});
+  Result bare = oppx({"help"});
   EXPECT_EQ(bare.exit_code, 0);
   EXPECT_NE(bare.out.find("usage: oppx"), std::string::npos);
   EXPECT_NE(bare.out.find("daemon status"), std::string::npos);
   EXPECT_NE(bare.out.find("Exit codes"), std::string::npos);
-  EXPECT_EQ(oppx({"help"}).out, bare.out);
   EXPECT_EQ(oppx({"--help"}).out, bare.out);
+  // Alone without a terminal, oppx reads one message from stdin, as oppx -p: none is a usage error.
+  Result alone = oppx({});
+  EXPECT_EQ(alone.exit_code, 2) << alone.out << alone.err;
+  EXPECT_NE(alone.err.find("the message on stdin is empty"), std::string::npos) << alone.err;
   EXPECT_FALSE(daemon_pid(home.socket())) << "help must not start a daemon";
 }
 

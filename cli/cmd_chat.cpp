@@ -1,0 +1,516 @@
+// oppx (alone, in a terminal), oppx -c, oppx --resume: the terminal chat on the agent loop. The
+// turn runs on a thread of its own while this one watches the keyboard, so that Ctrl-C cancels
+// it (the model request is aborted, calls in flight are cancelled through the daemon) and the
+// chat stays; questions from the loop are asked here. Slash commands that the CLI already has
+// run it (the same output); the tool list is read again after them.
+#include "chat/agent.h"
+#include "chat/conversations.h"
+#include "cli/agent_setup.h"
+#include "cli/commands.h"
+#include "cli/daemon_client.h"
+#include "cli/line_editor.h"
+#include "cli/probe.h"
+#include "common/paths.h"
+#include "common/text.h"
+#include "common/tool_text.h"
+
+#include <boost/json.hpp>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <set>
+#include <thread>
+
+#include <climits>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace oppx::cli {
+
+namespace json = boost::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const std::vector<std::string>& slash_commands() {
+  static const std::vector<std::string> c{"/mcp",      "/mcp tools", "/mcp add", "/mcp remove",  "/mcp reconnect",
+                                          "/mcp auth", "/status",    "/context", "/permissions", "/plan",
+                                          "/ask",      "/clear",     "/help",    "/exit"};
+  return c;
+}
+
+constexpr std::string_view kHelp =
+    "Commands:\n"
+    "  /mcp                      connectors, their tools, what they cost per request, why one is not running\n"
+    "  /mcp tools <name>         a connector's tools as the model sees them\n"
+    "  /mcp add <name> …         add a connector (as `oppx mcp add`); the tool list is read again\n"
+    "  /mcp remove <name>        remove one (as `oppx mcp remove`)\n"
+    "  /mcp reconnect [name]     start one, or all, again\n"
+    "  /mcp auth <name>          start one again with 3 minutes to log in\n"
+    "  /status                   the model server, the daemon and this session\n"
+    "  /context                  what the context holds, in tokens, and what is free\n"
+    "  /permissions [remove R]   this project's rules (and remove one)\n"
+    "  /plan, /ask               read-only turns (again to leave)\n"
+    "  /clear                    start a new conversation\n"
+    "  /help, /exit\n"
+    "Keys: Enter sends; Alt+Enter, Ctrl+J or `\\` then Enter start a new line; Tab completes;\n"
+    "Ctrl-C cancels a turn or clears the input (twice within 3 s exits); Ctrl-D exits.\n";
+
+std::string first_line(std::string_view text, std::size_t cap) {
+  std::string s(text.substr(0, text.find('\n')));
+  if (s.size() > cap) s = s.substr(0, cap) + "…";
+  return escape_controls(s);
+}
+
+// The loop's face in the terminal. Printing comes from the turn's thread; questions are handed
+// to the keyboard thread, which asks and answers.
+class ChatFront : public chat::FrontEnd {
+ public:
+  void reply_text(std::string_view piece) override {
+    std::lock_guard l(print_);
+    if (!in_reply_) std::fputs("\n", stdout);
+    in_reply_ = true;
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    ends_newline_ = !piece.empty() && piece.back() == '\n';
+  }
+  void notice(std::string_view text) override {
+    std::lock_guard l(print_);
+    end_line();
+    fmt::print("  ! {}\n", text);
+  }
+  void action_started(const std::string& name, const json::object& arguments) override {
+    std::lock_guard l(print_);
+    end_line();
+    started_ = Clock::now();
+    std::string args = arguments.empty() ? "" : " " + json::serialize(arguments);
+    fmt::print("  > {}{}\n", name, first_line(args, 160));
+  }
+  void action_done(const chat::ActionRecord& r) override {
+    std::lock_guard l(print_);
+    end_line();
+    double s = std::chrono::duration<double>(Clock::now() - started_).count();
+    fmt::print("    {} ({:.1f} s): {}\n", r.status, r.status == "ran" || r.status == "failed" ? s : 0.0,
+               first_line(r.text, 200));
+  }
+  bool can_ask() const override { return true; }
+  chat::Answer ask(const chat::Question& q) override {
+    std::unique_lock l(ask_);
+    question_ = q;
+    asking_ = true;
+    answered_ = false;
+    cv_.notify_all();
+    cv_.wait(l, [&] { return answered_; });
+    asking_ = false;
+    return answer_;
+  }
+  // The keyboard thread: a question waiting, then its answer.
+  std::optional<chat::Question> pending() {
+    std::lock_guard l(ask_);
+    if (asking_ && !answered_) return question_;
+    return std::nullopt;
+  }
+  void answer(chat::Answer a) {
+    std::lock_guard l(ask_);
+    answer_ = std::move(a);
+    answered_ = true;
+    cv_.notify_all();
+  }
+  void end_turn() {
+    std::lock_guard l(print_);
+    end_line();
+  }
+
+ private:
+  void end_line() {
+    if (in_reply_ && !ends_newline_) std::fputs("\n", stdout);
+    in_reply_ = false;
+  }
+  std::mutex print_, ask_;
+  std::condition_variable cv_;
+  bool in_reply_ = false, ends_newline_ = true;
+  Clock::time_point started_;
+  chat::Question question_;
+  chat::Answer answer_;
+  bool asking_ = false, answered_ = false;
+};
+
+// Runs `oppx <args>` (this same program) with the terminal as it is; its exit status.
+int run_self(const std::string& self, std::vector<std::string> args) {
+  std::string exe = "/proc/self/exe";
+  std::vector<char*> argv{self.empty() ? exe.data() : const_cast<char*>(self.c_str())};
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  std::fflush(stdout);
+  if (::posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), environ) != 0) return 127;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> w;
+  for (std::string x; in >> x;) w.push_back(x);
+  return w;
+}
+
+struct Chat {
+  Context& ctx;
+  chat::ModelClient& model;
+  Connection& conn;
+  chat::DaemonTools& daemon;
+  chat::Agent& agent;
+  ChatFront& front;
+  LineEditor& editor;
+  chat::Conversation conversation;
+  std::string cwd;
+
+  void welcome() {
+    std::vector<std::string> lines;
+    const auto& ctxinfo = agent.context();
+    lines.push_back(fmt::format("oppx {} · {} at {}", OPPX_VERSION, model.config().model, model.config().server));
+    lines.push_back(
+        fmt::format("context {} · {}", ctxinfo.tokens ? fmt::format("{} tokens", *ctxinfo.tokens) : "unknown", cwd));
+    std::map<std::string, int> counts;
+    std::vector<std::string> order;
+    for (const auto& t : agent.tools()) {
+      if (!counts.count(t.connector)) order.push_back(t.connector);
+      ++counts[t.connector];
+    }
+    for (const auto& c : order) lines.push_back(fmt::format("  {}  running, {} tools", c, counts[c]));
+    for (const auto& n : agent.not_offered()) {
+      std::string why = n.state == "waiting" ? "waiting for your consent" : n.state + ": " + first_line(n.reason, 70);
+      lines.push_back(fmt::format("  {}  {}", n.name, why));
+    }
+    if (order.empty() && agent.not_offered().empty()) lines.push_back("  no connectors (/mcp add to add one)");
+    std::size_t w = 0;
+    for (auto& l : lines) {
+      l = escape_controls(l);
+      w = std::max<std::size_t>(w, static_cast<std::size_t>(std::count_if(l.begin(), l.end(), [](char c) {
+                                  return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+                                })));
+    }
+    std::string bar;
+    for (std::size_t i = 0; i < w + 2; ++i) bar += "─";
+    fmt::print("╭{}╮\n", bar);
+    for (const auto& l : lines) {
+      std::size_t n = static_cast<std::size_t>(
+          std::count_if(l.begin(), l.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+      fmt::print("│ {}{} │\n", l, std::string(w - n, ' '));
+    }
+    fmt::print("╰{}╯\n", bar);
+    warn_cost(agent, true);
+    fmt::print("/help for commands · Ctrl-C cancels a turn · Ctrl-D exits\n");
+  }
+
+  // A repository's connectors waiting for consent: asked once per repository and definition (a
+  // no is recorded as a deny, which the definition keeps until it changes).
+  void ask_consent() {
+    for (const auto& n : agent.not_offered()) {
+      if (n.state != "waiting" || n.approve.empty()) continue;
+      run_self(ctx.self, {"mcp", "get", n.name, "--show-values"});
+      std::string answer =
+          ask_line(fmt::format("Let this repository's connector {} run? [y/N] ", escape_controls(n.name)));
+      bool yes = answer == "y" || answer == "Y" || answer == "yes";
+      run_self(ctx.self, {"mcp", yes ? "approve" : "deny", n.name});
+    }
+  }
+
+  std::string ask_line(const std::string& prompt) {
+    RawTerminal raw;
+    EditResult r = editor.read(prompt);
+    return r.kind == EditResult::kLine ? r.text : std::string();
+  }
+
+  chat::Answer ask(const chat::Question& q) {
+    std::string what;
+    if (q.action == "run") {
+      what = fmt::format("Run `{}`?", escape_controls(q.command));
+    } else {
+      what = fmt::format("Call {}{}?", q.action, q.read_only ? " (it only reads)" : " (it may change something)");
+      if (!q.arguments.empty()) what += "\n    arguments: " + first_line(json::serialize(q.arguments), 400);
+    }
+    std::string c =
+        q.action == "run" ? "" : fmt::format(" [c] always, every {} tool ·", q.action.substr(0, q.action.find('.')));
+    fmt::print("\n  ? {}\n    [y] yes · [a] always{} ·{} [N] no · or type what to do instead\n", what,
+               q.action == "run" ? ", this command" : ", this tool", c);
+    std::string a = ask_line("  answer › ");
+    if (a == "y" || a == "Y" || a == "yes") return {chat::Answer::kYes, ""};
+    if (a == "a" || a == "A") return {chat::Answer::kAlwaysTool, ""};
+    if ((a == "c" || a == "C") && q.action != "run") return {chat::Answer::kAlwaysConnector, ""};
+    if (a.empty() || a == "n" || a == "N" || a == "no") return {chat::Answer::kNo, ""};
+    return {chat::Answer::kText, a};
+  }
+
+  void turn(const std::string& message) {
+    std::atomic<bool> done{false};
+    chat::TurnResult result;
+    std::thread worker([&] {
+      result = agent.turn(message);
+      done = true;
+    });
+    bool cancelling = false;
+    {
+      RawTerminal raw;
+      while (!done) {
+        if (auto q = front.pending()) {
+          front.answer(ask(*q));
+          continue;
+        }
+        std::string k = LineEditor::read_key(50);
+        if (k == "\x03" && !cancelling) {
+          cancelling = true;
+          fmt::print("\n  ^C cancelling the turn…\n");
+          agent.cancel();
+        }
+      }
+    }
+    worker.join();
+    front.end_turn();
+    if (result.cancelled) {
+      fmt::print("  (cancelled)\n");
+      auto again = connect_daemon(ctx.socket, Start::kIfNeeded);
+      if (again) {
+        conn.client = std::move(again->client);
+        daemon.open_session(agent.mode() == "plan" ? "plan" : "chat");
+      } else {
+        fmt::print(stderr, "oppx: {}\n", again.error().message);
+      }
+    } else if (result.error) {
+      print_model_error(*result.error);
+    }
+    conversation.messages = agent.conversation();
+    if (std::string why = chat::save_conversation(conversation); !why.empty())
+      fmt::print(stderr, "oppx: warning: the conversation was not saved ({})\n", why);
+  }
+
+  void context_report() {
+    std::int64_t system = estimate_tokens(agent.system_prompt());
+    std::map<std::string, std::string> lists;
+    for (const auto& t : agent.tools()) lists[t.connector] += t.line + "\n";
+    std::int64_t convo = 0;
+    for (const auto& m : agent.conversation()) convo += estimate_tokens(m.at("content").as_string());
+    fmt::print("Context (about 4 characters a token):\n");
+    fmt::print("  system prompt      {:>7} tokens, of which the tool lists:\n", system);
+    for (const auto& [c, text] : lists) fmt::print("    {:<16} {:>7}\n", c, estimate_tokens(text));
+    fmt::print("  conversation       {:>7} tokens\n", convo);
+    if (agent.context().tokens) {
+      std::int64_t free = *agent.context().tokens - system - convo;
+      fmt::print("  free               {:>7} of {} tokens\n", free, *agent.context().tokens);
+    } else {
+      fmt::print("  the model's context length is unknown ({})\n", agent.context().note);
+    }
+  }
+
+  void after_list_change() {
+    if (std::string why = agent.refresh(); !why.empty()) fmt::print(stderr, "oppx: {}\n", why);
+    warn_cost(agent, false);
+  }
+
+  // False: exit.
+  bool slash(const std::string& line) {
+    auto w = words(line);
+    const std::string& cmd = w[0];
+    if (cmd == "/exit" || cmd == "/quit") return false;
+    if (cmd == "/help") {
+      fmt::print("{}", kHelp);
+    } else if (cmd == "/clear") {
+      agent.clear();
+      conversation = chat::Conversation{{}, cwd, {}};
+      fmt::print("A new conversation.\n");
+    } else if (cmd == "/plan" || cmd == "/ask") {
+      bool on = agent.mode() != "plan";
+      agent.set_mode(on ? "plan" : "chat");
+      if (on) {
+        fmt::print("Read-only turns: only actions that read are offered ({} again to leave).\n", cmd);
+      } else {
+        fmt::print("Back to normal turns.\n");
+      }
+    } else if (cmd == "/context") {
+      context_report();
+    } else if (cmd == "/status") {
+      fmt::print("model {} at {} (context {})\n", model.config().model, model.config().server,
+                 agent.context().tokens ? std::to_string(*agent.context().tokens) : "unknown");
+      fmt::print("mode {} · {} tools offered · conversation {}\n", agent.mode(), agent.tools().size(),
+                 conversation.path.empty() ? "not saved yet" : conversation.path);
+      run_self(ctx.self, {"daemon", "status"});
+    } else if (cmd == "/permissions") {
+      if (w.size() >= 3 && w[1] == "remove") {
+        run_self(ctx.self, {"permissions", "remove", w[2]});
+      } else {
+        run_self(ctx.self, {"permissions", "list"});
+      }
+    } else if (cmd == "/mcp") {
+      std::vector<std::string> args(w.begin() + 1, w.end());
+      std::string sub = args.empty() ? "list" : args[0];
+      if (sub == "auth") args[0] = "reconnect";
+      if (args.empty()) args = {"list"};
+      args.insert(args.begin(), "mcp");
+      run_self(ctx.self, args);
+      if (sub == "list") {
+        std::map<std::string, std::string> lists;
+        for (const auto& t : agent.tools()) lists[t.connector] += t.line + "\n";
+        for (const auto& [c, text] : lists)
+          fmt::print("  {} costs about {} tokens of every request\n", c, estimate_tokens(text));
+      }
+      if (sub == "add" || sub == "remove" || sub == "reconnect" || sub == "auth") after_list_change();
+    } else {
+      fmt::print("No command {}; /help lists them.\n", escape_controls(cmd));
+    }
+    return true;
+  }
+
+  int loop() {
+    Clock::time_point last_interrupt{};
+    for (;;) {
+      EditResult r;
+      {
+        RawTerminal raw;
+        r = editor.read(agent.mode() == "plan" ? "plan › " : "› ");
+      }
+      if (r.kind == EditResult::kEof) return kExitOk;
+      if (r.kind == EditResult::kInterrupt) {
+        if (Clock::now() - last_interrupt < std::chrono::seconds(3)) return kExitOk;
+        last_interrupt = Clock::now();
+        fmt::print("(Ctrl-C again to exit)\n");
+        continue;
+      }
+      std::string text = r.text;
+      if (text.find_first_not_of(" \t\n") == std::string::npos) continue;
+      editor.add_history(text);
+      if (text[0] == '/') {
+        if (!slash(text)) return kExitOk;
+        continue;
+      }
+      turn(text);
+    }
+  }
+};
+
+int chat_command(Context& ctx) {
+  bool cont = take_flag(ctx.args, "-c") || take_flag(ctx.args, "--continue");
+  bool resume = take_flag(ctx.args, "--resume");
+  if (!ctx.args.empty()) return usage_error(*find_command("", "chat"), "unknown argument " + ctx.args[0]);
+  if (::isatty(0) != 1) {
+    // No terminal: one message from stdin, as `oppx -p`.
+    Context print{ctx.socket, cont ? std::vector<std::string>{"-c"} : std::vector<std::string>{}, ctx.self};
+    return find_command("", "-p")->run(print);
+  }
+  std::string cwd;
+  if (char buf[PATH_MAX]; ::getcwd(buf, sizeof buf)) cwd = buf;
+  auto cfg = chat::load_model_config(environment());
+  if (!cfg) {
+    print_model_error(cfg.error());
+    return kExitModel;
+  }
+  chat::ModelClient model(*cfg);
+  if (auto m = model.resolve_model(); !m) {
+    print_model_error(m.error());
+    return kExitModel;
+  }
+  auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
+  if (!conn) {
+    fmt::print(stderr, "oppx: {}\n", conn.error().message);
+    return conn.error().exit_code;
+  }
+  chat::DaemonTools daemon(conn->client, cwd);
+  if (std::string why = daemon.open_session("chat"); !why.empty()) {
+    fmt::print(stderr, "oppx: the daemon did not open a session: {}\n", why);
+    return kExitNoDaemon;
+  }
+  ChatFront front;
+  chat::Agent agent(model, daemon, front, chat::AgentOptions{"chat"});
+  std::string history = paths::state_dir() + "/history";
+  std::filesystem::create_directories(paths::state_dir());
+  LineEditor editor(history, [&agent](std::string_view before) {
+    std::vector<std::string> out;
+    std::string b(before);
+    for (const char* sub : {"/mcp tools ", "/mcp remove ", "/mcp reconnect ", "/mcp auth "}) {
+      if (b.rfind(sub, 0) != 0) continue;
+      std::string word = b.substr(std::string_view(sub).size());
+      std::set<std::string> names;
+      for (const auto& t : agent.tools()) names.insert(t.connector);
+      for (const auto& n : agent.not_offered()) names.insert(n.name);
+      for (const auto& n : names) {
+        if (n.rfind(word, 0) == 0) out.push_back(n);
+      }
+      return out;
+    }
+    for (const auto& c : slash_commands()) {
+      if (!b.empty() && b[0] == '/' && c.rfind(b, 0) == 0) out.push_back(c);
+    }
+    // Complete the last word only: what follows its start.
+    auto sp = b.rfind(' ');
+    if (sp != std::string::npos) {
+      for (auto& o : out) o = o.substr(sp + 1);
+    }
+    return out;
+  });
+  Chat chat{ctx, model, *conn, daemon, agent, front, editor, chat::Conversation{{}, cwd, {}}, cwd};
+  if (cont || resume) {
+    std::string path;  // empty: the newest
+    if (resume) {
+      std::vector<std::string> files;
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator(chat::conversations_dir(cwd), ec))
+        files.push_back(e.path().string());
+      std::sort(files.rbegin(), files.rend());
+      if (files.size() > 10) files.resize(10);
+      for (std::size_t i = 0; i < files.size(); ++i) {
+        auto c = chat::load_conversation(files[i], cwd);
+        std::string first = "(empty)";
+        if (c && !c->messages.empty()) first = first_line(c->messages[0].at("content").as_string(), 60);
+        fmt::print("  {}. {}  {}\n", i + 1, std::filesystem::path(files[i]).stem().string().substr(0, 15), first);
+      }
+      if (!files.empty()) {
+        std::size_t n = static_cast<std::size_t>(std::atoi(chat.ask_line("Resume which (number)? ").c_str()));
+        if (n >= 1 && n <= files.size()) path = files[n - 1];
+      }
+    }
+    auto got = path.empty() ? chat::last_conversation(cwd) : chat::load_conversation(path, cwd);
+    if (got) {
+      chat.conversation = std::move(*got);
+      agent.restore(chat.conversation.messages);
+    } else {
+      fmt::print(stderr, "oppx: {}; starting a new one\n", got.error());
+    }
+  }
+  if (std::string why = agent.start(); !why.empty()) {
+    fmt::print(stderr, "oppx: the daemon did not list the connectors: {}\n", why);
+    return kExitNoDaemon;
+  }
+  chat.welcome();
+  chat.ask_consent();
+  if (!agent.not_offered().empty()) agent.refresh();
+  return chat.loop();
+}
+
+}  // namespace
+
+std::vector<Command> chat_commands() {
+  return {{"", "chat", "[-c] [--resume]", "Open the chat (what `oppx` alone does in a terminal).",
+           "The terminal chat with the model server of config.json (or OPPX_SERVER): the agent picks\n"
+           "actions (reply, read, grep, run, any running connector's tool), asks before what needs\n"
+           "permission (y, a always this tool, c always this connector, N, or text), and streams its\n"
+           "reply. /help lists the slash commands.\n"
+           "  -c         continue the last conversation of this folder\n"
+           "  --resume   pick one of this folder's conversations\n"
+           "Without a terminal on stdin, it reads one message and behaves as `oppx -p`.",
+           chat_command}};
+}
+
+}  // namespace oppx::cli

@@ -1,0 +1,65 @@
+// The chat's line editor, our own (a small raw-mode editor rather than libedit: libedit's
+// bracketed paste, multi-line buffer and Ctrl-C handling would each need working around, and
+// those are what the chat needs most). UTF-8, history saved per user (0600), multi-line input
+// (Alt+Enter, `\` then Enter, Ctrl+J), bracketed paste kept as one message, Tab completion,
+// Ctrl-C and Ctrl-D reported to the caller. Long lines that wrap are redrawn approximately.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <termios.h>
+
+namespace oppx::cli {
+
+// The terminal on stdin in raw mode (no echo, no signals from Ctrl-C, output processing kept)
+// while it lives; restored by the destructor, also after an exception.
+class RawTerminal {
+ public:
+  RawTerminal();
+  ~RawTerminal();
+  RawTerminal(const RawTerminal&) = delete;
+  RawTerminal& operator=(const RawTerminal&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  termios saved_{};
+  bool ok_ = false;
+};
+
+struct EditResult {
+  enum Kind { kLine, kEof, kInterrupt } kind = kEof;
+  std::string text;
+};
+
+class LineEditor {
+ public:
+  using Completer = std::function<std::vector<std::string>(std::string_view before_cursor)>;
+  // `history_file`: one JSON string per line, kept 0600; empty for none.
+  LineEditor(std::string history_file, Completer complete);
+
+  // Reads one message at `prompt` (the terminal must be raw). kInterrupt: Ctrl-C (the input is
+  // dropped); kEof: Ctrl-D on an empty line, or the end of stdin.
+  EditResult read(const std::string& prompt);
+  void add_history(const std::string& line);
+
+  // Reads one key's bytes with a deadline (ms, -1: none); empty at the deadline, "\x04" at the
+  // end of stdin. Used while a turn runs, to see Ctrl-C.
+  static std::string read_key(int timeout_ms);
+
+ private:
+  void redraw();
+  void insert(std::string_view text);
+  void complete();
+  std::string history_file_;
+  Completer complete_;
+  std::vector<std::string> history_;
+  std::string prompt_, buf_;
+  std::size_t cursor_ = 0;  // a byte offset at a code point boundary
+  int rows_drawn_ = 0;      // rows below the prompt's row in the last drawing
+  int cursor_row_ = 0;      // the row the cursor was left on
+};
+
+}  // namespace oppx::cli
