@@ -231,7 +231,6 @@ struct Chat {
   }
 
   std::string ask_line(const std::string& prompt) {
-    RawTerminal raw;
     EditResult r = editor.read(prompt);
     return r.kind == EditResult::kLine ? r.text : std::string();
   }
@@ -265,17 +264,22 @@ struct Chat {
     });
     bool cancelling = false;
     {
-      RawTerminal raw;
       while (!done) {
         if (auto q = front.pending()) {
           front.answer(ask(*q));
           continue;
         }
         std::string k = LineEditor::read_key(50);
-        if (k == "\x03" && !cancelling) {
-          cancelling = true;
-          fmt::print("\n  ^C cancelling the turn…\n");
-          agent.cancel();
+        if (k == "\x03") {
+          if (!cancelling) {
+            cancelling = true;
+            fmt::print("\n  ^C cancelling the turn…\n");
+            agent.cancel();
+          }
+        } else if (k == LineEditor::kEndOfInput) {
+          break;  // the terminal is gone: nothing more to read; the turn ends on its own
+        } else if (!k.empty()) {
+          editor.queue_key(k);  // typed ahead (Ctrl-D too): the next prompt starts with it
         }
       }
     }
@@ -377,11 +381,7 @@ struct Chat {
   int loop() {
     Clock::time_point last_interrupt{};
     for (;;) {
-      EditResult r;
-      {
-        RawTerminal raw;
-        r = editor.read(agent.mode() == "plan" ? "plan › " : "› ");
-      }
+      EditResult r = editor.read(agent.mode() == "plan" ? "plan › " : "› ");
       if (r.kind == EditResult::kEof) return kExitOk;
       if (r.kind == EditResult::kInterrupt) {
         if (Clock::now() - last_interrupt < std::chrono::seconds(3)) return kExitOk;
@@ -460,6 +460,10 @@ int chat_command(Context& ctx) {
     }
     return out;
   });
+  // Raw for the whole chat (output processing stays on): a key typed between two reads (Ctrl-D
+  // as a turn ends) is kept, where a switch back to cooked mode would lose it. Slash commands'
+  // programs run in it too; they do not read the terminal.
+  RawTerminal raw;
   Chat chat{ctx, model, *conn, daemon, agent, front, editor, chat::Conversation{{}, cwd, {}}, cwd};
   if (cont || resume) {
     std::string path;  // empty: the newest

@@ -53,11 +53,11 @@ RawTerminal::RawTerminal() {
   raw.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON | ISIG | IEXTEN);
   raw.c_cc[VMIN] = 1;
   raw.c_cc[VTIME] = 0;
-  ok_ = ::tcsetattr(0, TCSAFLUSH, &raw) == 0;
+  ok_ = ::tcsetattr(0, TCSADRAIN, &raw) == 0;
 }
 
 RawTerminal::~RawTerminal() {
-  if (ok_) ::tcsetattr(0, TCSAFLUSH, &saved_);
+  if (ok_) ::tcsetattr(0, TCSADRAIN, &saved_);
 }
 
 std::string LineEditor::read_key(int timeout_ms) {
@@ -72,7 +72,7 @@ std::string LineEditor::read_key(int timeout_ms) {
   do {
     got = ::read(0, &c, 1);
   } while (got < 0 && errno == EINTR);
-  if (got <= 0) return "\x04";
+  if (got <= 0) return std::string(kEndOfInput);
   std::string key(1, c);
   auto more = [&](int wait) {
     pollfd q{0, POLLIN, 0};
@@ -207,14 +207,20 @@ EditResult LineEditor::read(const std::string& prompt) {
     return r;
   };
   for (;;) {
-    std::string k = read_key(-1);
+    std::string k;
+    if (!queued_.empty()) {
+      k = std::move(queued_.front());
+      queued_.pop_front();
+    } else {
+      k = read_key(-1);
+    }
     if (k.empty()) continue;
     unsigned char c = static_cast<unsigned char>(k[0]);
     if (k == "\x1b[200~") {  // a paste: everything up to its end, as typed text
       std::string pasted;
       for (;;) {
         std::string p = read_key(2000);
-        if (p.empty() || p == "\x1b[201~") break;
+        if (p.empty() || p == "\x1b[201~" || p == kEndOfInput) break;
         pasted += p;
       }
       std::replace(pasted.begin(), pasted.end(), '\r', '\n');
@@ -230,6 +236,8 @@ EditResult LineEditor::read(const std::string& prompt) {
     } else if (k == "\x03") {
       buf_.clear();
       return finish({EditResult::kInterrupt, ""});
+    } else if (k == kEndOfInput) {
+      return finish({EditResult::kEof, ""});
     } else if (k == "\x04") {
       if (buf_.empty()) return finish({EditResult::kEof, ""});
       if (cursor_ < buf_.size()) {

@@ -5,6 +5,7 @@
 // Ctrl-C and Ctrl-D reported to the caller. Long lines that wrap are redrawn approximately.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -44,10 +45,13 @@ class LineEditor {
   // dropped); kEof: Ctrl-D on an empty line, or the end of stdin.
   EditResult read(const std::string& prompt);
   void add_history(const std::string& line);
+  // A key read elsewhere (typed while a turn ran), taken before the terminal's at the next read.
+  void queue_key(std::string key) { queued_.push_back(std::move(key)); }
 
-  // Reads one key's bytes with a deadline (ms, -1: none); empty at the deadline, "\x04" at the
-  // end of stdin. Used while a turn runs, to see Ctrl-C.
+  // Reads one key's bytes with a deadline (ms, -1: none); empty at the deadline, kEndOfInput at
+  // the end of stdin. Used while a turn runs, to see Ctrl-C.
   static std::string read_key(int timeout_ms);
+  static constexpr std::string_view kEndOfInput = "\x1b<end of input>";
 
  private:
   void redraw();
@@ -56,6 +60,7 @@ class LineEditor {
   std::string history_file_;
   Completer complete_;
   std::vector<std::string> history_;
+  std::deque<std::string> queued_;
   std::string prompt_, buf_;
   std::size_t cursor_ = 0;  // a byte offset at a code point boundary
   int rows_drawn_ = 0;      // rows below the prompt's row in the last drawing
