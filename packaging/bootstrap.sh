@@ -48,7 +48,7 @@ esac
 
 # 1. Debian packages: ask dpkg first, so that nothing calls apt when all are there.
 apt_packages=(g++ cmake ninja-build pkg-config libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libfmt-dev libssl-dev libgtest-dev util-linux procps ca-certificates openssl)
+  libfmt-dev libssl-dev libgtest-dev util-linux procps ca-certificates openssl tmux)
 missing=()
 for p in "${apt_packages[@]}"; do
   if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" != "install ok installed" ]; then

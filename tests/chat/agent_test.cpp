@@ -101,7 +101,7 @@ TEST_F(AgentTurn, TheToolsAreInThePromptAndTheEnumNeverInTheToolsParameter) {
   EXPECT_EQ(b.at("response_format").at("type"), "json_schema");
   EXPECT_EQ(b.at("response_format").at("json_schema").at("name"), "action");
   EXPECT_EQ(action_enum(b), json::parse(R"(["reply","read","grep","run","agentc.lookup","agentc.save_issue",
-                                           "agentc.ping","agentc.fail","agentc.crash"])"));
+                                           "agentc.ping","agentc.fail","agentc.crash","agentc.hang"])"));
   std::string system = system_of(b);
   EXPECT_NE(system.find("\n- agentc.lookup: Looks up an issue by its id\n"), std::string::npos) << system;
   EXPECT_NE(system.find("\n- agentc.ping: Pings the service.\n"), std::string::npos) << system;
@@ -230,7 +230,7 @@ TEST_F(AgentTurn, PlanModeOffersOnlyWhatReads) {
   serve({action("run", R"("command":"touch x")"), reply("Here is the plan.")});
   json::object out = print_json({"--plan", "plan", "the", "fix"}, 0);
   auto bodies = model->completions();
-  EXPECT_EQ(action_enum(bodies[0]), json::parse(R"(["reply","read","grep","agentc.lookup","agentc.fail"])"));
+  EXPECT_EQ(action_enum(bodies[0]), json::parse(R"(["reply","read","grep","agentc.lookup","agentc.fail","agentc.hang"])"));
   EXPECT_NE(system_of(bodies[0]).find("plan mode"), std::string::npos);
   EXPECT_EQ(system_of(bodies[0]).find("agentc.ping"), std::string::npos);
   EXPECT_TRUE(out.at("actions").as_array().empty()) << "run is not an action of plan mode";
@@ -368,7 +368,7 @@ TEST_F(AgentTurn, AHeavyToolListIsWarnedAboutAtStartOnce) {
   ASSERT_EQ(light.exit_code, 0) << light.err;
   EXPECT_EQ(light.err.find("HEAVY"), std::string::npos);
   EXPECT_EQ(light.err.find("a tenth or more"), std::string::npos) << light.err;
-  // Five tools of about 9 tokens each are more than a tenth of a 300-token window.
+  // Six tools of about 8 tokens each are more than a tenth of a 300-token window.
   serve({reply("ok")}, 300);
   Result heavy = print({"hi"});
   ASSERT_EQ(heavy.exit_code, 0) << heavy.err;

@@ -1,5 +1,6 @@
 // A stdio MCP connector for the agent loop's tests: tools that are read-only or not, with an enum,
-// optional arguments, none at all, and a $ref. Every tools/call is appended to <calls.jsonl>.
+// optional arguments, none at all, and a $ref. Every tools/call is appended to <calls.jsonl>, and
+// every notifications/cancelled as {"cancelled": id}; `hang` never answers.
 //   node agent_connector.js <calls.jsonl>
 // `crash` writes <calls.jsonl>.broken and exits mid-call; while that file exists the connector
 // exits at start, so it stays down for good.
@@ -47,6 +48,7 @@ const tools = [
     annotations: { readOnlyHint: true },
   },
   { name: "crash", description: "Stops the connector for good.", inputSchema: { type: "object" } },
+  { name: "hang", description: "Never answers.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
 ];
 const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
 const text = (id, t, isError) => send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: t }], isError } });
@@ -64,6 +66,8 @@ readline.createInterface({ input: process.stdin }).on("line", (line) => {
       result: { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "agent", version: "1" } },
     });
   if (m.method === "tools/list") return send({ jsonrpc: "2.0", id: m.id, result: { tools } });
+  if (m.method === "notifications/cancelled")
+    return fs.appendFileSync(callsPath, JSON.stringify({ cancelled: m.params.requestId }) + "\n");
   if (m.method !== "tools/call") {
     if (m.id !== undefined) send({ jsonrpc: "2.0", id: m.id, result: {} });
     return;
@@ -74,6 +78,7 @@ readline.createInterface({ input: process.stdin }).on("line", (line) => {
   if (name === "save_issue") return text(m.id, `saved "${args.issue.title}"`, false);
   if (name === "ping") return text(m.id, "pong", false);
   if (name === "fail") return text(m.id, `the x field is wrong: ${args.x}`, true);
+  if (name === "hang") return;
   if (name === "crash") {
     fs.writeFileSync(broken, "");
     process.exit(1);

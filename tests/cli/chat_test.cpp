@@ -1,0 +1,290 @@
+// The terminal chat as a person uses it: `oppx` in a real pseudo-terminal (a tmux server of the
+// test's own), keys sent with send-keys, the screen read with capture-pane; the scripted model
+// server, the real daemon and a real stdio connector (agent_connector.js).
+#include "tests/support/scripted_model.h"
+
+#include <boost/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <unistd.h>
+
+namespace oppx::test {
+namespace {
+
+namespace json = boost::json;
+
+std::string says(const std::string& object) {
+  std::size_t half = object.size() / 2;
+  return json::serialize(json::object{{"deltas", json::array{object.substr(0, half), object.substr(half)}}});
+}
+std::string action(const std::string& name) { return says(R"({"action":")" + name + "\"}"); }
+std::string reply(const std::string& text) {
+  return says(R"({"action":"reply","text":)" + json::serialize(json::value(text)) + "}");
+}
+
+// A tmux server of its own (-L), one window running `oppx` with the test's HOME.
+class Terminal {
+ public:
+  Terminal(const TempHome& home, const std::string& server_url, const std::vector<std::string>& args = {})
+      : name_("oppx-test-" + std::to_string(::getpid()) + "-" + std::to_string(++count_)) {
+    std::string cmd = "env HOME=" + home.root() + " XDG_RUNTIME_DIR=" + home.root() +
+                      "/run XDG_STATE_HOME=" + home.root() + "/state XDG_CONFIG_HOME=" + home.root() +
+                      "/config OPPX_SERVER=" + server_url + " " + OPPX_BIN;
+    for (const auto& a : args) cmd += " " + a;
+    cmd += "; echo oppx-exited-$?; sleep 600";
+    started_ = tmux({"new-session", "-d", "-s", name_, "-x", "120", "-y", "50", cmd}).exit_code == 0;
+  }
+  ~Terminal() { tmux({"kill-server"}); }
+  bool started() const { return started_; }
+  void keys(const std::vector<std::string>& k) {
+    std::vector<std::string> a{"send-keys", "-t", name_};
+    a.insert(a.end(), k.begin(), k.end());
+    tmux(a);
+  }
+  void type(const std::string& text) { tmux({"send-keys", "-t", name_, "-l", text}); }
+  void paste(const std::string& text) {
+    tmux({"set-buffer", "--", text});
+    tmux({"paste-buffer", "-p", "-t", name_});
+  }
+  std::string screen() { return tmux({"capture-pane", "-p", "-J", "-S", "-500", "-t", name_}).out; }
+  // Waits until the screen shows `text` (the n-th time, counting from 1).
+  bool wait_for(const std::string& text, int nth = 1, std::chrono::milliseconds timeout = 15s) {
+    return eventually(
+        [&] {
+          std::string s = screen();
+          int seen = 0;
+          for (auto at = s.find(text); at != std::string::npos; at = s.find(text, at + 1)) ++seen;
+          return seen >= nth;
+        },
+        timeout);
+  }
+
+ private:
+  Result tmux(std::vector<std::string> args) {
+    args.insert(args.begin(), {"tmux", "-L", name_, "-f", "/dev/null"});
+    return run(args, 10s);
+  }
+  static inline int count_ = 0;
+  std::string name_;
+  bool started_ = false;
+};
+
+struct Chat : ::testing::Test {
+  TempHome home;
+  InRepository repo{home};
+  std::string calls = home.root() + "/calls.jsonl";
+  std::optional<ScriptedModel> model;
+  void SetUp() override {
+    home.write_mcp_config(
+        stdio_entry("agentc", "node", {std::string(OPPX_TEST_SUPPORT) + "/agent_connector.js", calls}));
+  }
+  void TearDown() override { oppx({"daemon", "stop"}); }
+  void serve(const std::vector<std::string>& steps) {
+    std::string list;
+    for (const auto& s : steps) list += (list.empty() ? "" : ",") + s;
+    model.emplace(home.root(), R"({"models": [{"id": "m1", "max_model_len": 32768}], "completions": [)" + list + "]}");
+    ASSERT_TRUE(model->started()) << model->err();
+  }
+  std::string last_user_message() {
+    auto bodies = model->completions();
+    if (bodies.empty()) return {};
+    return std::string(bodies.back().at("messages").as_array().back().at("content").as_string());
+  }
+};
+
+TEST_F(Chat, TheWelcomeBoxAReplyAndAlwaysThatHoldsInTheNextChat) {
+  serve({reply("Hello there."), action("agentc.ping"), reply("Pinged."), action("agentc.ping"), reply("Again.")});
+  {
+    Terminal t(home, model->url());
+    ASSERT_TRUE(t.started());
+    ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+    std::string s = t.screen();
+    EXPECT_NE(s.find("╭"), std::string::npos);
+    EXPECT_NE(s.find("m1 at " + model->url()), std::string::npos) << s;
+    EXPECT_NE(s.find("context 32768 tokens"), std::string::npos) << s;
+    EXPECT_NE(s.find("agentc  running, 6 tools"), std::string::npos) << s;
+    t.type("hello");
+    t.keys({"Enter"});
+    ASSERT_TRUE(t.wait_for("Hello there.")) << t.screen();
+    t.type("ping it");
+    t.keys({"Enter"});
+    ASSERT_TRUE(t.wait_for("Call agentc.ping (it may change something)?")) << t.screen();
+    EXPECT_NE(t.screen().find("[c] always, every agentc tool"), std::string::npos);
+    t.type("a");
+    t.keys({"Enter"});
+    ASSERT_TRUE(t.wait_for("Pinged.")) << t.screen();
+    EXPECT_NE(t.screen().find("ran (0."), std::string::npos) << t.screen();
+    t.keys({"C-d"});
+    ASSERT_TRUE(t.wait_for("oppx-exited-0")) << t.screen();
+  }
+  // A new chat: the rule `a` wrote lets it run without a question.
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  t.type("ping again");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Again.")) << t.screen();
+  EXPECT_EQ(t.screen().find("Call agentc.ping"), std::string::npos) << t.screen();
+}
+
+TEST_F(Chat, NoAndTextDeclineAndTheTextIsPassedOn) {
+  serve({action("agentc.ping"), reply("Not pinged."), action("agentc.ping"), reply("Doing it your way."),
+         action("agentc.ping"), reply("Every one.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  t.type("ping");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("answer ›")) << t.screen();
+  t.keys({"Enter"});  // N, the default
+  ASSERT_TRUE(t.wait_for("Not pinged.")) << t.screen();
+  EXPECT_NE(t.screen().find("declined"), std::string::npos);
+  t.type("ping");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("answer ›", 2)) << t.screen();
+  t.type("use the status page instead");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Doing it your way.")) << t.screen();
+  EXPECT_NE(json::serialize(model->completions().back()).find("use the status page instead"), std::string::npos);
+  t.type("ping");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("answer ›", 3)) << t.screen();
+  t.type("c");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Every one.")) << t.screen();
+  EXPECT_NE(oppx({"permissions", "list"}).out.find("agentc.*"), std::string::npos);
+  std::ifstream f(calls);
+  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), 1) << "only the third ran: " << all;
+}
+
+TEST_F(Chat, CtrlCCancelsASlowReplyAndAHangingCallAndTheChatAnswersNext) {
+  serve({json::serialize(
+             json::object{{"deltas", json::array{R"({"action":"reply","text":"Thinking)"}}, {"hang_after", 1}}),
+         reply("After the first."), action("agentc.hang"), reply("After the second.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  t.type("slow");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Thinking")) << t.screen();
+  t.keys({"C-c"});
+  ASSERT_TRUE(t.wait_for("(cancelled)")) << t.screen();
+  t.type("next");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("After the first.")) << t.screen();
+  t.type("hang");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("> agentc.hang")) << t.screen();
+  t.keys({"C-c"});
+  ASSERT_TRUE(t.wait_for("(cancelled)", 2)) << t.screen();
+  // The connector was told.
+  EXPECT_TRUE(eventually([&] { return read_file(calls).find("\"cancelled\"") != std::string::npos; }))
+      << read_file(calls);
+  t.type("again");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("After the second.")) << t.screen();
+}
+
+TEST_F(Chat, CtrlCTwiceOrCtrlDExitsAndOnceClearsTheInput) {
+  serve({reply("unused")});
+  {
+    Terminal t(home, model->url());
+    ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+    t.type("half a thought");
+    t.keys({"C-c"});
+    ASSERT_TRUE(t.wait_for("(Ctrl-C again to exit)")) << t.screen();
+    t.keys({"C-c"});
+    ASSERT_TRUE(t.wait_for("oppx-exited-0")) << t.screen();
+    EXPECT_TRUE(model->completions().empty()) << "the cleared input was never sent";
+  }
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  t.keys({"C-d"});
+  ASSERT_TRUE(t.wait_for("oppx-exited-0")) << t.screen();
+}
+
+TEST_F(Chat, APastedBlockIsOneMessageAndBackslashEnterStartsANewLine) {
+  serve({reply("Got the block."), reply("Got two lines.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  t.paste("first line\nsecond line\nthird line");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Got the block.")) << t.screen();
+  EXPECT_EQ(last_user_message(), "first line\nsecond line\nthird line");
+  t.type("one\\");
+  t.keys({"Enter"});
+  t.type("two");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Got two lines.")) << t.screen();
+  EXPECT_EQ(last_user_message(), "one\ntwo");
+}
+
+TEST_F(Chat, SlashCommandsListConnectorsToolsContextAndAddRebuildsThePrompt) {
+  serve({reply("unused")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  t.type("/mcp");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("agentc costs about")) << t.screen();
+  t.type("/mcp tools ag");
+  t.keys({"Tab", "Enter"});  // Tab completes the connector's name
+  ASSERT_TRUE(t.wait_for("agentc.lookup: Looks up an issue by its id")) << t.screen();
+  t.type("/context");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("free")) << t.screen();
+  EXPECT_NE(t.screen().find("of 32768 tokens"), std::string::npos);
+  t.type("/mcp add more -- node " + std::string(OPPX_TEST_SUPPORT) + "/agent_connector.js " + home.root() +
+         "/more.jsonl");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("the next request is not served from the model server's prefix cache")) << t.screen();
+  t.type("/help");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("/permissions [remove R]")) << t.screen();
+}
+
+TEST_F(Chat, ARepositoryConnectorIsAskedForAtStartOnce) {
+  std::ofstream(repo.root() + "/.mcp.json") << R"({"mcpServers":{"notes":{"command":"node","args":[")"
+                                            << OPPX_TEST_SUPPORT << R"(/agent_connector.js","notes.jsonl"]}}})";
+  serve({reply("unused")});
+  {
+    Terminal t(home, model->url());
+    ASSERT_TRUE(t.wait_for("Let this repository's connector notes run? [y/N]")) << t.screen();
+    EXPECT_NE(t.screen().find("agent_connector.js"), std::string::npos) << "the command is shown";
+    t.type("y");
+    t.keys({"Enter"});
+    ASSERT_TRUE(t.wait_for("notes is running")) << t.screen();
+    t.type("/mcp");
+    t.keys({"Enter"});
+    ASSERT_TRUE(t.wait_for("notes costs about")) << t.screen();
+    t.keys({"C-d"});
+    ASSERT_TRUE(t.wait_for("oppx-exited-0")) << t.screen();
+  }
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  EXPECT_EQ(t.screen().find("Let this repository's connector"), std::string::npos) << "asked once";
+}
+
+TEST_F(Chat, MinusCContinuesTheLastConversation) {
+  serve({reply("The first answer."), reply("The second answer.")});
+  {
+    Terminal t(home, model->url());
+    ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+    t.type("first question");
+    t.keys({"Enter"});
+    ASSERT_TRUE(t.wait_for("The first answer.")) << t.screen();
+    t.keys({"C-d"});
+    ASSERT_TRUE(t.wait_for("oppx-exited-0")) << t.screen();
+  }
+  Terminal t(home, model->url(), {"-c"});
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  t.type("second");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("The second answer.")) << t.screen();
+  EXPECT_NE(json::serialize(model->completions().back()).find("first question"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oppx::test
