@@ -267,6 +267,20 @@ TEST_F(Chat, ARepositoryConnectorIsAskedForAtStartOnce) {
   EXPECT_EQ(t.screen().find("Let this repository's connector"), std::string::npos) << "asked once";
 }
 
+TEST_F(Chat, AConnectorKilledMidChatIsANoticeWithItsSteps) {
+  ASSERT_EQ(oppx({"permissions", "allow", "agentc.*"}).exit_code, 0);
+  serve({action("agentc.crash"), reply("The crash call did not finish.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  t.type("crash it");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Once it is back, ask me to continue.")) << t.screen();
+  std::string s = t.screen();
+  EXPECT_NE(s.find("! agentc is down: "), std::string::npos) << s;
+  EXPECT_NE(s.find("  1. "), std::string::npos) << s;
+  EXPECT_NE(s.find("the next request is not served from the model server's prefix cache"), std::string::npos) << s;
+}
+
 TEST_F(Chat, MinusCContinuesTheLastConversation) {
   serve({reply("The first answer."), reply("The second answer.")});
   {
