@@ -186,12 +186,25 @@ std::string DaemonTools::allow(const std::string& rule, bool session) {
 
 void DaemonTools::interrupt() { ::shutdown(client_.fd(), SHUT_RDWR); }
 
-DaemonTools::CallResult DaemonTools::call(const ToolInfo& tool, const json::object& arguments) {
+DaemonTools::CallResult DaemonTools::call(const ToolInfo& tool, const json::object& arguments,
+                                          const Progress& on_progress) {
   CallResult out;
-  auto r = client_.call(
-      "tools/call",
-      json::object{{"connector", tool.connector}, {"tool", tool.name}, {"arguments", arguments}, {"cwd", cwd_}},
-      kToolCall);
+  json::object params{{"connector", tool.connector}, {"tool", tool.name}, {"arguments", arguments}, {"cwd", cwd_}};
+  if (on_progress) {
+    params["progress_token"] = "agent";
+    client_.on_notification([&](const std::string& method, const json::value& p) {
+      if (method != "tools/progress" || !p.is_object()) return;
+      const json::object& o = p.as_object();
+      auto number = [&](std::string_view k) -> std::optional<double> {
+        const json::value* v = o.if_contains(k);
+        if (!v || !(v->is_number())) return std::nullopt;
+        return v->to_number<double>();
+      };
+      on_progress(number("progress").value_or(0), number("total"), str(o, "message"));
+    });
+  }
+  auto r = client_.call("tools/call", params, kToolCall);
+  client_.on_notification(nullptr);
   if (r) {
     const json::object& o = r->as_object();
     out.ok = true;
@@ -509,7 +522,9 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
   }
   turn_calls_.insert(key);
   front_.action_started(name, *args);
-  DaemonTools::CallResult r = daemon_.call(tool, *args);
+  DaemonTools::CallResult r = daemon_.call(
+      tool, *args,
+      [this](double p, std::optional<double> total, const std::string& m) { front_.progress(p, total, m); });
   std::string shown_args = json::serialize(*args);
   if (r.down) {
     rec.status = "down";

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -61,7 +62,9 @@ class DaemonTools {
     std::vector<std::string> steps;
     std::string reason_kind;
   };
-  CallResult call(const ToolInfo& tool, const boost::json::object& arguments);
+  // `on_progress` (when set) gets the connector's progress notifications while it runs.
+  using Progress = std::function<void(double progress, std::optional<double> total, const std::string& message)>;
+  CallResult call(const ToolInfo& tool, const boost::json::object& arguments, const Progress& on_progress = {});
   const std::string& cwd() const { return cwd_; }
   // From another thread (Ctrl-C): ends the connection, so that the daemon cancels the calls in
   // flight (their connectors get notifications/cancelled). The front end connects again after.
@@ -101,6 +104,8 @@ class FrontEnd {
   virtual void notice(std::string_view text) = 0;       // a connector down, an uncached request, …
   virtual void action_started(const std::string& /*name*/, const boost::json::object& /*arguments*/) {}
   virtual void action_done(const ActionRecord& /*record*/) {}
+  // A long call's progress, as its connector reports it.
+  virtual void progress(double /*progress*/, std::optional<double> /*total*/, const std::string& /*message*/) {}
   virtual bool can_ask() const = 0;
   virtual Answer ask(const Question& q) = 0;
 };

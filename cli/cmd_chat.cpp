@@ -94,15 +94,35 @@ class ChatFront : public chat::FrontEnd {
     std::lock_guard l(print_);
     end_line();
     started_ = Clock::now();
+    acting_ = true;
+    acting_name_ = name;
+    next_tick_ = 10;
     std::string args = arguments.empty() ? "" : " " + json::serialize(arguments);
     fmt::print("  > {}{}\n", name, first_line(args, 160));
   }
   void action_done(const chat::ActionRecord& r) override {
     std::lock_guard l(print_);
     end_line();
+    acting_ = false;
     double s = std::chrono::duration<double>(Clock::now() - started_).count();
     fmt::print("    {} ({:.1f} s): {}\n", r.status, r.status == "ran" || r.status == "failed" ? s : 0.0,
                first_line(r.text, 200));
+  }
+  void progress(double p, std::optional<double> total, const std::string& message) override {
+    std::lock_guard l(print_);
+    end_line();
+    std::string of = total ? fmt::format("{:g}/{:g}", p, *total) : fmt::format("{:g}", p);
+    fmt::print("    … {}{}{}\n", of, message.empty() ? "" : " ", first_line(message, 120));
+  }
+  // The keyboard thread, every so often: a line for a call that has run a while.
+  void still_running() {
+    std::lock_guard l(print_);
+    if (!acting_) return;
+    auto s = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started_).count();
+    if (s < next_tick_) return;
+    next_tick_ = s + 10;
+    end_line();
+    fmt::print("    … {} still running ({} s; Ctrl-C cancels)\n", acting_name_, s);
   }
   bool can_ask() const override { return true; }
   chat::Answer ask(const chat::Question& q) override {
@@ -140,6 +160,9 @@ class ChatFront : public chat::FrontEnd {
   std::mutex print_, ask_;
   std::condition_variable cv_;
   bool in_reply_ = false, ends_newline_ = true;
+  bool acting_ = false;
+  std::string acting_name_;
+  long next_tick_ = 10;
   Clock::time_point started_;
   chat::Question question_;
   chat::Answer answer_;
@@ -269,6 +292,7 @@ struct Chat {
           front.answer(ask(*q));
           continue;
         }
+        front.still_running();
         std::string k = LineEditor::read_key(50);
         if (k == "\x03") {
           if (!cancelling) {
