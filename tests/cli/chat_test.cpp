@@ -178,6 +178,7 @@ TEST_F(Chat, CtrlCCancelsASlowReplyAndAHangingCallAndTheChatAnswersNext) {
   t.type("hang");
   t.keys({"Enter"});
   ASSERT_TRUE(t.wait_for("> agentc.hang")) << t.screen();
+  ASSERT_TRUE(t.wait_for("… 1/3 waiting for the service")) << t.screen();
   t.keys({"C-c"});
   ASSERT_TRUE(t.wait_for("(cancelled)", 2)) << t.screen();
   // The connector was told.

@@ -1,6 +1,7 @@
 // A stdio MCP connector for the agent loop's tests: tools that are read-only or not, with an enum,
 // optional arguments, none at all, and a $ref. Every tools/call is appended to <calls.jsonl>, and
-// every notifications/cancelled as {"cancelled": id}; `hang` never answers.
+// every notifications/cancelled as {"cancelled": id}; `hang` reports progress once (when asked)
+// and never answers.
 //   node agent_connector.js <calls.jsonl>
 // `crash` writes <calls.jsonl>.broken and exits mid-call; while that file exists the connector
 // exits at start, so it stays down for good.
@@ -78,7 +79,13 @@ readline.createInterface({ input: process.stdin }).on("line", (line) => {
   if (name === "save_issue") return text(m.id, `saved "${args.issue.title}"`, false);
   if (name === "ping") return text(m.id, "pong", false);
   if (name === "fail") return text(m.id, `the x field is wrong: ${args.x}`, true);
-  if (name === "hang") return;
+  if (name === "hang") {
+    // One progress report, when asked for, then silence.
+    const token = m.params._meta && m.params._meta.progressToken;
+    if (token !== undefined)
+      send({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress: 1, total: 3, message: "waiting for the service" } });
+    return;
+  }
   if (name === "crash") {
     fs.writeFileSync(broken, "");
     process.exit(1);
