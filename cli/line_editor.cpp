@@ -2,6 +2,8 @@
 // is drawn with a two-space indent on its continuation rows.
 #include "cli/line_editor.h"
 
+#include "common/text.h"
+
 #include <boost/json.hpp>
 
 #include <fmt/format.h>
@@ -212,9 +214,23 @@ EditResult LineEditor::read(const std::string& prompt) {
       k = std::move(queued_.front());
       queued_.pop_front();
     } else {
-      k = read_key(-1);
+      k = read_key(idle_ ? 200 : -1);
     }
-    if (k.empty()) continue;
+    if (k.empty()) {
+      std::vector<std::string> lines = idle_ ? idle_() : std::vector<std::string>{};
+      if (lines.empty()) continue;
+      std::string s = cursor_row_ > 0 ? fmt::format("\x1b[{}A", cursor_row_) : "";
+      s += "\r\x1b[J";
+      for (const auto& l : lines) {
+        std::string text = escape_controls(l, true);  // from the daemon and its servers
+        for (char ch : text) s += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
+        s += "\r\n";
+      }
+      out(s);
+      cursor_row_ = 0;
+      redraw();
+      continue;
+    }
     unsigned char c = static_cast<unsigned char>(k[0]);
     if (k == "\x1b[200~") {  // a paste: everything up to its end, as typed text
       std::string pasted;

@@ -45,6 +45,9 @@ class LineEditor {
   // dropped); kEof: Ctrl-D on an empty line, or the end of stdin.
   EditResult read(const std::string& prompt);
   void add_history(const std::string& line);
+  // Called while the editor waits for a key (every 200 ms): lines it returns are printed above
+  // the input, which is drawn again below them (notices as they happen).
+  void on_idle(std::function<std::vector<std::string>()> fn) { idle_ = std::move(fn); }
   // A key read elsewhere (typed while a turn ran), taken before the terminal's at the next read.
   void queue_key(std::string key) { queued_.push_back(std::move(key)); }
 
@@ -61,6 +64,7 @@ class LineEditor {
   Completer complete_;
   std::vector<std::string> history_;
   std::deque<std::string> queued_;
+  std::function<std::vector<std::string>()> idle_;
   std::string prompt_, buf_;
   std::size_t cursor_ = 0;  // a byte offset at a code point boundary
   int rows_drawn_ = 0;      // rows below the prompt's row in the last drawing
