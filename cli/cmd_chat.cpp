@@ -28,6 +28,7 @@
 #include <sstream>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include <climits>
 #include <spawn.h>
@@ -191,6 +192,88 @@ std::vector<std::string> words(const std::string& line) {
   return w;
 }
 
+// A second connection subscribed to the daemon's mcp/changed: a connector that went down (with
+// its steps), came back or changed its tool list becomes a notice, shown at once at the prompt
+// (or after the turn), and the tool list is read again before the next turn.
+class Watcher {
+ public:
+  explicit Watcher(const std::string& socket) {
+    auto c = connect_daemon(socket, Start::kNever);
+    if (!c) return;
+    client_.emplace(std::move(c->client));
+    auto r = client_->call("mcp/subscribe", json::object{}, kCallTimeout);
+    if (!r) return;
+    if (const json::value* cs = r->as_object().if_contains("connectors"); cs && cs->is_array()) {
+      for (const auto& c : cs->as_array()) {
+        if (c.is_object()) state_[std::string(c.at("name").as_string())] = std::string(c.at("state").as_string());
+      }
+    }
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Watcher() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  std::vector<std::string> take() {
+    std::lock_guard l(m_);
+    return std::exchange(notices_, {});
+  }
+  bool changed() { return changed_.exchange(false); }
+
+ private:
+  void run() {
+    while (!stop_) {
+      auto line = client_->read_line(std::chrono::milliseconds(200));
+      if (!line) {
+        if (line.error() == SyncClient::ReadFailure::kTimeout) continue;
+        return;  // the daemon went away; the next command says so
+      }
+      boost::system::error_code ec;
+      json::value v = json::parse(*line, ec);
+      if (ec || !v.is_object() || v.as_object().if_contains("method") == nullptr || v.at("method") != "mcp/changed")
+        continue;
+      note(v.at("params").as_object());
+    }
+  }
+  void note(const json::object& c) {
+    auto str = [&](std::string_view k) {
+      const json::value* x = c.if_contains(k);
+      return x && x->is_string() ? std::string(x->as_string()) : std::string();
+    };
+    std::string name = str("name"), state = str("state"), was = state_[name];
+    state_[name] = state;
+    std::string text;
+    const json::value* tools = c.if_contains("tools");
+    std::int64_t n = tools && tools->is_int64() ? tools->as_int64() : 0;
+    if (state == "failed" || state == "stopped") {
+      if (was == state) return;
+      text = fmt::format("{} is down: {}", name, str("reason"));
+      if (const json::value* st = c.if_contains("steps"); st && st->is_array()) {
+        int i = 0;
+        for (const auto& step : st->as_array())
+          if (step.is_string()) text += fmt::format("\n    {}. {}", ++i, std::string_view(step.as_string()));
+      }
+    } else if (state == "running" && was != "running") {
+      text = fmt::format("{} is {} ({} tools)", name, was == "failed" || was == "stopped" ? "back" : "running", n);
+    } else if (state == "running" && c.if_contains("tools_changed") && c.at("tools_changed") == true) {
+      text = fmt::format("{} changed its tool list ({} tools)", name, n);
+    } else if (state == "removed") {
+      text = fmt::format("{} was removed", name);
+    } else {
+      return;
+    }
+    changed_ = true;
+    std::lock_guard l(m_);
+    notices_.push_back("  ! " + text);
+  }
+  std::optional<SyncClient> client_;
+  std::map<std::string, std::string> state_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false}, changed_{false};
+  std::mutex m_;
+  std::vector<std::string> notices_;
+};
+
 struct Chat {
   Context& ctx;
   chat::ModelClient& model;
@@ -201,6 +284,17 @@ struct Chat {
   LineEditor& editor;
   chat::Conversation conversation;
   std::string cwd;
+  Watcher* watcher = nullptr;
+
+  // `said`: connectors whose going down the turn has told already.
+  void show_notices(const std::vector<std::string>& said = {}) {
+    if (!watcher) return;
+    for (const auto& n : watcher->take()) {
+      bool dup = std::any_of(said.begin(), said.end(),
+                             [&](const std::string& c) { return n.rfind("  ! " + c + " is down:", 0) == 0; });
+      if (!dup) fmt::print("{}\n", n);
+    }
+  }
 
   void welcome() {
     std::vector<std::string> lines;
@@ -279,6 +373,10 @@ struct Chat {
   }
 
   void turn(const std::string& message) {
+    // A connector that came, went or changed since: its tools, before the request.
+    if (watcher && watcher->changed()) {
+      if (std::string why = agent.refresh(); !why.empty()) fmt::print(stderr, "oppx: {}\n", why);
+    }
     std::atomic<bool> done{false};
     chat::TurnResult result;
     std::thread worker([&] {
@@ -309,6 +407,7 @@ struct Chat {
     }
     worker.join();
     front.end_turn();
+    show_notices(result.connectors_down);
     if (result.cancelled) {
       fmt::print("  (cancelled)\n");
       auto again = connect_daemon(ctx.socket, Start::kIfNeeded);
@@ -524,6 +623,10 @@ int chat_command(Context& ctx) {
   chat.welcome();
   chat.ask_consent();
   if (!agent.not_offered().empty()) agent.refresh();
+  Watcher watcher(ctx.socket);
+  watcher.take();  // what the start itself changed was said already
+  chat.watcher = &watcher;
+  editor.on_idle([&watcher] { return watcher.take(); });
   return chat.loop();
 }
 

@@ -282,6 +282,22 @@ TEST_F(Chat, AConnectorKilledMidChatIsANoticeWithItsSteps) {
   EXPECT_NE(s.find("the next request is not served from the model server's prefix cache"), std::string::npos) << s;
 }
 
+TEST_F(Chat, AConnectorThatComesUpElsewhereIsANoticeAtTheIdlePromptAndInTheNextRequest) {
+  serve({reply("I see it.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  Result added = oppx({"mcp", "add", "more", "--", "node", std::string(OPPX_TEST_SUPPORT) + "/agent_connector.js",
+                       home.root() + "/more.jsonl"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  ASSERT_TRUE(t.wait_for("! more is running (6 tools)")) << t.screen();
+  t.type("what is new");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("I see it.")) << t.screen();
+  auto bodies = model->completions();
+  ASSERT_EQ(bodies.size(), 1u);
+  EXPECT_NE(json::serialize(bodies[0]).find("more.ping"), std::string::npos);
+}
+
 TEST_F(Chat, MinusCContinuesTheLastConversation) {
   serve({reply("The first answer."), reply("The second answer.")});
   {
