@@ -246,6 +246,55 @@ TEST_F(Chat, SlashCommandsListConnectorsToolsContextAndAddRebuildsThePrompt) {
   ASSERT_TRUE(t.wait_for("/permissions [remove R]")) << t.screen();
 }
 
+TEST_F(Chat, TheOtherSlashCommands) {
+  ASSERT_EQ(oppx({"permissions", "allow", "agentc.ping"}).exit_code, 0);
+  serve({reply("A plan."), reply("Fresh start.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  t.type("/status");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("mode chat · 6 tools offered")) << t.screen();
+  ASSERT_TRUE(t.wait_for("uptime")) << t.screen();  // the daemon's own status follows
+  t.type("/permissions");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("    agentc.ping")) << t.screen();
+  t.type("/permissions remove agentc.ping");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("allow: none")) << t.screen();
+  t.type("/plan");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Read-only turns")) << t.screen();
+  t.type("plan it");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("A plan.")) << t.screen();
+  auto first = model->completions().at(0);
+  std::string enumerated = json::serialize(first.at("response_format"));
+  EXPECT_EQ(enumerated.find("agentc.ping"), std::string::npos) << enumerated;
+  EXPECT_EQ(enumerated.find("\"run\""), std::string::npos) << enumerated;
+  t.type("/ask");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Back to normal turns.")) << t.screen();
+  t.type("/clear");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("A new conversation.")) << t.screen();
+  t.type("again");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Fresh start.")) << t.screen();
+  EXPECT_EQ(json::serialize(model->completions().back()).find("plan it"), std::string::npos);
+  t.type("/mcp reconnect agentc");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("agentc is running")) << t.screen();
+  t.type("/mcp auth agentc");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("agentc is running", 2)) << t.screen();
+  t.type("/mcp remove agentc");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("the next request is not served from the model server's prefix cache")) << t.screen();
+  t.type("/exit");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("oppx-exited-0")) << t.screen();
+}
+
 TEST_F(Chat, ARepositoryConnectorIsAskedForAtStartOnce) {
   std::ofstream(repo.root() + "/.mcp.json") << R"({"mcpServers":{"notes":{"command":"node","args":[")"
                                             << OPPX_TEST_SUPPORT << R"(/agent_connector.js","notes.jsonl"]}}})";
