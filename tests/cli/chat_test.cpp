@@ -366,5 +366,33 @@ TEST_F(Chat, MinusCContinuesTheLastConversation) {
   EXPECT_NE(json::serialize(model->completions().back()).find("first question"), std::string::npos);
 }
 
+TEST_F(Chat, ResumeListsThisFoldersConversationsAndPicksOne) {
+  serve({reply("About apples."), reply("About pears."), reply("Back to apples.")});
+  for (const char* topic : {"apples please", "pears please"}) {
+    Terminal t(home, model->url());
+    ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+    t.type(topic);
+    t.keys({"Enter"});
+    ASSERT_TRUE(t.wait_for("About")) << t.screen();
+    t.keys({"C-d"});
+    ASSERT_TRUE(t.wait_for("oppx-exited-0")) << t.screen();
+  }
+  Terminal t(home, model->url(), {"--resume"});
+  ASSERT_TRUE(t.wait_for("Resume which (number)?")) << t.screen();
+  std::string s = t.screen();
+  auto pears = s.find("1. "), apples = s.find("2. ");
+  ASSERT_NE(apples, std::string::npos) << s;
+  EXPECT_NE(s.find("pears please", pears), std::string::npos) << "the newest first: " << s;
+  t.type("2");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  t.type("more");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Back to apples.")) << t.screen();
+  std::string sent = json::serialize(model->completions().back());
+  EXPECT_NE(sent.find("apples please"), std::string::npos);
+  EXPECT_EQ(sent.find("pears please"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace oppx::test
