@@ -274,6 +274,7 @@ ModelResult<std::vector<std::string>> ModelClient::models() {
   auto got = exchange(request("GET", "/v1/models"), nullptr, fo);
   if (!got) return got.error();
   if (got->head.status != 200) return status_error(got->head.status, got->body, "GET /v1/models");
+  models_body_ = got->body;  // context_length() reads it again rather than asking twice
   boost::system::error_code ec;
   json::value v = json::parse(got->body, ec);
   const json::value* data = !ec && v.is_object() ? v.as_object().if_contains("data") : nullptr;
@@ -331,7 +332,14 @@ ContextInfo ModelClient::context_length(std::chrono::milliseconds limit) {
     }
     http::Request req = request("GET", path);
     req.timeouts = {left, left, left, left};
-    auto got = exchange(req, nullptr, fo);
+    ModelResult<Got> got = ModelError{};
+    if (std::string_view(path) == "/v1/models" && models_body_) {
+      http::Response head;
+      head.status = 200;
+      got = Got{head, *models_body_};
+    } else {
+      got = exchange(req, nullptr, fo);
+    }
     if (!got) {
       info.note = got.error().kind == "timeout"
                       ? fmt::format("{} did not answer within {} s", http::origin_of(base_), limit.count() / 1000)

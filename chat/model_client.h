@@ -91,7 +91,9 @@ class ModelClient {
 
   ModelConfig config_;
   std::string base_;
-  std::atomic<bool> cancelled_{false};  // the server URL without a trailing / or /v1
+  std::atomic<bool> cancelled_{false};
+  std::optional<std::string>
+      models_body_;  // the last 200 answer of /v1/models  // the server URL without a trailing / or /v1
 };
 
 // Reads one string field of a JSON object as the object streams in, decoding escapes, so that the

@@ -106,6 +106,10 @@ TEST_F(AgentTurn, TheToolsAreInThePromptAndTheEnumNeverInTheToolsParameter) {
   EXPECT_NE(system.find("\n- agentc.lookup: Looks up an issue by its id\n"), std::string::npos) << system;
   EXPECT_NE(system.find("\n- agentc.ping: Pings the service.\n"), std::string::npos) << system;
   EXPECT_EQ(b.at("messages").as_array().back().at("content"), "say hello");
+  // The models list is asked once: the model and the context length both come from it.
+  int lists = 0;
+  for (const auto& req : model->requests()) lists += req.at("url") == "/v1/models";
+  EXPECT_EQ(lists, 1);
 
   // The message may come on stdin.
   serve({reply("From stdin.")});
@@ -230,7 +234,8 @@ TEST_F(AgentTurn, PlanModeOffersOnlyWhatReads) {
   serve({action("run", R"("command":"touch x")"), reply("Here is the plan.")});
   json::object out = print_json({"--plan", "plan", "the", "fix"}, 0);
   auto bodies = model->completions();
-  EXPECT_EQ(action_enum(bodies[0]), json::parse(R"(["reply","read","grep","agentc.lookup","agentc.fail","agentc.hang"])"));
+  EXPECT_EQ(action_enum(bodies[0]),
+            json::parse(R"(["reply","read","grep","agentc.lookup","agentc.fail","agentc.hang"])"));
   EXPECT_NE(system_of(bodies[0]).find("plan mode"), std::string::npos);
   EXPECT_EQ(system_of(bodies[0]).find("agentc.ping"), std::string::npos);
   EXPECT_TRUE(out.at("actions").as_array().empty()) << "run is not an action of plan mode";
