@@ -214,6 +214,30 @@ TEST_F(ConnectorFaults, ASlowWriteOfADecisionDelaysNoCall) {
   EXPECT_NE(read_file(state + "permissions.json").find("\"a.echo\""), std::string::npos) << "the rule survived";
 }
 
+// A slow exec (each connector held 3 s before it) delays nobody's call: while b is being spawned,
+// a call to a answers, and b then starts.
+TEST_F(ConnectorFaults, ASlowSpawnDelaysNoCall) {
+  DaemonProcess daemon(home, "OPPX_TEST_SPAWN_DELAY_MS=3000");
+  ASSERT_GT(daemon.pid(), 0) << daemon.start_result().err;
+  const std::string a = stdio("a", FAKE_MCP_SERVER, {"ok", fake_dir("a")});
+  write_config(a);
+  ASSERT_EQ(entry("a").at("state"), json::value("running"));
+  auto c = client();
+  std::string b_dir = fake_dir("b");
+  write_config(a + "," + stdio("b", FAKE_MCP_SERVER, {"ok", b_dir}));
+  Process list({OPPX_BIN, "mcp", "list"});  // starts b, held before its exec
+  ASSERT_TRUE(eventually([&] { return home.read_log().find("connector b: starting") != std::string::npos; }, 15s));
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = c.call("tools/call", json::object{{"connector", "a"}, {"tool", "echo"}}, 10s);
+  auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_LT(took, 1500ms) << "the call waited for b's exec";
+  EXPECT_LT(last_pid(b_dir), 0) << "b had not run yet when the call was answered";
+  EXPECT_EQ(list.wait().exit_code, 0);
+  EXPECT_EQ(entry("b").at("state"), json::value("running"));
+  EXPECT_GT(last_pid(b_dir), 0);
+}
+
 TEST_F(ConnectorFaults, NeverReadingOrNeverAnsweringEndsAtTheStartTimeout) {
   ::setenv("OPPX_MCP_START_TIMEOUT_MS", "500", 1);
   write_config(stdio("deaf", FAKE_MCP_SERVER, {"never_read"}) + "," + stdio("mute", FAKE_MCP_SERVER, {"no_init"}) +
