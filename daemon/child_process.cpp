@@ -20,22 +20,25 @@
 // such child it starts (+pgid) and reaps (-pgid). When the daemon dies the pipe ends, and the
 // reaper SIGKILLs every group it still knows, then exits. When the reaper dies, the daemon
 // notices (on its pidfd), logs it and starts another, told every group.
-// Between fork and exec only async-signal-safe calls are made: the daemon may have other threads
-// (Asio's resolver), and the child of a fork has only the one that forked.
+// Between fork and exec only async-signal-safe calls are made: the daemon has other threads
+// (its worker, Asio's resolver), and the child of a fork has only the one that forked.
 #include "daemon/child_process.h"
 
 #include "common/log.h"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cerrno>
 #include <climits>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <functional>
 #include <map>
@@ -161,8 +164,18 @@ void die_with_daemon(int daemon) {
   while (true) ::pause();
 }
 
+// A slow exec on purpose, for the test that shows nobody waits for a spawn: with
+// OPPX_TEST_SPAWN_DELAY_MS set in the daemon's environment (read before the fork), each
+// connector waits that long before its exec.
+long test_spawn_delay_ms = 0;
+
 // The end of a connector's start, with its status pipe on fd 3: its folder, then its program.
 [[noreturn]] void exec_program(const char* cwd, const char* program, char* const* argv, char* const* envp) {
+  if (test_spawn_delay_ms > 0) {
+    timespec t{test_spawn_delay_ms / 1000, (test_spawn_delay_ms % 1000) * 1000000};
+    while (::nanosleep(&t, &t) != 0 && errno == EINTR) {
+    }
+  }
   if (*cwd && ::chdir(cwd) != 0) {
     int e = -errno;  // negative: the folder, not the program
     (void)!::write(3, &e, sizeof e);
@@ -301,15 +314,20 @@ void wait_on(const std::shared_ptr<asio::posix::stream_descriptor>& pidfd, Ended
                     });
 }
 
-// Reaps the child `pid` on the loop once it has ended, then calls `then`; never blocks.
-void when_ended(pid_t pid, Ended then) {
+// Reaps the child `pid` on `io` once it has ended, then calls `then`; never blocks.
+void when_ended(asio::io_context* io, pid_t pid, Ended then) {
   int fd = pidfd_open(pid);
-  if (fd < 0 || !loop) {
+  if (fd < 0 || !io) {
     if (fd >= 0) ::close(fd);
     if (::waitpid(pid, nullptr, WNOHANG) != pid) log::warn("cannot watch process {} (no loop or pidfd)", pid);
     return;
   }
-  wait_on(std::make_shared<asio::posix::stream_descriptor>(*loop, fd), std::move(then));
+  wait_on(std::make_shared<asio::posix::stream_descriptor>(*io, fd), std::move(then));
+}
+
+// A child that ended, or is about to, with nothing to report: reaped when it has.
+void reap_later(asio::io_context& io, pid_t pid) {
+  when_ended(&io, pid, [](const std::string&) {});
 }
 
 // The connector (by pid) → the init of its namespace, both the daemon's children.
@@ -337,7 +355,7 @@ void reaper_gone(pid_t pid, const std::string& how) {
 void watch_reaper() {
   if (!loop || reaper.pid <= 0) return;
   pid_t pid = reaper.pid;
-  when_ended(pid, [pid](const std::string& how) { reaper_gone(pid, how); });
+  when_ended(loop, pid, [pid](const std::string& how) { reaper_gone(pid, how); });
 }
 
 // Forks the reaper and tells it every group it has to know.
@@ -411,18 +429,29 @@ int above_stdio(int fd) {
   return moved;
 }
 
-bool read_word(int fd, int& word) {
-  ssize_t n;
-  do {
-    n = ::read(fd, &word, sizeof word);
-  } while (n < 0 && errno == EINTR);
-  return n == sizeof word;
-}
+// The words a forked child wrote on its status pipe, in order.
+struct Words {
+  std::string bytes;
+  std::size_t at = 0;
+  bool next(int& word) {
+    if (bytes.size() - at < sizeof word) return false;
+    std::memcpy(&word, bytes.data() + at, sizeof word);
+    at += sizeof word;
+    return true;
+  }
+};
 
-// One fork and exec. `namespaced`: whether the child tries a PID namespace for its children;
-// `word` gets its answer (see kInNamespace), or kUntold.
-boost::system::result<Child, SpawnError> spawn_once(const SpawnSpec& spec, const std::string& program, bool namespaced,
-                                                    int& word) {
+// A child forked, whose exec status is still to come on `status`.
+struct Forked {
+  pid_t pid = -1;
+  int in = -1, out = -1, err = -1;
+  int status = -1;  // the read end of its status pipe
+};
+
+// One fork: the child goes on to its exec (see kInNamespace). `namespaced`: whether it tries a
+// PID namespace for its children.
+boost::system::result<Forked, SpawnError> fork_once(const SpawnSpec& spec, const std::string& program,
+                                                    bool namespaced) {
   int fds[8];  // in, out, err, exec status: read/write ends
   for (int i = 0; i < 8; i += 2) {
     if (::pipe2(fds + i, O_CLOEXEC) != 0) {
@@ -477,41 +506,65 @@ boost::system::result<Child, SpawnError> spawn_once(const SpawnSpec& spec, const
       exec_program(spec.cwd.c_str(), program.c_str(), argv.data(), envp.data());
     }
   }
-  int spawn_errno = pid < 0 ? errno : 0;
+  int spawn_errno = errno;
   ::close(in_r), ::close(out_w), ::close(err_w), ::close(status_w);
-  word = kUntold;
-  pid_t init = 0;
-  if (pid > 0) {
-    // Returns at the exec (EOF) or with its errno: within the time of one exec, like posix_spawn.
-    if (!read_word(status_r, word)) {
-      word = kUntold;  // it died first (the daemon's death, in a race): its exit says the rest
-    } else if (word == kInNamespace) {
-      int connector = 0, its_init = 0;
-      bool told = read_word(status_r, connector) && read_word(status_r, its_init);
-      ::waitpid(pid, nullptr, 0);  // the forked child, ended once it told
-      pid = told ? connector : -1;
-      init = told ? its_init : 0;
-      if (!told) spawn_errno = ECHILD;
-    } else if (word < 0) {
-      int its_init = 0;
-      if (read_word(status_r, its_init) && its_init > 0) ::waitpid(its_init, nullptr, 0);  // killed, alone
-      ::waitpid(pid, nullptr, 0);
-      pid = -1;
-    }
-    int e = 0;
-    if (pid > 0 && word != kUntold && read_word(status_r, e)) {
-      ::waitpid(pid, nullptr, 0);
-      if (init > 0) {  // its namespace has no other process now: the init ends at once
-        ::kill(init, SIGKILL);
-        ::waitpid(init, nullptr, 0);
-      }
-      spawn_errno = e;
-      pid = -1;
-    }
-  }
-  ::close(status_r);
   if (pid < 0) {
-    ::close(in_w), ::close(out_r), ::close(err_r);
+    ::close(in_w), ::close(out_r), ::close(err_r), ::close(status_r);
+    return SpawnError{false, fmt::format("cannot run {}: {}", program, std::strerror(spawn_errno))};
+  }
+  return Forked{pid, in_w, out_r, err_r, status_r};
+}
+
+// Reads the status pipe on the loop until it ends (at the exec, or when the child gave up), then
+// calls `then` with all it held: a few words, so never more than 64 bytes are kept.
+struct StatusPipe {
+  asio::posix::stream_descriptor pipe;
+  std::array<char, 64> buf{};
+  Words words;
+};
+void read_status(const std::shared_ptr<StatusPipe>& s, std::function<void(Words)> then) {
+  s->pipe.async_read_some(asio::buffer(s->buf),
+                          [s, then = std::move(then)](boost::system::error_code ec, std::size_t n) mutable {
+                            s->words.bytes.append(s->buf.data(), n);
+                            if (!ec && s->words.bytes.size() < s->buf.size()) return read_status(s, std::move(then));
+                            then(std::move(s->words));  // the end (or an error: what came is all there is)
+                          });
+}
+
+// What the status pipe said, as the child: `word` gets its first word (see kInNamespace), or
+// kUntold. The processes that ended on the way are reaped on the loop.
+boost::system::result<Child, SpawnError> exec_status(asio::io_context& io, const SpawnSpec& spec,
+                                                     const std::string& program, const Forked& f, Words in, int& word) {
+  pid_t pid = f.pid;
+  int spawn_errno = 0;
+  pid_t init = 0;
+  if (!in.next(word)) {
+    word = kUntold;  // it died first (the daemon's death, in a race): its exit says the rest
+  } else if (word == kInNamespace) {
+    int connector = 0, its_init = 0;
+    bool told = in.next(connector) && in.next(its_init);
+    reap_later(io, pid);  // the forked child, ended once it told
+    pid = told ? connector : -1;
+    init = told ? its_init : 0;
+    if (!told) spawn_errno = ECHILD;
+  } else if (word < 0) {
+    int its_init = 0;
+    if (in.next(its_init) && its_init > 0) reap_later(io, its_init);  // killed, alone
+    reap_later(io, pid);
+    pid = -1;
+  }
+  int e = 0;
+  if (pid > 0 && word != kUntold && in.next(e)) {
+    reap_later(io, pid);
+    if (init > 0) {  // its namespace has no other process now: the init ends at once
+      ::kill(init, SIGKILL);
+      reap_later(io, init);
+    }
+    spawn_errno = e;
+    pid = -1;
+  }
+  if (pid < 0) {
+    ::close(f.in), ::close(f.out), ::close(f.err);
     if (word != kUntold && word < 0) return SpawnError{false, std::strerror(-word)};
     if (spawn_errno < 0)
       return SpawnError{false, fmt::format("cannot start it in {}: {}", spec.cwd, std::strerror(-spawn_errno))};
@@ -519,7 +572,37 @@ boost::system::result<Child, SpawnError> spawn_once(const SpawnSpec& spec, const
                       fmt::format("cannot run {}: {}", program, std::strerror(spawn_errno))};
   }
   if (init > 0) inits[pid] = init;
-  return Child{pid, in_w, out_r, err_r};
+  return Child{pid, f.in, f.out, f.err};
+}
+
+// One start: a fork, then its exec status read on the loop. `why_not`: why not in a PID
+// namespace, when not `namespaced`. A namespace that failed half-way is tried once more without.
+void start_child(asio::io_context& io, const std::shared_ptr<const SpawnSpec>& spec, const std::string& program,
+                 bool namespaced, std::string why_not, Spawned done) {
+  auto forked = fork_once(*spec, program, namespaced);
+  if (!forked) {
+    return asio::post(io, [done = std::move(done), e = forked.error()] { done(e); });
+  }
+  auto pipe = std::make_shared<StatusPipe>(StatusPipe{asio::posix::stream_descriptor(io, forked->status)});
+  read_status(pipe, [&io, spec, program, namespaced, why_not, done = std::move(done), f = *forked](Words in) mutable {
+    int word = kUntold;
+    auto child = exec_status(io, *spec, program, f, std::move(in), word);
+    if (namespaced && !child && word != kUntold && word < 0) {
+      // Its namespace failed half-way (the child ended): once more, in a process group.
+      return start_child(io, spec, program, false, fmt::format("setting one up failed ({})", child.error().message),
+                         std::move(done));
+    }
+    if (namespaced && word > 0) why_not = refused(word);
+    if (child) {
+      if (word == kInNamespace) {
+        note_isolation({"pid_namespace", ""});
+      } else {
+        if (!why_not.empty()) note_isolation({"process_group", why_not});
+        tell_reaper(static_cast<std::int32_t>(child->pid));
+      }
+    }
+    done(std::move(child));
+  });
 }
 
 }  // namespace
@@ -542,33 +625,26 @@ std::string find_program(const std::string& program, const std::vector<std::stri
   }
 }
 
-boost::system::result<Child, SpawnError> spawn_child(const SpawnSpec& spec) {
+// The exec is waited for on the loop (its status pipe read asynchronously), not in this call: an
+// exec can be slow (a program on a slow or network disk, a large binary paged in, the test hook
+// below), and the loop serves every client meanwhile. The fork stays on the loop's thread, so the
+// child's PR_SET_PDEATHSIG follows the thread that lives as long as the daemon, and the reaper's
+// and the namespaces' bookkeeping stays on the one thread that touches it.
+void spawn_child(asio::io_context& io, const SpawnSpec& spec, Spawned done) {
   std::string program = find_program(spec.program, spec.env, spec.cwd);
   if (program.empty()) {
-    return SpawnError{true, fmt::format("{} is not installed (not found on PATH, or not executable)", spec.program)};
+    SpawnError e{true, fmt::format("{} is not installed (not found on PATH, or not executable)", spec.program)};
+    return asio::post(io, [done = std::move(done), e = std::move(e)] { done(e); });
   }
+  static const long delay = [] {
+    const char* v = std::getenv("OPPX_TEST_SPAWN_DELAY_MS");
+    return v ? std::strtol(v, nullptr, 10) : 0L;
+  }();
+  test_spawn_delay_ms = delay;
   const char* off = std::getenv("OPPX_NO_PID_NAMESPACES");
   bool namespaced = !off || !*off || std::string_view(off) == "0";
-  int word = kUntold;
-  auto child = spawn_once(spec, program, namespaced, word);
-  std::string why_not;
-  if (!namespaced) {
-    why_not = "OPPX_NO_PID_NAMESPACES turns them off";
-  } else if (!child && word != kUntold && word < 0) {
-    // Its namespace failed half-way (the child ended): once more, in a process group.
-    why_not = fmt::format("setting one up failed ({})", child.error().message);
-    child = spawn_once(spec, program, false, word);
-  } else if (word > 0) {
-    why_not = refused(word);
-  }
-  if (!child) return child;
-  if (word == kInNamespace) {
-    note_isolation({"pid_namespace", ""});
-  } else {
-    if (!why_not.empty()) note_isolation({"process_group", why_not});
-    tell_reaper(static_cast<std::int32_t>(child->pid));
-  }
-  return child;
+  start_child(io, std::make_shared<const SpawnSpec>(spec), program, namespaced,
+              namespaced ? "" : "OPPX_NO_PID_NAMESPACES turns them off", std::move(done));
 }
 
 boost::system::result<std::optional<ExitStatus>, std::string> try_reap(pid_t pid, int pidfd) {
@@ -594,7 +670,7 @@ void release_group(pid_t pgid) {
     // The kernel kills what is left in its namespace (a process that left the group too); the
     // init ends once they have, and the connector was reaped.
     ::kill(it->second, SIGKILL);
-    when_ended(it->second, [](const std::string&) {});
+    when_ended(loop, it->second, [](const std::string&) {});
     inits.erase(it);
   }
   tell_reaper(-static_cast<std::int32_t>(pgid));

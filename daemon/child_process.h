@@ -7,6 +7,7 @@
 
 #include <boost/system/result.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <sys/types.h>
@@ -43,8 +44,11 @@ struct SpawnError {
 std::string find_program(const std::string& program, const std::vector<std::string>& env, const std::string& cwd = {});
 
 // Starts the child with PR_SET_PDEATHSIG(SIGKILL) in a PID namespace of its own (or, where that
-// is refused, with its group told to the group reaper).
-boost::system::result<Child, SpawnError> spawn_child(const SpawnSpec& spec);
+// is refused, with its group told to the group reaper). `done` runs on `io` once its program was
+// exec'd or could not be (never within this call): a slow exec holds up no one. Called on the
+// loop's thread only.
+using Spawned = std::function<void(boost::system::result<Child, SpawnError>)>;
+void spawn_child(boost::asio::io_context& io, const SpawnSpec& spec, Spawned done);
 
 struct ExitStatus {
   bool signaled = false;  // killed by signal `code`; else it exited with status `code`

@@ -492,7 +492,29 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       if (!x) return;
       spec.env.push_back(k + "=" + *x);
     }
-    auto spawned = spawn_child(spec);
+    // Its time to start runs from here: a slow exec counts in it (and one that never ends fails it).
+    arm_start_timer(timeout);
+    spawn_child(
+        io, spec,
+        [w = weak_from_this(), gen = generation, &io = io, timeout](boost::system::result<Child, SpawnError> r) {
+          auto self = w.lock();
+          if (self && gen == self->generation && self->state == ConnectorState::kStarting)
+            return self->spawned(std::move(r), timeout);
+          if (r) abandon(io, *r);  // stopped, restarted or removed meanwhile
+        });
+  }
+
+  // A child started for a start that is over: it goes at once, and is reaped.
+  static void abandon(asio::io_context& io, const Child& c) {
+    ::close(c.in), ::close(c.out), ::close(c.err);
+    signal_group(c.pid, SIGKILL);
+    ExitWatch::start(io, c.pid, [pid = c.pid](boost::system::result<ExitStatus, std::string> status) {
+      if (!status) return log::error("stopping pid {}: {}", pid, status.error());
+      release_group(pid);
+    });
+  }
+
+  void spawned(boost::system::result<Child, SpawnError> spawned, std::chrono::milliseconds timeout) {
     if (!spawned) {
       bool missing = spawned.error().not_installed;
       return fail(
@@ -764,10 +786,10 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     peer->start();
   }
 
-  void handshake(std::chrono::milliseconds timeout) {
-    auto gen = generation;
-    start_timer.expires_after(timeout);
-    start_timer.async_wait([w = weak_from_this(), gen, timeout](boost::system::error_code ec) {
+  // `timeout` after the start began.
+  void arm_start_timer(std::chrono::milliseconds timeout) {
+    start_timer.expires_at(started_at + timeout);
+    start_timer.async_wait([w = weak_from_this(), gen = generation, timeout](boost::system::error_code ec) {
       auto self = w.lock();
       if (!self || ec || gen != self->generation || self->state != ConnectorState::kStarting) return;
       // An HTTP connector has no log of its own (log_path is the daemon's): its steps say where to look.
@@ -775,6 +797,11 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       self->fail(down::kTimeout, fmt::format("it did not finish starting within {}{}", duration_text(timeout),
                                              http ? "" : "; its log is " + self->log_path));
     });
+  }
+
+  void handshake(std::chrono::milliseconds timeout) {
+    auto gen = generation;
+    arm_start_timer(timeout);
     json::object params{{"protocolVersion", kProtocolVersions[0]},
                         {"capabilities", json::object{}},
                         {"clientInfo", json::object{{"name", "oppx"}, {"version", OPPX_VERSION}}}};

@@ -73,7 +73,7 @@ Connectors::Connectors(boost::asio::io_context& io, std::string state_dir)
     : io_(io),
       worker_(io),
       state_dir_(std::move(state_dir)),
-      consent_(state_dir_ + "/mcp-approved.json"),
+      consent_(state_dir_ + "/mcp-approved.json", &worker_),
       cache_(state_dir_ + "/mcp-tools-cache.json", [this](const std::string& path, std::string text) {
         worker_.write_file(path, std::move(text), 0600, "the tool-list cache");
       }) {
@@ -286,11 +286,8 @@ bool Connectors::restart_waits(const Connector& c) const {
   return seen != seen_.end() && seen->second.restart_env.has_value();
 }
 
-boost::system::result<void, Connectors::ConsentError> Connectors::decide(const std::string& root,
-                                                                         const std::string& name,
-                                                                         const std::string& sha256, bool approve,
-                                                                         const EnvMap& env,
-                                                                         const std::optional<FileHashes>& shown_files) {
+void Connectors::decide(const std::string& root, const std::string& name, const std::string& sha256, bool approve,
+                        const EnvMap& env, const std::optional<FileHashes>& shown_files, Decided done) {
   auto repo = repos_.find(root);
   const ConnectorDef* def = nullptr;
   if (repo != repos_.end()) {
@@ -300,39 +297,48 @@ boost::system::result<void, Connectors::ConsentError> Connectors::decide(const s
   }
   if (!def) {
     if (user_.connectors.contains(name)) {
-      return ConsentError{"not_a_project_connector",
-                          fmt::format("{} is your own connector (from {}); only a repository's connectors need "
-                                      "approval",
-                                      name, user_.path)};
+      return done(ConsentError{"not_a_project_connector",
+                               fmt::format("{} is your own connector (from {}); only a repository's connectors need "
+                                           "approval",
+                                           name, user_.path)});
     }
-    return ConsentError{"unknown_connector",
-                        fmt::format("{} has no connector named {}; `oppx mcp list` in that folder shows them",
-                                    root + "/.mcp.json", name)};
+    return done(ConsentError{"unknown_connector",
+                             fmt::format("{} has no connector named {}; `oppx mcp list` in that folder shows them",
+                                         root + "/.mcp.json", name)});
   }
   if (approve && user_.connectors.contains(name)) {
-    return ConsentError{"hidden", fmt::format("the repository's {} is hidden by your own connector of the same name "
-                                              "(in {}), which is the one used; remove or rename yours first",
-                                              name, user_.path)};
+    return done(
+        ConsentError{"hidden", fmt::format("the repository's {} is hidden by your own connector of the same name "
+                                           "(in {}), which is the one used; remove or rename yours first",
+                                           name, user_.path)});
   }
   std::string current = sha256_hex(def->canonical);
   if (!sha256.empty() && sha256 != current) {
-    return ConsentError{"changed", fmt::format("the definition of {} in {}/.mcp.json changed since it was shown "
-                                               "(sha256 {} now, {} shown); look at it again with `oppx mcp get {}` "
-                                               "and approve what you see",
-                                               name, root, current.substr(0, 12), sha256.substr(0, 12), name)};
+    return done(
+        ConsentError{"changed", fmt::format("the definition of {} in {}/.mcp.json changed since it was shown "
+                                            "(sha256 {} now, {} shown); look at it again with `oppx mcp get {}` "
+                                            "and approve what you see",
+                                            name, root, current.substr(0, 12), sha256.substr(0, 12), name)});
   }
   FileHashes files = approve ? run_files(*def, root, true) : FileHashes{};
   if (std::string change = shown_files ? file_change(*shown_files, files, "since it was shown") : ""; !change.empty()) {
-    return ConsentError{"changed", fmt::format("{} ({} runs it); look at it again with `oppx mcp get {}` and approve "
-                                               "what you see",
-                                               change, name, name)};
+    return done(
+        ConsentError{"changed", fmt::format("{} ({} runs it); look at it again with `oppx mcp get {}` and approve "
+                                            "what you see",
+                                            change, name, name)});
   }
-  auto r = approve ? consent_.approve(root, name, current, files) : consent_.deny(root, name, current);
-  if (!r) return ConsentError{"io", r.error()};
-  log::info("connector {} of {}: {} (sha256 {})", name, root, approve ? "approved" : "denied", current.substr(0, 12));
-  apply_consent(root, repo->second, env);
-  settled_check();
-  return {};
+  // Applied once written: a decision the disk refused is not acted on (the store reads the file
+  // again). A repository's set may have been read again meanwhile: it is looked up anew.
+  auto written = [this, root, name, approve, current, env,
+                  done = std::move(done)](boost::system::result<void, std::string> r) {
+    if (!r) return done(ConsentError{"io", r.error()});
+    log::info("connector {} of {}: {} (sha256 {})", name, root, approve ? "approved" : "denied", current.substr(0, 12));
+    if (auto repo = repos_.find(root); repo != repos_.end()) apply_consent(root, repo->second, env);
+    settled_check();
+    done({});
+  };
+  if (approve) return consent_.approve(root, name, current, files, std::move(written));
+  consent_.deny(root, name, current, std::move(written));
 }
 
 // One connector named: the user is at hand, maybe to log in in the browser (mcp-remote), so it

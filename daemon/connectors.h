@@ -75,14 +75,17 @@ class Connectors {
   };
   // `shown_files`: the files it runs with their sha256 as the user was shown them (mcp/get
   // "files"); one that differs now is refused as "changed". Without them, the files as they are now.
-  boost::system::result<void, ConsentError> decide(const std::string& root, const std::string& name,
-                                                   const std::string& sha256, bool approve, const EnvMap& env,
-                                                   const std::optional<FileHashes>& shown_files = std::nullopt);
+  // `done` once the decision is written (on the worker) and applied (the connector starts or stops).
+  using Decided = std::function<void(boost::system::result<void, ConsentError>)>;
+  void decide(const std::string& root, const std::string& name, const std::string& sha256, bool approve,
+              const EnvMap& env, const std::optional<FileHashes>& shown_files, Decided done);
   // The files of repository `root` that `def` runs (files_it_runs) and their sha256: a file is read
   // again only when its stamp changed since it was last read, or always with `fresh` (an approval,
   // a start), so that what starts is what was approved.
   FileHashes run_files(const ConnectorDef& def, const std::string& root, bool fresh) const;
   ConsentStore& consent() { return consent_; }
+  // The daemon's thread for blocking work (worker.h), for the other stores that write through it.
+  Worker& worker() { return worker_; }
   // Where the user's connectors file is for this client (the last one read).
   const std::string& user_config_path() const { return user_.path; }
 

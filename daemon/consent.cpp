@@ -150,11 +150,11 @@ std::string repository_root(const std::string& folder) {
   return dir;
 }
 
-ConsentStore::ConsentStore(std::string path)
+ConsentStore::ConsentStore(std::string path, Worker* worker)
     : file_(std::move(path), "the consent store",
             "nothing in it counts as approved any more. Approve your repository connectors again with "
             "`oppx mcp approve <name>`",
-            "repositories") {}
+            "repositories", worker) {}
 
 Consent ConsentStore::lookup(const std::string& root, const std::string& name, const std::string& sha256) {
   file_.load();
@@ -172,11 +172,10 @@ Consent ConsentStore::lookup(const std::string& root, const std::string& name, c
   return Consent::kNone;
 }
 
-boost::system::result<void, std::string> ConsentStore::record(const std::string& root, const std::string& name,
-                                                              json::value decision) {
+void ConsentStore::record(const std::string& root, const std::string& name, json::value decision, Saved done) {
   file_.load();
   json::object* repos = file_.section(true);
-  if (!repos) return fmt::format("{}: \"repositories\" is not an object; move the file away", file_.path());
+  if (!repos) return done(fmt::format("{}: \"repositories\" is not an object; move the file away", file_.path()));
   json::value& repo = (*repos)[root];
   if (!repo.is_object()) repo = json::object{};
   if (decision.is_null()) {
@@ -185,18 +184,18 @@ boost::system::result<void, std::string> ConsentStore::record(const std::string&
   } else {
     repo.as_object()[name] = std::move(decision);
   }
-  return file_.save();
+  file_.save(std::move(done));
 }
 
-boost::system::result<void, std::string> ConsentStore::approve(const std::string& root, const std::string& name,
-                                                               const std::string& sha256, const FileHashes& files) {
+void ConsentStore::approve(const std::string& root, const std::string& name, const std::string& sha256,
+                           const FileHashes& files, Saved done) {
   json::object decision{{"sha256", sha256}, {"decision", "approve"}, {"at", utc_now("%Y-%m-%dT%H:%M:%SZ")}};
   if (!files.empty()) {
     json::object f;
     for (auto& [path, sha] : files) f[path] = sha;
     decision["files"] = std::move(f);
   }
-  return record(root, name, std::move(decision));
+  record(root, name, std::move(decision), std::move(done));
 }
 
 FileHashes ConsentStore::approved_files(const std::string& root, const std::string& name) {
@@ -213,14 +212,13 @@ FileHashes ConsentStore::approved_files(const std::string& root, const std::stri
   return out;
 }
 
-boost::system::result<void, std::string> ConsentStore::deny(const std::string& root, const std::string& name,
-                                                            const std::string& sha256) {
-  return record(root, name,
-                json::object{{"sha256", sha256}, {"decision", "deny"}, {"at", utc_now("%Y-%m-%dT%H:%M:%SZ")}});
+void ConsentStore::deny(const std::string& root, const std::string& name, const std::string& sha256, Saved done) {
+  record(root, name, json::object{{"sha256", sha256}, {"decision", "deny"}, {"at", utc_now("%Y-%m-%dT%H:%M:%SZ")}},
+         std::move(done));
 }
 
-boost::system::result<void, std::string> ConsentStore::forget(const std::string& root, const std::string& name) {
-  return record(root, name, nullptr);
+void ConsentStore::forget(const std::string& root, const std::string& name, Saved done) {
+  record(root, name, nullptr, std::move(done));
 }
 
 }  // namespace oppx::daemon

@@ -1,9 +1,9 @@
 // The consent store ($XDG_STATE_HOME/oppx/mcp-approved.json): which repository connector
 // definitions the user approved, per repository root and name, as the sha256 of the definition's
 // canonical unexpanded JSON, and the sha256 of each file of the repository that it runs
-// (files_it_runs). The daemon is its only writer (on its one thread), so a read-modify-write here
-// never races; a corrupt or unsafe file counts as nothing approved. file_sha256 reads a whole file:
-// blocking, so it is asked only at an approval, at a start, and when a file's stamp changed.
+// (files_it_runs). The daemon is its only writer (changed on its loop, written by its worker), so
+// a read-modify-write here never races; a corrupt or unsafe file counts as nothing approved. file_sha256 reads a whole
+// file: blocking, so it is asked only at an approval, at a start, and when a file's stamp changed.
 #pragma once
 
 #include "daemon/mcp_config.h"
@@ -47,26 +47,27 @@ enum class Consent { kNone, kApproved, kDenied, kChanged };
 
 class ConsentStore {
  public:
-  explicit ConsentStore(std::string path);
+  // `worker`: where its writes go (state_file.h); without one they happen at once.
+  explicit ConsentStore(std::string path, Worker* worker = nullptr);
+  using Saved = StateFile::Saved;
 
   const std::string& path() const { return file_.path(); }
   // What the user decided for exactly this definition; another hash counts as no decision.
   Consent lookup(const std::string& root, const std::string& name, const std::string& sha256);
+  // Each decision counts at once (lookup sees it); `done` says whether it was written.
   // `files`: the files of the repository it runs, as they are now; the approval holds for them only.
-  boost::system::result<void, std::string> approve(const std::string& root, const std::string& name,
-                                                   const std::string& sha256, const FileHashes& files);
+  void approve(const std::string& root, const std::string& name, const std::string& sha256, const FileHashes& files,
+               Saved done);
   // The files recorded with the approval of (root, name); empty when none were.
   FileHashes approved_files(const std::string& root, const std::string& name);
-  boost::system::result<void, std::string> deny(const std::string& root, const std::string& name,
-                                                const std::string& sha256);
+  void deny(const std::string& root, const std::string& name, const std::string& sha256, Saved done);
   // Forgets the decision on (root, name), e.g. when the connector is removed.
-  boost::system::result<void, std::string> forget(const std::string& root, const std::string& name);
+  void forget(const std::string& root, const std::string& name, Saved done);
   // The last problem met with the file (corrupt, unsafe, moved aside), for `mcp list`; empty if none.
   const std::string& problem() const { return file_.problem(); }
 
  private:
-  boost::system::result<void, std::string> record(const std::string& root, const std::string& name,
-                                                  boost::json::value decision);
+  void record(const std::string& root, const std::string& name, boost::json::value decision, Saved done);
 
   StateFile file_;
 };

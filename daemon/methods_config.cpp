@@ -1,7 +1,9 @@
-// mcp/get, mcp/add, mcp/remove, consent/approve, consent/deny. Every write happens here, on the
-// daemon's one thread, so two clients adding or approving at once are applied one after the
-// other and both survive. `mcp/add` answers once the new connector has started or failed: that
-// answer is the probe (its tools) the CLI prints.
+// mcp/get, mcp/add, mcp/remove, consent/approve, consent/deny. No write happens on the loop:
+// an edit of a connectors file (read, change, write) runs on the worker, and the edits asked run
+// there one after the other, in order, so two clients adding at once both survive; a consent is
+// recorded on the loop and written by the worker (consent.h). Each answers, and starts or stops
+// what it changed, once its write has landed. `mcp/add` answers once the new connector has started
+// or failed: that answer is the probe (its tools) the CLI prints.
 #include "daemon/methods_config.h"
 
 #include "common/log.h"
@@ -45,6 +47,15 @@ RpcError needs_folder(std::string_view what) {
                               what),
                   "params.cwd");
 }
+
+// The second halves of mcp/add and mcp/remove, once the edit of the file is done.
+void added(Server& s, const std::shared_ptr<Reply>& reply, const AddParams& p, const ConnectorDef& def,
+           const std::string& root, const std::string& path, const EnvMap& env,
+           boost::system::result<EditOutcome, EditError> out);
+void settle_added(Server& s, const std::shared_ptr<Reply>& shared, const AddParams& p, const std::string& root,
+                  const EnvMap& env, json::object result);
+void removed(Server& s, const std::shared_ptr<Reply>& reply, const RemoveParams& p, const std::string& root,
+             const std::string& path, const EnvMap& env, boost::system::result<EditOutcome, EditError> out);
 
 }  // namespace
 
@@ -137,17 +148,19 @@ void consent_decide(Server& s, const ConsentParams& p, bool approve, Reply reply
                                "params.sha256"));
   }
   s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
-  auto r = s.connectors().decide(root, p.name, p.sha256, approve, client.env, p.files);
-  if (!r) {
-    const auto& e = r.error();
-    ErrorCode code = e.kind == "io" ? ErrorCode::kInternal : ErrorCode::kInvalidParams;
-    return reply.fail(error_of(code, e.kind, e.message, e.kind == "io" ? "" : "params.name"));
-  }
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().when_settled(root, p.name, [&s, shared, name = p.name, root] {
-    auto o = s.connectors().get_json(name, root);
-    shared->ok(o ? std::move(*o) : json::object{});
-  });
+  s.connectors().decide(root, p.name, p.sha256, approve, client.env, p.files,
+                        [&s, shared, name = p.name, root](boost::system::result<void, Connectors::ConsentError> r) {
+                          if (!r) {
+                            const auto& e = r.error();
+                            ErrorCode code = e.kind == "io" ? ErrorCode::kInternal : ErrorCode::kInvalidParams;
+                            return shared->fail(error_of(code, e.kind, e.message, e.kind == "io" ? "" : "params.name"));
+                          }
+                          s.connectors().when_settled(root, name, [&s, shared, name, root] {
+                            auto o = s.connectors().get_json(name, root);
+                            shared->ok(o ? std::move(*o) : json::object{});
+                          });
+                        });
 }
 
 void mcp_add(Server& s, const AddParams& p, Reply reply, Client& client) {
@@ -160,32 +173,50 @@ void mcp_add(Server& s, const AddParams& p, Reply reply, Client& client) {
   }
   s.connectors().refresh(client.env, root, Connectors::Restart::kMay);  // knows the user's file path for this client
   std::string path = p.project ? root + "/.mcp.json" : user_mcp_config_path(client.env);
-  auto out = add_entry(path, p.name, p.definition, p.force, !p.project);
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  s.connectors().worker().run(
+      [path, name = p.name, entry = p.definition, force = p.force, users_file = !p.project] {
+        return add_entry(path, name, entry, force, users_file);
+      },
+      [&s, shared, p, def = *def, root, path, env = client.env](boost::system::result<EditOutcome, EditError> out) {
+        added(s, shared, p, def, root, path, env, std::move(out));
+      });
+}
+
+namespace {
+
+void added(Server& s, const std::shared_ptr<Reply>& reply, const AddParams& p, const ConnectorDef& def,
+           const std::string& root, const std::string& path, const EnvMap& env,
+           boost::system::result<EditOutcome, EditError> out) {
   if (!out) {
     const auto& e = out.error();
     ErrorCode code = e.kind == "io" ? ErrorCode::kInternal : ErrorCode::kInvalidParams;
-    return reply.fail(error_of(code, e.kind == "invalid" ? "invalid_definition" : e.kind, e.message,
-                               e.kind == "exists" ? "params.name" : ""));
+    return reply->fail(error_of(code, e.kind == "invalid" ? "invalid_definition" : e.kind, e.message,
+                                e.kind == "exists" ? "params.name" : ""));
   }
   if (!out->warning.empty()) log::warn("{}", out->warning);
   log::info("connector {} {} in {}", p.name, out->replaced ? "replaced" : "added", path);
   json::object result{{"name", p.name}, {"file", path}, {"replaced", out->replaced}};
   if (!out->warning.empty()) result["warning"] = out->warning;
-  if (p.project) {
-    // Adding it to the repository yourself is consent to exactly what was written, and to the
-    // files it runs as they are now.
-    ConnectorDef written = *def;
-    written.file = path;
-    written.project = true;
-    if (auto r = s.connectors().consent().approve(root, p.name, sha256_hex(out->canonical),
-                                                  s.connectors().run_files(written, root, true));
-        !r) {
-      result["consent_error"] = r.error() + "; approve it with `oppx mcp approve " + p.name + "`";
-    }
-  }
   s.connectors().file_written();
-  s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
-  auto shared = std::make_shared<Reply>(std::move(reply));
+  if (!p.project) return settle_added(s, reply, p, root, env, std::move(result));
+  // Adding it to the repository yourself is consent to exactly what was written, and to the
+  // files it runs as they are now.
+  ConnectorDef written = def;
+  written.file = path;
+  written.project = true;
+  s.connectors().consent().approve(
+      root, p.name, sha256_hex(out->canonical), s.connectors().run_files(written, root, true),
+      [&s, reply, p, root, env, result](boost::system::result<void, std::string> r) mutable {
+        if (!r) result["consent_error"] = r.error() + "; approve it with `oppx mcp approve " + p.name + "`";
+        settle_added(s, reply, p, root, env, std::move(result));
+      });
+}
+
+// Starts what was added and answers with its probe once it has started or failed.
+void settle_added(Server& s, const std::shared_ptr<Reply>& shared, const AddParams& p, const std::string& root,
+                  const EnvMap& env, json::object result) {
+  s.connectors().refresh(env, root, Connectors::Restart::kMay);
   s.connectors().when_settled(root, p.name, [&s, shared, root, result, name = p.name, project = p.project]() mutable {
     auto o = s.connectors().get_json(name, root);
     if (o && project && o->contains("hides")) {
@@ -224,18 +255,31 @@ void mcp_add(Server& s, const AddParams& p, Reply reply, Client& client) {
   });
 }
 
+}  // namespace
+
 void mcp_remove(Server& s, const RemoveParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
   if (p.project && root.empty()) return reply.fail(needs_folder("mcp/remove with project"));
   std::string path = p.project ? root + "/.mcp.json" : user_mcp_config_path(client.env);
-  auto out = remove_entry(path, p.name, !p.project);
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  s.connectors().worker().run(
+      [path, name = p.name, users_file = !p.project] { return remove_entry(path, name, users_file); },
+      [&s, shared, p, root, path, env = client.env](boost::system::result<EditOutcome, EditError> out) {
+        removed(s, shared, p, root, path, env, std::move(out));
+      });
+}
+
+namespace {
+
+void removed(Server& s, const std::shared_ptr<Reply>& reply, const RemoveParams& p, const std::string& root,
+             const std::string& path, const EnvMap& env, boost::system::result<EditOutcome, EditError> out) {
   if (!out) {
     const auto& e = out.error();
     bool io = e.kind == "io";
     std::string message = e.message;
     if (e.kind == "not_found" && !p.project && !root.empty()) {
       // Not yours, but the repository's: say how to remove that one.
-      s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
+      s.connectors().refresh(env, root, Connectors::Restart::kNever);
       if (auto g = s.connectors().get_json(p.name, root);
           g && g->if_contains("source") && g->at("source") == "project") {
         message += fmt::format(
@@ -244,18 +288,25 @@ void mcp_remove(Server& s, const RemoveParams& p, Reply reply, Client& client) {
             p.name, root, p.name);
       }
     }
-    return reply.fail(error_of(io ? ErrorCode::kInternal : ErrorCode::kInvalidParams,
-                               e.kind == "not_found" ? "unknown_connector" : e.kind, message, io ? "" : "params.name"));
+    return reply->fail(error_of(io ? ErrorCode::kInternal : ErrorCode::kInvalidParams,
+                                e.kind == "not_found" ? "unknown_connector" : e.kind, message,
+                                io ? "" : "params.name"));
   }
   json::object result{{"name", p.name}, {"file", path}, {"removed", true}};
   if (!out->warning.empty()) result["warning"] = out->warning;
-  if (p.project) {
-    if (auto r = s.connectors().consent().forget(root, p.name); !r) result["consent_error"] = r.error();
-  }
   log::info("connector {} removed from {}", p.name, path);
   s.connectors().file_written();
-  s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
-  reply.ok(std::move(result));
+  auto answer = [&s, reply, root, env](json::object result) {
+    s.connectors().refresh(env, root, Connectors::Restart::kMay);
+    reply->ok(std::move(result));
+  };
+  if (!p.project) return answer(std::move(result));
+  s.connectors().consent().forget(root, p.name, [answer, result](boost::system::result<void, std::string> r) mutable {
+    if (!r) result["consent_error"] = r.error();
+    answer(std::move(result));
+  });
 }
+
+}  // namespace
 
 }  // namespace oppx::daemon

@@ -12,6 +12,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <memory>
 
 namespace oppx::daemon {
 
@@ -137,12 +138,18 @@ void permissions_add(Server& s, const RuleParams& p, bool allow, Reply reply, Cl
     o["session"] = true;
     return reply.ok(std::move(o));
   }
-  auto r = s.permissions().add(project, p.rule, allow);
-  if (!r) return reply.fail(proto::RpcError::make(proto::ErrorCode::kInternal, "write_failed", r.error()));
-  json::object o = rules_json(s, project, client);
-  o["rule"] = p.rule;
-  o["changed"] = *r;
-  reply.ok(std::move(o));
+  // Answered once written (on the worker); the connection may have closed by then, so what the
+  // answer shows of it is as it was when asked.
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  s.permissions().add(
+      project, p.rule, allow,
+      [&s, shared, project, rule = p.rule, asked = client](boost::system::result<bool, std::string> r) {
+        if (!r) return shared->fail(proto::RpcError::make(proto::ErrorCode::kInternal, "write_failed", r.error()));
+        json::object o = rules_json(s, project, asked);
+        o["rule"] = rule;
+        o["changed"] = *r;
+        shared->ok(std::move(o));
+      });
 }
 
 void permissions_remove(Server& s, const RuleParams& p, Reply reply, Client& client) {
@@ -155,18 +162,22 @@ void permissions_remove(Server& s, const RuleParams& p, Reply reply, Client& cli
     from_session = it != list.end();
     if (from_session) list.erase(it);
   }
-  auto r = s.permissions().remove(project, p.rule);
-  if (!r) return reply.fail(proto::RpcError::make(proto::ErrorCode::kInternal, "write_failed", r.error()));
-  if (!*r && !from_session) {
-    auto e = proto::RpcError::make(proto::ErrorCode::kInvalidParams, "unknown_rule",
-                                   "this project has no rule " + p.rule + "; `oppx permissions` lists them");
-    e.data["field"] = "params.rule";
-    return reply.fail(std::move(e));
-  }
-  json::object o = rules_json(s, project, client);
-  o["rule"] = p.rule;
-  o["changed"] = true;
-  reply.ok(std::move(o));
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  s.permissions().remove(
+      project, p.rule,
+      [&s, shared, project, rule = p.rule, from_session, asked = client](boost::system::result<bool, std::string> r) {
+        if (!r) return shared->fail(proto::RpcError::make(proto::ErrorCode::kInternal, "write_failed", r.error()));
+        if (!*r && !from_session) {
+          auto e = proto::RpcError::make(proto::ErrorCode::kInvalidParams, "unknown_rule",
+                                         "this project has no rule " + rule + "; `oppx permissions` lists them");
+          e.data["field"] = "params.rule";
+          return shared->fail(std::move(e));
+        }
+        json::object o = rules_json(s, project, asked);
+        o["rule"] = rule;
+        o["changed"] = true;
+        shared->ok(std::move(o));
+      });
 }
 
 void permissions_judge(Server& s, const JudgeParams& p, Reply reply, Client& client) {

@@ -92,11 +92,11 @@ std::string_view verdict_name(Verdict v) {
   return "ask";
 }
 
-PermissionStore::PermissionStore(std::string path)
+PermissionStore::PermissionStore(std::string path, Worker* worker)
     : file_(std::move(path), "the permission rules file",
             "none of its rules apply any more (oppx asks instead). Set them again with `oppx permissions allow "
             "RULE` or `oppx permissions deny RULE`",
-            "projects") {}
+            "projects", worker) {}
 
 Rules PermissionStore::rules(const std::string& project) {
   file_.load();
@@ -109,12 +109,11 @@ Rules PermissionStore::rules(const std::string& project) {
   return r;
 }
 
-boost::system::result<bool, std::string> PermissionStore::add(const std::string& project, const std::string& rule,
-                                                              bool allow) {
-  if (auto why = rule_problem(rule)) return *why;
+void PermissionStore::add(const std::string& project, const std::string& rule, bool allow, Changed done) {
+  if (auto why = rule_problem(rule)) return done(*why);
   file_.load();
   json::object* projects = file_.section(true);
-  if (!projects) return fmt::format("{}: \"projects\" is not an object; move the file away", file_.path());
+  if (!projects) return done(fmt::format("{}: \"projects\" is not an object; move the file away", file_.path()));
   json::value& p = (*projects)[project];
   if (!p.is_object()) p = json::object{};
   auto list = [&](const char* key) -> json::array& {
@@ -129,26 +128,31 @@ boost::system::result<bool, std::string> PermissionStore::add(const std::string&
   json::array& other = list(allow ? "deny" : "allow");
   bool was_other = erase_rule(other, rule);
   bool present = std::any_of(into.begin(), into.end(), [&](const json::value& v) { return v == json::value(rule); });
-  if (present && !was_other) return false;
+  if (present && !was_other) return done(false);
   if (!present) into.emplace_back(rule);
-  if (auto r = file_.save(); !r) return r.error();
-  return true;
+  save(std::move(done));
 }
 
-boost::system::result<bool, std::string> PermissionStore::remove(const std::string& project, const std::string& rule) {
+void PermissionStore::save(Changed done) {
+  file_.save([done = std::move(done)](boost::system::result<void, std::string> r) {
+    if (!r) return done(r.error());
+    done(true);
+  });
+}
+
+void PermissionStore::remove(const std::string& project, const std::string& rule, Changed done) {
   file_.load();
   json::object* projects = file_.section(false);
   json::value* p = projects ? projects->if_contains(project) : nullptr;
-  if (!p || !p->is_object()) return false;
+  if (!p || !p->is_object()) return done(false);
   bool removed = false;
   for (const char* key : {"allow", "deny"}) {
     json::value* list = p->as_object().if_contains(key);
     if (!list || !list->is_array()) continue;
     removed = erase_rule(list->as_array(), rule) || removed;
   }
-  if (!removed) return false;
-  if (auto r = file_.save(); !r) return r.error();
-  return true;
+  if (!removed) return done(false);
+  save(std::move(done));
 }
 
 Judgement PermissionStore::judge_tool(const std::string& project, const std::string& connector, const std::string& tool,

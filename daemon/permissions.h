@@ -8,6 +8,7 @@
 
 #include <boost/system/result.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,15 +35,18 @@ struct Rules {
 
 class PermissionStore {
  public:
-  explicit PermissionStore(std::string path);
+  // `worker`: where its writes go (state_file.h); without one they happen at once.
+  explicit PermissionStore(std::string path, Worker* worker = nullptr);
   const std::string& path() const { return file_.path(); }
   const std::string& problem() const { return file_.problem(); }
 
   Rules rules(const std::string& project);
+  // The change counts at once (rules() sees it); `done` gets whether there was one, once written.
+  using Changed = std::function<void(boost::system::result<bool, std::string>)>;
   // Adds `rule` to the allow (or deny) list, taking it off the other; false when it was there.
-  boost::system::result<bool, std::string> add(const std::string& project, const std::string& rule, bool allow);
+  void add(const std::string& project, const std::string& rule, bool allow, Changed done);
   // False when the project had no such rule.
-  boost::system::result<bool, std::string> remove(const std::string& project, const std::string& rule);
+  void remove(const std::string& project, const std::string& rule, Changed done);
 
   // A deny rule wins over everything; then an allow rule (the project's, then `session`'s: rules
   // allowed for one session only, never saved); then a read-only tool runs; else ask.
@@ -54,6 +58,7 @@ class PermissionStore {
                           const std::vector<std::string>& session = {});
 
  private:
+  void save(Changed done);  // done(true) once written
   StateFile file_;
 };
 

@@ -49,7 +49,7 @@ struct Server::Impl {
         io(io),
         options(std::move(options)),
         connectors(io, paths::state_dir()),
-        permissions(paths::state_dir() + "/permissions.json"),
+        permissions(paths::state_dir() + "/permissions.json", &connectors.worker()),
         acceptor(io),
         signals(io),
         watch(io),

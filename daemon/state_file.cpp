@@ -5,6 +5,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "daemon/config_write.h"
+#include "daemon/worker.h"
 
 #include <boost/json.hpp>
 
@@ -40,8 +41,12 @@ std::string utc_now(const char* format) {
   return buf;
 }
 
-StateFile::StateFile(std::string path, std::string what, std::string lost, std::string section)
-    : path_(std::move(path)), what_(std::move(what)), lost_(std::move(lost)), section_(std::move(section)) {}
+StateFile::StateFile(std::string path, std::string what, std::string lost, std::string section, Worker* worker)
+    : path_(std::move(path)),
+      what_(std::move(what)),
+      lost_(std::move(lost)),
+      section_(std::move(section)),
+      worker_(worker) {}
 
 json::object* StateFile::section(bool create) {
   if (!doc_.is_object()) {
@@ -72,6 +77,7 @@ void StateFile::set_aside(const std::string& why) {
 }
 
 void StateFile::load() {
+  if (saving_ > 0) return;  // the file is older than memory until the write lands
   struct stat st {};
   if (::lstat(path_.c_str(), &st) != 0) {
     doc_ = nullptr;
@@ -100,15 +106,33 @@ void StateFile::load() {
   stamp_ = file_stamp(st);
 }
 
-boost::system::result<void, std::string> StateFile::save() {
-  if (auto r = atomic_write(path_, pretty_json(doc_), 0600); !r) {
+void StateFile::save(Saved done) {
+  std::string text = pretty_json(doc_);
+  if (!worker_) {
+    auto r = atomic_write(path_, text, 0600);
+    saved(r);
+    return done(std::move(r));
+  }
+  ++saving_;
+  worker_->run([path = path_, text = std::move(text)] { return atomic_write(path, text, 0600); },
+               [this, done = std::move(done)](boost::system::result<void, std::string> r) {
+                 --saving_;
+                 saved(r);
+                 done(std::move(r));
+               });
+}
+
+// Writes land in order, and each holds all that memory held when it was asked: the last one says
+// what the file now is.
+void StateFile::saved(const boost::system::result<void, std::string>& r) {
+  if (saving_ > 0) return;
+  if (!r) {
     stamp_.clear();  // read it again next time: memory may now differ from the file
-    return r.error();
+    return;
   }
   struct stat st {};
   stamp_ = ::lstat(path_.c_str(), &st) == 0 ? file_stamp(st) : "";
   problem_.clear();
-  return {};
 }
 
 }  // namespace oppx::daemon

@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <csignal>
 #include <fstream>
+#include <optional>
 #include <set>
+#include <thread>
 #include <sys/stat.h>
 
 namespace oppx::test {
@@ -149,6 +151,91 @@ TEST_F(ConnectorFaults, ASlowDiskDelaysNoCall) {
   EXPECT_TRUE(exists(held)) << "the write was still held when the call was answered";
   EXPECT_EQ(list.wait().exit_code, 0);
   EXPECT_TRUE(eventually([&] { return !exists(held) && read_file(cache).find("\"b\"") != std::string::npos; }, 10s));
+}
+
+// A decision is written on a slow disk (held 3 s before its fsync) and nobody's call waits for
+// it: while a permission rule, a consent and a connector added are each still being written, a
+// call to a running connector answers; each of them answers once written, and all survive.
+TEST_F(ConnectorFaults, ASlowWriteOfADecisionDelaysNoCall) {
+  DaemonProcess daemon(home, "OPPX_TEST_WRITE_DELAY_MS=3000");
+  ASSERT_GT(daemon.pid(), 0) << daemon.start_result().err;
+  auto exists = [](const std::string& path) { return ::access(path.c_str(), F_OK) == 0; };
+  auto held = [&](const std::string& path) { return path + "." + std::to_string(daemon.pid()) + ".tmp"; };
+  const std::string state = home.root() + "/state/oppx/";
+  const std::string a = stdio("a", FAKE_MCP_SERVER, {"ok", fake_dir("a")});
+  write_config(a);
+  ASSERT_EQ(entry("a").at("state"), json::value("running"));
+  ASSERT_TRUE(eventually(
+      [&] { return exists(state + "mcp-tools-cache.json") && !exists(held(state + "mcp-tools-cache.json")); }, 15s))
+      << "a's tools saved";
+  std::string repo = fake_dir("repo");
+  ::mkdir((repo + "/.git").c_str(), 0700);
+  std::ofstream(repo + "/.mcp.json") << R"({"mcpServers":{)" << stdio("r", FAKE_MCP_SERVER, {"ok"}) << "}}";
+  auto c = client();
+  auto shown = c.call("mcp/get", json::object{{"name", "r"}, {"cwd", repo}}, 10s);
+  ASSERT_TRUE(shown) << shown.error().message;
+
+  // Sends `method` from another client, waits until its write of `path` is held, and shows that a
+  // call to a answers meanwhile; then that the decision was answered and is in the file.
+  auto stalled = [&](const std::string& method, json::object params, const std::string& path,
+                     const std::string& written) {
+    SCOPED_TRACE(method);
+    std::optional<boost::system::result<json::value, proto::RpcError>> answer;
+    std::thread other([&] {
+      auto d = client();
+      answer = d.call(method, params, 20s);
+    });
+    bool holding = eventually([&] { return exists(held(path)); }, 15s);
+    if (holding) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto r = c.call("tools/call", json::object{{"connector", "a"}, {"tool", "echo"}}, 10s);
+      auto took = std::chrono::steady_clock::now() - t0;
+      EXPECT_TRUE(r) << r.error().message;
+      EXPECT_LT(took, 1500ms) << "the call waited for the disk";
+      EXPECT_TRUE(exists(held(path))) << "the write was still held when the call was answered";
+    }
+    other.join();
+    ASSERT_TRUE(holding) << "the write of " << path << " was never seen";
+    ASSERT_TRUE(answer && *answer) << (answer ? answer->error().message : "no answer");
+    EXPECT_NE(read_file(path).find(written), std::string::npos) << read_file(path);
+  };
+  stalled("permissions/allow", json::object{{"rule", "a.echo"}, {"cwd", repo}}, state + "permissions.json",
+          "\"a.echo\"");
+  stalled("consent/approve", json::object{{"name", "r"}, {"sha256", shown->at("sha256")}, {"cwd", repo}},
+          state + "mcp-approved.json", "\"approve\"");
+  stalled(
+      "mcp/add",
+      json::object{{"name", "b"}, {"definition", json::parse(R"({"command":")" FAKE_MCP_SERVER R"(","args":["ok"]})")}},
+      home.root() + "/config/oppx/mcp.json", "\"b\"");
+  auto r = c.call("mcp/get", json::object{{"name", "r"}, {"cwd", repo}}, 10s);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->at("state"), json::value("running")) << "approved, it started";
+  EXPECT_EQ(entry("b").at("state"), json::value("running"));
+  EXPECT_NE(read_file(state + "permissions.json").find("\"a.echo\""), std::string::npos) << "the rule survived";
+}
+
+// A slow exec (each connector held 3 s before it) delays nobody's call: while b is being spawned,
+// a call to a answers, and b then starts.
+TEST_F(ConnectorFaults, ASlowSpawnDelaysNoCall) {
+  DaemonProcess daemon(home, "OPPX_TEST_SPAWN_DELAY_MS=3000");
+  ASSERT_GT(daemon.pid(), 0) << daemon.start_result().err;
+  const std::string a = stdio("a", FAKE_MCP_SERVER, {"ok", fake_dir("a")});
+  write_config(a);
+  ASSERT_EQ(entry("a").at("state"), json::value("running"));
+  auto c = client();
+  std::string b_dir = fake_dir("b");
+  write_config(a + "," + stdio("b", FAKE_MCP_SERVER, {"ok", b_dir}));
+  Process list({OPPX_BIN, "mcp", "list"});  // starts b, held before its exec
+  ASSERT_TRUE(eventually([&] { return home.read_log().find("connector b: starting") != std::string::npos; }, 15s));
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = c.call("tools/call", json::object{{"connector", "a"}, {"tool", "echo"}}, 10s);
+  auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_LT(took, 1500ms) << "the call waited for b's exec";
+  EXPECT_LT(last_pid(b_dir), 0) << "b had not run yet when the call was answered";
+  EXPECT_EQ(list.wait().exit_code, 0);
+  EXPECT_EQ(entry("b").at("state"), json::value("running"));
+  EXPECT_GT(last_pid(b_dir), 0);
 }
 
 TEST_F(ConnectorFaults, NeverReadingOrNeverAnsweringEndsAtTheStartTimeout) {

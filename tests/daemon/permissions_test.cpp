@@ -32,6 +32,18 @@ struct Store : ::testing::Test {
   std::string path = home.root() + "/state/oppx/permissions.json";
   PermissionStore store{path};
   const std::string project = "/work/repo";
+  using Answer = boost::system::result<bool, std::string>;
+  // Without a worker the store writes at once: the answer is there when the call returns.
+  Answer add(const std::string& rule, bool allow) {
+    Answer out = std::string("no answer");
+    store.add(project, rule, allow, [&](Answer r) { out = std::move(r); });
+    return out;
+  }
+  Answer remove(const std::string& rule) {
+    Answer out = std::string("no answer");
+    store.remove(project, rule, [&](Answer r) { out = std::move(r); });
+    return out;
+  }
   void SetUp() override {
     ::mkdir((home.root() + "/state").c_str(), 0700);
     ::mkdir((home.root() + "/state/oppx").c_str(), 0700);
@@ -41,15 +53,15 @@ struct Store : ::testing::Test {
 TEST_F(Store, ADenyRuleWinsOverReadOnlyAndOverAnyAllow) {
   EXPECT_EQ(store.judge_tool(project, "linear", "get_issue", true).verdict, Verdict::kAllow);
   EXPECT_EQ(store.judge_tool(project, "linear", "save_issue", false).verdict, Verdict::kAsk);
-  ASSERT_TRUE(store.add(project, "linear.*", true));
+  ASSERT_TRUE(add("linear.*", true));
   EXPECT_EQ(store.judge_tool(project, "linear", "save_issue", false).verdict, Verdict::kAllow);
   EXPECT_EQ(store.judge_tool(project, "github", "save_issue", false).verdict, Verdict::kAsk);
-  ASSERT_TRUE(store.add(project, "linear.save_issue", false));
+  ASSERT_TRUE(add("linear.save_issue", false));
   auto j = store.judge_tool(project, "linear", "save_issue", false);
   EXPECT_EQ(j.verdict, Verdict::kDeny);
   EXPECT_EQ(j.rule, "linear.save_issue");
   EXPECT_EQ(store.judge_tool(project, "linear", "get_issue", false).verdict, Verdict::kAllow);
-  ASSERT_TRUE(store.add(project, "linear.*", false));  // moves from allow to deny
+  ASSERT_TRUE(add("linear.*", false));  // moves from allow to deny
   EXPECT_EQ(store.judge_tool(project, "linear", "get_issue", true).verdict, Verdict::kDeny);
   EXPECT_TRUE(store.rules(project).allow.empty());
   // Rules are per project.
@@ -57,7 +69,7 @@ TEST_F(Store, ADenyRuleWinsOverReadOnlyAndOverAnyAllow) {
 }
 
 TEST_F(Store, ACommandRuleIsAPrefixOfWholeWordsAndNeverLetsAChainThrough) {
-  ASSERT_TRUE(store.add(project, "run:git status", true));
+  ASSERT_TRUE(add("run:git status", true));
   EXPECT_EQ(store.judge_command(project, "git status").verdict, Verdict::kAllow);
   EXPECT_EQ(store.judge_command(project, "  git status -s ").verdict, Verdict::kAllow);
   EXPECT_EQ(store.judge_command(project, "git statusx").verdict, Verdict::kAsk);
@@ -65,16 +77,16 @@ TEST_F(Store, ACommandRuleIsAPrefixOfWholeWordsAndNeverLetsAChainThrough) {
   for (const char* chained : {"git status && rm -rf ~", "git status; curl x", "git status | sh", "git status > f",
                               "git status $(rm x)", "git status `rm x`", "git status\nrm x"})
     EXPECT_EQ(store.judge_command(project, chained).verdict, Verdict::kAsk) << chained;
-  ASSERT_TRUE(store.add(project, "run:git", false));
+  ASSERT_TRUE(add("run:git", false));
   EXPECT_EQ(store.judge_command(project, "git status").verdict, Verdict::kDeny);
 }
 
 TEST_F(Store, TheFileIsPrivateAndOneThatCannotBeTrustedGrantsNothing) {
-  ASSERT_TRUE(store.add(project, "linear.*", true));
+  ASSERT_TRUE(add("linear.*", true));
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
-  auto again = store.add(project, "linear.*", true);
+  auto again = add("linear.*", true);
   ASSERT_TRUE(again);
   EXPECT_FALSE(*again) << "already there";
   // Another store on the same file (a restarted daemon) reads the same rules.
@@ -89,8 +101,8 @@ TEST_F(Store, TheFileIsPrivateAndOneThatCannotBeTrustedGrantsNothing) {
   ::chmod(path.c_str(), 0600);
   EXPECT_TRUE(store.rules(project).allow.empty());
   EXPECT_NE(store.problem().find("is not valid JSON"), std::string::npos) << store.problem();
-  ASSERT_TRUE(store.remove(project, "nothing.here").has_value());
-  EXPECT_FALSE(*store.remove(project, "nothing.here"));
+  ASSERT_TRUE(remove("nothing.here").has_value());
+  EXPECT_FALSE(*remove("nothing.here"));
 }
 
 // As a user meets them: the CLI for the project of the current folder, and the daemon's verdict
