@@ -99,13 +99,9 @@ int main(int argc, char** argv) {
   ::setenv("OPPX_SERVER", fmt::format("http://127.0.0.1:{}/v1", model.port()).c_str(), 1);
   ::setenv("OPPX_MODEL", "m1", 1);
   ::chdir(home.root().c_str());
-  // `mcp tools` waits for a connector that is still starting (`mcp list` answers at once).
-  for (int i = 1; i <= 5; ++i) {
-    if (oppx::bench::capture({oppx, "mcp", "tools", fmt::format("echo{}", i), "--json"}).find("\"running\"") ==
-        std::string::npos) {
-      fmt::print(stderr, "agent_first_byte: the connector echo{} did not start\n", i);
-      return 1;
-    }
+  if (int running = oppx::bench::running_connectors(oppx, home.socket()); running != 5) {
+    fmt::print(stderr, "agent_first_byte: {} of the 5 connectors started\n", running);
+    return 1;
   }
   std::vector<double> first, completion, total, rss;
   int failures = 0;

@@ -1,6 +1,11 @@
 // BenchHome, run_ms and summarize: see bench_support.h.
 #include "bench/bench_support.h"
 
+#include "common/sync_client.h"
+#include "proto/daemon_api.h"
+
+#include <boost/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -116,6 +121,18 @@ std::string capture(const std::vector<std::string>& args) {
   int st = 0;
   ::waitpid(pid, &st, 0);
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? out : "";
+}
+
+int running_connectors(const std::string& oppx, const std::string& socket) {
+  if (run_ms({oppx, "daemon", "start"}) < 0) return -1;
+  auto c = SyncClient::connect(socket);
+  if (!c) return -1;
+  if (!c->call("hello", boost::json::object{{"protocol", proto::kProtocolVersion}}, std::chrono::seconds(5))) return -1;
+  auto r = c->call("mcp/list", boost::json::object{{"wait", true}}, std::chrono::seconds(120));
+  if (!r) return -1;
+  int running = 0;
+  for (const auto& conn : r->at("connectors").as_array()) running += conn.at("state") == "running";
+  return running;
 }
 
 }  // namespace oppx::bench

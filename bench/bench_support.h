@@ -42,4 +42,8 @@ Stats measure(const std::vector<std::string>& args, int runs);
 // exited with a status other than 0.
 std::string capture(const std::vector<std::string>& args);
 
+// Starts the daemon (`oppx daemon start`), then waits (mcp/list with wait) until none of its
+// connectors is starting; the number running, or -1 when the daemon did not answer.
+int running_connectors(const std::string& oppx, const std::string& socket);
+
 }  // namespace oppx::bench

@@ -117,8 +117,8 @@ int main(int argc, char** argv) {
   ::setenv("OPPX_SERVER", fmt::format("http://127.0.0.1:{}/v1", model.port()).c_str(), 1);
   ::setenv("OPPX_MODEL", "m1", 1);
   if (::chdir(home.root().c_str()) != 0) return 1;
-  if (oppx::bench::capture({oppx, "mcp", "list", "--json"}).find("\"running\"") == std::string::npos) {
-    fmt::print(stderr, "chat_start: the connectors did not start\n");
+  if (int running = oppx::bench::running_connectors(oppx, home.socket()); running != 5) {
+    fmt::print(stderr, "chat_start: {} of the 5 connectors started\n", running);
     return 1;
   }
   std::vector<double> prompt, echo;
