@@ -126,7 +126,8 @@ struct Permissions : ::testing::Test {
 
 TEST_F(Permissions, RulesFromTheCommandLineDecideTheDaemonsVerdict) {
   home.write_mcp_config(stdio_entry("fake", FAKE_MCP_SERVER, {"tools", home.root()}));
-  ASSERT_EQ(oppx({"mcp", "list", "--json"}).exit_code, 0);
+  // `mcp tools` waits for the start (`mcp list` answers while it starts): read-only is known then.
+  ASSERT_EQ(oppx({"mcp", "tools", "fake"}).exit_code, 0);
   Result empty = oppx({"permissions"});
   ASSERT_EQ(empty.exit_code, 0) << empty.err;
   EXPECT_NE(empty.out.find("Permission rules for " + repo + "\n  allow: none\n  deny: none"), std::string::npos)
