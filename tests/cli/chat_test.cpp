@@ -36,8 +36,11 @@ class Terminal {
                       "/run XDG_STATE_HOME=" + home.root() + "/state XDG_CONFIG_HOME=" + home.root() +
                       "/config OPPX_SERVER=" + server_url + " " + OPPX_BIN;
     for (const auto& a : args) cmd += " " + a;
-    cmd += "; echo oppx-exited-$?; sleep 600";
-    started_ = tmux({"new-session", "-d", "-s", name_, "-x", "120", "-y", "50", cmd}).exit_code == 0;
+    cmd += "; echo oppx-exited-$?";
+    // The pane stays when oppx has exited, so that its last screen can still be read.
+    started_ = tmux({"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";", "new-session", "-d", "-s",
+                     name_, "-x", "120", "-y", "50", cmd})
+                   .exit_code == 0;
   }
   ~Terminal() { tmux({"kill-server"}); }
   bool started() const { return started_; }
