@@ -294,10 +294,6 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     LinkContext context;
     context.log_path = log_path;
     context.secrets = secrets;
-    context.read_only = [w](const std::string& tool) {
-      auto self = w.lock();
-      return self && self->read_only(tool);
-    };
     // The server stream opened only after tools/list went out without it: a list_changed sent
     // meanwhile was lost, so the tools are fetched once more.
     context.on_late_stream = [w, gen] {
@@ -542,7 +538,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       };
     }
     pc->client = client;
-    pc->id = client->call_tool(pc->tool, pc->arguments, std::move(progress), [w, pc, ro](CallResult r) {
+    pc->id = client->call_tool(pc->tool, pc->arguments, ro, std::move(progress), [w, pc, ro](CallResult r) {
       if (pc->finished) return;
       pc->id = nullptr;
       auto self = w.lock();

@@ -72,8 +72,6 @@ class Link {
 struct LinkContext {
   std::string log_path;              // a program's stderr log
   std::vector<std::string> secrets;  // of this start (secrets_of)
-  // Whether a tool is read-only (annotations.readOnlyHint): the HTTP link repeats only those.
-  std::function<bool(const std::string& tool)> read_only;
   // The HTTP server stream opened late: what it announced meanwhile (list_changed) was lost.
   std::function<void()> on_late_stream;
 };

@@ -214,9 +214,6 @@ LinkResult make_http_link(asio::io_context& io, const ConnectorDef& def, const E
     if (auto r = apply_timeout_spec(o.timeouts, it->second); !r)
       return LinkFailure{down::kConfig, "OPPX_HTTP_TIMEOUTS is unusable: " + r.error()};
   }
-  // SPEC §3, as for a program's stopping during a call: only a read-only tool's call is sent
-  // again when the server closed the connection before answering it.
-  o.read_only = std::move(context.read_only);
   o.on_late_stream = std::move(context.on_late_stream);
   auto t = make_http_transport(io, std::move(o));
   if (!t) {

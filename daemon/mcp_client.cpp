@@ -235,7 +235,7 @@ void McpClient::progress(const json::object& params) {
   fn(p);
 }
 
-json::value McpClient::call_tool(const std::string& tool, const json::value& arguments,
+json::value McpClient::call_tool(const std::string& tool, const json::value& arguments, bool read_only,
                                  std::function<void(const json::object&)> on_progress,
                                  std::function<void(CallResult)> done) {
   json::object params{{"name", tool}, {"arguments", arguments}};
@@ -245,15 +245,20 @@ json::value McpClient::call_tool(const std::string& tool, const json::value& arg
     params["_meta"] = json::object{{"progressToken", token}};
     progress_.emplace(token, std::move(on_progress));
   }
-  json::value id =
-      peer_->call("tools/call", params, [w = weak_from_this(), token, done = std::move(done)](CallResult r) {
-        if (auto self = w.lock(); self && !token.empty()) {
-          self->progress_.erase(token);
-          std::erase_if(self->token_of_call_, [&token](const auto& e) { return e.second == token; });
-        }
-        move_server_kind_to_data(r);
-        done(std::move(r));
-      });
+  // A tool may work long before it answers; a call is safe to send twice only when it is read-only.
+  RequestOptions request;
+  request.repeatable = read_only;
+  request.slow_first_byte = true;
+  request.label = "the call to " + escape_controls(std::string_view(tool).substr(0, 100));
+  auto answered = [w = weak_from_this(), token, done = std::move(done)](CallResult r) {
+    if (auto self = w.lock(); self && !token.empty()) {
+      self->progress_.erase(token);
+      std::erase_if(self->token_of_call_, [&token](const auto& e) { return e.second == token; });
+    }
+    move_server_kind_to_data(r);
+    done(std::move(r));
+  };
+  json::value id = peer_->call("tools/call", params, std::move(answered), std::move(request));
   // Unless it already ended (a transport that could not take it answers at once).
   if (!token.empty() && progress_.count(token)) token_of_call_[proto::id_key(id)] = token;
   return id;
@@ -266,7 +271,7 @@ void McpClient::cancel(const json::value& id, std::string_view why) {
     token_of_call_.erase(it);
   }
   peer_->forget(id);
-  peer_->notify("notifications/cancelled", json::object{{"requestId", id}, {"reason", why}});
+  peer_->notify("notifications/cancelled", json::object{{"requestId", id}, {"reason", why}}, id);
 }
 
 void McpClient::failed(std::string_view kind, std::string why, int http_status) {

@@ -61,7 +61,9 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   // unreachable, timeout) carry the kinds the daemon acts on. With `on_progress`, the server is
   // asked for progress and each notifications/progress for this call arrives there.
   // Returns the request's id.
-  boost::json::value call_tool(const std::string& tool, const boost::json::value& arguments,
+  // `read_only`: the tool is marked read-only, so the request may be sent again by a link whose
+  // connection closed before the answer (it may have run).
+  boost::json::value call_tool(const std::string& tool, const boost::json::value& arguments, bool read_only,
                                std::function<void(const boost::json::object&)> on_progress,
                                std::function<void(CallResult)> done);
   // Gives up a call: the server is told (notifications/cancelled) and a late answer is skipped;

@@ -181,7 +181,7 @@ TEST(McpClient, ProgressReachesItsCallAndAServersErrorKindIsNotOurs) {
   std::vector<json::object> progress;
   std::optional<McpClient::CallResult> result;
   s.client->call_tool(
-      "slow", json::object{}, [&](const json::object& p) { progress.push_back(p); },
+      "slow", json::object{}, false, [&](const json::object& p) { progress.push_back(p); },
       [&](McpClient::CallResult r) { result = std::move(r); });
   ASSERT_TRUE(run_until(s.io, [&] { return s.held.size() == 1; }));
   ASSERT_FALSE(token.empty());
@@ -210,7 +210,7 @@ TEST(McpClient, ACancelledCallTellsTheServerAndIgnoresItsLateAnswer) {
   ASSERT_TRUE(run_until(s.io, [&] { return s.lists == 1; }));
   bool answered = false;
   json::value id =
-      s.client->call_tool("slow", json::object{}, nullptr, [&](McpClient::CallResult) { answered = true; });
+      s.client->call_tool("slow", json::object{}, false, nullptr, [&](McpClient::CallResult) { answered = true; });
   ASSERT_TRUE(run_until(s.io, [&] { return s.held.size() == 1; }));
   s.client->cancel(id, "the caller went away");
   ASSERT_TRUE(run_until(s.io, [&] { return s.cancelled.size() == 1; }));
