@@ -31,7 +31,7 @@ namespace oppx::daemon {
 enum class ConnectorState { kStarting, kRunning, kFailed, kStopped, kWaiting, kDisabled, kUnsupported };
 std::string_view state_name(ConnectorState s);
 
-// What stopped a connector, as the diagnosis names it (SPEC §3).
+// What stopped a connector, as the diagnosis names it (docs/protocol.md, `mcp/list`: reason_kind).
 namespace down {
 inline constexpr std::string_view kNotInstalled = "not_installed";
 inline constexpr std::string_view kStopped = "stopped";

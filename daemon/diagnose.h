@@ -1,5 +1,5 @@
-// Why a connector is down and the steps back, in the user's words (SPEC §3, the seed's "When a
-// connector stops working"): from the kind the connector gave, its message and its definition.
+// Why a connector is down and the steps back, in the user's words (docs/protocol.md, `mcp/list`:
+// reason, reason_kind, steps): from the kind the connector gave, its message and its definition.
 // Pure functions: no I/O, so every kind and every way of adding a connector has a unit test.
 #pragma once
 

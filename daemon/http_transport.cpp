@@ -5,6 +5,9 @@
 // MCP-Protocol-Version header and in whether a server may end a stream early. The HTTP itself
 // (connections, TLS, limits, redirects) is the one client of common/http_client.h; the MCP session
 // (its id, version header, re-initialize, resumption) is here.
+// Where callbacks end and coroutines begin: send(), close() and the Handlers are plain callbacks
+// (the JSON-RPC peer's side); behind send() each message runs in its own coroutine (co_spawn
+// with a logging completion handler), which reports back only through the Handlers.
 #include "daemon/http_transport.h"
 
 #include "common/budget.h"
@@ -90,8 +93,8 @@ struct HttpAsk {
   std::string last_event_id;
   bool initialize = false;  // no session id and no protocol version header on it
   std::string request_key;  // for cancellation: the request this exchange carries
-  // SPEC §3: sent again on a new connection after one closed unanswered only when it is safe to
-  // run twice (everything but a tools/call of a tool not marked read-only).
+  // Sent again on a new connection after one closed unanswered only when it is safe to run twice
+  // (docs/protocol.md, `tools/call`: repeated only when unsent or read-only), as its Message says.
   bool repeatable = true;
   // The answer may rightly start late, so its first byte is not held to the headers limit: a
   // tools/call (the tool may work long first), the server stream's GET and a stream's resumption
@@ -266,7 +269,7 @@ bool take_messages(State& st, std::string_view text, AnswerSeen& w, bool deliver
 
 awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool deliver, bool may_reinit);
 
-// SPEC §3: a request that went out before its connection closed unanswered may have run, and its
+// A request that went out before its connection closed unanswered may have run, and its
 // error says so (whatever came after: a refused new connection reads as if it never arrived).
 // One not safe to run twice was not sent again; the connector does not repeat it either.
 Failure with_sent_note(Failure f, const Message& m) {
