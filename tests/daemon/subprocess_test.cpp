@@ -89,8 +89,8 @@ TEST_F(SubprocessTest, AProgramNotOnThePathIsNotInstalled) {
 }
 
 TEST_F(SubprocessTest, StopEndsAChildThatIgnoresSigtermAndReapsIt) {
-  // It says it is ready on stdout once the trap is set, then sleeps with SIGTERM still ignored.
-  auto s = spawn(io, "trap '' TERM; echo ready; exec sleep 1000", {"stubborn", log_path, {}});
+  // It says it is ready on stdout once the trap is set, then waits forever with SIGTERM still ignored.
+  auto s = spawn(io, "trap '' TERM; echo ready; exec tail -f /dev/null", {"stubborn", log_path, {}});
   ASSERT_TRUE(s.process) << s.error->message;
   pid_t pid = static_cast<pid_t>(s.process->pid());
   int out = s.process->take_stdout();
