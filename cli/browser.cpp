@@ -79,13 +79,15 @@ boost::system::result<void, std::string> install_browser(bool update) {
     return std::string("the browser is not installed, so there is nothing to update: `oppx browser install`");
   int major = node_major();
   if (major == 0)
-    return fmt::format("the browser needs Node.js {}+ (`node` and `npm` on PATH) and none was found; install it "
-                       "(Debian: `sudo apt install nodejs npm`), then run `oppx browser install` again",
-                       playwright::kNodeMajorNeeded);
+    return fmt::format(
+        "the browser needs Node.js {}+ (`node` and `npm` on PATH) and none was found; install it "
+        "(Debian: `sudo apt install nodejs npm`), then run `oppx browser install` again",
+        playwright::kNodeMajorNeeded);
   if (major < playwright::kNodeMajorNeeded)
-    return fmt::format("the browser needs Node.js {}+; `node` on PATH is version {}: update it, then run `oppx "
-                       "browser install` again",
-                       playwright::kNodeMajorNeeded, major);
+    return fmt::format(
+        "the browser needs Node.js {}+; `node` on PATH is version {}: update it, then run `oppx "
+        "browser install` again",
+        playwright::kNodeMajorNeeded, major);
   std::string dir = playwright::engine_dir();
   if (auto r = ensure_private_dir(dir); !r) return "cannot make " + dir + ": " + r.error();
   std::string package = fmt::format("{}@{}", playwright::kMcpPackage, playwright::kMcpVersion);
@@ -95,9 +97,10 @@ boost::system::result<void, std::string> install_browser(bool update) {
   int rc = run({"npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=http", package});
   if (rc != 0)
     return rc < 0 ? std::string("npm could not be run: install npm (Debian: `sudo apt install npm`)")
-                  : fmt::format("npm install failed (exit status {}); its messages are above. Check the network "
-                                "and npm's registry setting (`npm config get registry`), then try again",
-                                rc);
+                  : fmt::format(
+                        "npm install failed (exit status {}); its messages are above. Check the network "
+                        "and npm's registry setting (`npm config get registry`), then try again",
+                        rc);
   std::string now = playwright::installed_version();
   if (now != playwright::kMcpVersion)
     return fmt::format("npm finished but {} holds version '{}', not {}", dir, now, playwright::kMcpVersion);

@@ -53,11 +53,11 @@ int status(Context& ctx) {
   std::string installed = str(o, "installed");
   fmt::print("Browser: {}\n", browser_auto() ? "on (starts with every session)" : "off (asked once a session)");
   fmt::print("Engine:  {} {} in {}\n", playwright::kMcpPackage,
-             installed.empty()                      ? "not installed (`oppx browser install`)"
-             : installed == playwright::kMcpVersion ? installed
-                                                    : installed + " (this oppx uses " +
-                                                          std::string(playwright::kMcpVersion) +
-                                                          ": `oppx browser install --update`)",
+             installed.empty() ? "not installed (`oppx browser install`)"
+             : installed == playwright::kMcpVersion
+                 ? installed
+                 : installed + " (this oppx uses " + std::string(playwright::kMcpVersion) +
+                       ": `oppx browser install --update`)",
              escape_controls(str(o, "engine")));
   int major = node_major();
   fmt::print("Node.js: {}\n", major == 0 ? "not found on PATH (the browser needs Node.js 18+)"
@@ -68,7 +68,8 @@ int status(Context& ctx) {
   } else {
     fmt::print("Chrome:  {}\n", escape_controls(str(b, "reason")));
     if (const json::value* s = b.if_contains("steps"); s && s->is_array()) {
-      for (const auto& step : s->as_array()) fmt::print("  - {}\n", escape_controls(std::string_view(step.as_string())));
+      for (const auto& step : s->as_array())
+        fmt::print("  - {}\n", escape_controls(std::string_view(step.as_string())));
     }
   }
   fmt::print("Sandbox: {}\n", str(o, "sandbox"));

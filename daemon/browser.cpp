@@ -125,34 +125,32 @@ boost::system::result<BrowserChoice, BrowserProblem> choose_browser(const EnvMap
   if (!chrome.empty()) return BrowserChoice{"chrome", chrome};
   if (std::string c = on_path(env, {"chromium", "chromium-browser"}); !c.empty()) return BrowserChoice{"chromium", c};
   if (std::string c = chrome_for_testing(); !c.empty()) return BrowserChoice{"chrome-for-testing", c};
-  return BrowserProblem{"no_browser",
-                        "no Google Chrome or Chromium was found (on PATH, or Playwright's own in " +
-                            playwright::browsers_dir() + ")",
-                        {"install Chromium (Debian: `sudo apt install chromium`) or Google Chrome, then `/browser "
-                         "start` (or `oppx browser status` to check)",
-                         "or let Playwright download its Chrome for Testing: `PLAYWRIGHT_BROWSERS_PATH=" +
-                             playwright::browsers_dir() + " npx --prefix " + playwright::engine_dir() +
-                             " playwright install chromium`"}};
+  return BrowserProblem{
+      "no_browser",
+      "no Google Chrome or Chromium was found (on PATH, or Playwright's own in " + playwright::browsers_dir() + ")",
+      {"install Chromium (Debian: `sudo apt install chromium`) or Google Chrome, then `/browser "
+       "start` (or `oppx browser status` to check)",
+       "or let Playwright download its Chrome for Testing: `PLAYWRIGHT_BROWSERS_PATH=" + playwright::browsers_dir() +
+           " npx --prefix " + playwright::engine_dir() + " playwright install chromium`"}};
 }
 
 boost::system::result<ConnectorDef, BrowserProblem> browser_definition(const EnvMap& env, const std::string& folder,
                                                                        const std::string& cwd) {
   std::string node = on_path(env, {"node"});
   if (node.empty())
-    return BrowserProblem{"no_node",
-                          fmt::format("the browser needs Node.js {}+ (`node` on PATH), and none was found",
-                                      playwright::kNodeMajorNeeded),
-                          {"install Node.js (Debian: `sudo apt install nodejs npm`), then `oppx browser install`"}};
+    return BrowserProblem{
+        "no_node",
+        fmt::format("the browser needs Node.js {}+ (`node` on PATH), and none was found", playwright::kNodeMajorNeeded),
+        {"install Node.js (Debian: `sudo apt install nodejs npm`), then `oppx browser install`"}};
   std::string installed = playwright::installed_version();
   if (installed.empty())
-    return BrowserProblem{
-        "not_installed",
-        fmt::format("Playwright's MCP server is not installed in {}", playwright::engine_dir()),
-        {"`oppx browser install` (npm, about 20 MB), or answer y when the chat offers the browser"}};
+    return BrowserProblem{"not_installed",
+                          fmt::format("Playwright's MCP server is not installed in {}", playwright::engine_dir()),
+                          {"`oppx browser install` (npm, about 20 MB), or answer y when the chat offers the browser"}};
   if (installed != playwright::kMcpVersion)
     return BrowserProblem{"outdated",
-                          fmt::format("{} {} is installed in {}; this oppx uses {}", playwright::kMcpPackage,
-                                      installed, playwright::engine_dir(), playwright::kMcpVersion),
+                          fmt::format("{} {} is installed in {}; this oppx uses {}", playwright::kMcpPackage, installed,
+                                      playwright::engine_dir(), playwright::kMcpVersion),
                           {"`oppx browser install --update`"}};
   auto browser = choose_browser(env);
   if (!browser) return browser.error();
@@ -160,9 +158,9 @@ boost::system::result<ConnectorDef, BrowserProblem> browser_definition(const Env
   ConnectorDef d;
   d.name = std::string(kBrowserName);
   d.command = node;
-  d.args = {playwright::cli_js(), "--headless",        "--isolated",         "--image-responses", "omit",
-            "--codegen",          "none",              "--console-level",    "warning",           "--file-paths",
-            "absolute",           "--output-dir",      folder};
+  d.args = {
+      playwright::cli_js(), "--headless", "--isolated",   "--image-responses", "omit",         "--codegen", "none",
+      "--console-level",    "warning",    "--file-paths", "absolute",          "--output-dir", folder};
   if (browser->kind == "chrome") {
     d.args.insert(d.args.end(), {"--browser", "chrome"});
   } else if (browser->kind == "chromium") {
@@ -208,7 +206,10 @@ void inline_browser_files(json::value& result, const std::string& folder) {
 }
 
 SessionBrowser::SessionBrowser(boost::asio::io_context& io, std::string session, std::string cwd)
-    : io_(io), session_(std::move(session)), cwd_(std::move(cwd)), folder_(paths::cache_dir() + "/browser/" + session_) {}
+    : io_(io),
+      session_(std::move(session)),
+      cwd_(std::move(cwd)),
+      folder_(paths::cache_dir() + "/browser/" + session_) {}
 
 SessionBrowser::~SessionBrowser() { stop(); }
 
@@ -261,10 +262,14 @@ void SessionBrowser::stop() {
 std::string SessionBrowser::state() const {
   if (!connector_) return problem_ ? "failed" : "off";
   switch (connector_->state()) {
-    case ConnectorState::kRunning: return "running";
-    case ConnectorState::kStarting: return "starting";
-    case ConnectorState::kFailed: return "failed";
-    default: return "off";
+    case ConnectorState::kRunning:
+      return "running";
+    case ConnectorState::kStarting:
+      return "starting";
+    case ConnectorState::kFailed:
+      return "failed";
+    default:
+      return "off";
   }
 }
 

@@ -92,7 +92,7 @@ struct BrowserSession : ::testing::Test {
     ASSERT_TRUE(call("session/open", {{"mode", "chat"}}));
   }
   boost::system::result<json::value, proto::RpcError> call(std::string_view method, json::object params,
-                                                            std::chrono::milliseconds limit = 60s) {
+                                                           std::chrono::milliseconds limit = 60s) {
     params["cwd"] = repo;
     return c->call(method, params, limit);
   }
@@ -158,10 +158,10 @@ TEST_F(BrowserSession, OpensAPageClicksTwiceReadsTheConsoleAndEndsWithTheConnect
   auto evaluate = call("permissions/judge", {{"connector", "playwright"}, {"tool", "browser_evaluate"}});
   EXPECT_EQ(evaluate->at("decision"), "ask");
   EXPECT_NE(std::string(evaluate->at("why").as_string()).find("asked every time"), std::string::npos);
-  ASSERT_EQ(oppx({"permissions", "deny", "playwright.browser_click"}).exit_code, 0);
+  ASSERT_TRUE(call("permissions/deny", {{"rule", "playwright.browser_click"}}));
   EXPECT_EQ(call("permissions/judge", {{"connector", "playwright"}, {"tool", "browser_click"}})->at("decision"),
             "deny");
-  ASSERT_EQ(oppx({"permissions", "remove", "playwright.browser_click"}).exit_code, 0);
+  ASSERT_TRUE(call("permissions/remove", {{"rule", "playwright.browser_click"}}));
 
   // The snapshot and the console entries the server wrote to files are in the result.
   std::string opened = tool("browser_navigate", {{"url", page.url}});
@@ -171,9 +171,11 @@ TEST_F(BrowserSession, OpensAPageClicksTwiceReadsTheConsoleAndEndsWithTheConnect
   auto ref_at = opened.find("button \"Add\" [ref=");
   ASSERT_NE(ref_at, std::string::npos);
   std::string ref = opened.substr(ref_at + 18, opened.find(']', ref_at) - ref_at - 18);
-  tool("browser_click", {{"element", "Add button"}, {"ref", ref}});
-  std::string second = tool("browser_click", {{"element", "Add button"}, {"ref", ref}});
-  EXPECT_NE(second.find("clicks: 2"), std::string::npos) << second;
+  std::string first = tool("browser_click", {{"element", "Add button"}, {"target", ref}});
+  EXPECT_EQ(first.find("ERROR"), std::string::npos) << first;
+  tool("browser_click", {{"element", "Add button"}, {"target", ref}});
+  std::string after = tool("browser_snapshot", {});
+  EXPECT_NE(after.find("clicks: 2"), std::string::npos) << after;
   std::string console = tool("browser_console_messages", {{"level", "error"}});
   EXPECT_NE(console.find("widget failed to load"), std::string::npos) << console;
 
@@ -268,11 +270,10 @@ TEST(Browser, ResultsGetTheSnapshotAndConsoleFilesOfItsFolderOnly) {
   std::ofstream(home.root() + "/secret.yml") << "password: hunter2\n";
   json::value result = json::object{
       {"content",
-       json::array{json::object{
-           {"type", "text"},
-           {"text", "### Page\n- Page URL: http://x/\n### Snapshot\n- [Snapshot](" + folder +
-                        "/page-1.yml)\n### Events\n- New console entries: " + folder + "/console-1.log#L2\n- [Other](" +
-                        home.root() + "/secret.yml)"}}}}};
+       json::array{json::object{{"type", "text"},
+                                {"text", "### Page\n- Page URL: http://x/\n### Snapshot\n- [Snapshot](" + folder +
+                                             "/page-1.yml)\n### Events\n- New console entries: " + folder +
+                                             "/console-1.log#L2\n- [Other](" + home.root() + "/secret.yml)"}}}}};
   daemon::inline_browser_files(result, folder);
   std::string text(result.at("content").at(0).at("text").as_string());
   EXPECT_NE(text.find("```yaml\n- button \"Add\" [ref=e3]\n```"), std::string::npos) << text;
