@@ -48,7 +48,7 @@ esac
 
 # 1. Debian packages: ask dpkg first, so that nothing calls apt when all are there.
 apt_packages=(g++ cmake ninja-build pkg-config libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libfmt-dev libssl-dev libgtest-dev util-linux procps ca-certificates openssl tmux)
+  libfmt-dev libssl-dev libgtest-dev util-linux procps ca-certificates openssl tmux chromium)
 missing=()
 for p in "${apt_packages[@]}"; do
   if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" != "install ok installed" ]; then
@@ -99,6 +99,8 @@ else
   # needs, in a prefix of its own: the system's node is left as it is.
   npm_install node22
   npm_install conformance
+  # Playwright's MCP server for the browser tests (they drive Debian's chromium with it).
+  npm_install playwright
   [ ${#up_to_date[@]} -eq 0 ] || say "npm packages up to date in ${up_to_date[*]}"
 fi
 
@@ -114,9 +116,9 @@ if [ -f "$cache" ]; then
     reason="it was made for another source folder"
   fi
   if [ -n "$reason" ]; then
-    say "wiping $rel/ ($reason); keeping the npm packages (build/npm, build/node22, build/conformance)"
+    say "wiping $rel/ ($reason); keeping the npm packages (build/npm, build/node22, build/conformance, build/playwright)"
     find "$bin" -mindepth 1 -maxdepth 1 ! -path "$root/build/npm" ! -path "$root/build/node22" \
-      ! -path "$root/build/conformance" -exec rm -rf {} +
+      ! -path "$root/build/conformance" ! -path "$root/build/playwright" -exec rm -rf {} +
   fi
 fi
 if [ -f "$cache" ]; then
