@@ -1,0 +1,71 @@
+// What the agent loop needs of oppxd, over one connection with a session open on it: the
+// session, the running connectors' tools, the daemon's verdicts, the calls and their progress,
+// and the session's browser (browser/start). Blocking calls, each with its own deadline.
+#pragma once
+
+#include "common/sync_client.h"
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oppx::chat {
+
+// A tool of a running connector, as the loop offers it.
+struct ToolInfo {
+  std::string connector, name;
+  std::string description;
+  boost::json::value input_schema;
+  bool read_only = false;
+  std::string line;  // `<connector>.<tool>: <first sentence, at most 140 characters>`
+  std::string full_name() const { return connector + "." + name; }
+};
+
+// A connector the session cannot use now: a repository's waiting for consent, or one not running.
+struct ConnectorNote {
+  std::string name, state, reason, approve;
+  std::vector<std::string> steps;
+};
+
+// What the loop needs of oppxd, over one connection with a session open on it.
+class DaemonTools {
+ public:
+  DaemonTools(SyncClient& client, std::string cwd) : client_(client), cwd_(std::move(cwd)) {}
+  // session/open; "" or why it failed.
+  std::string open_session(const std::string& mode);
+  // The running connectors' tools (mcp/list with wait, then mcp/tools for each running one), and
+  // the connectors that are not offered.
+  std::string list(std::vector<ToolInfo>& tools, std::vector<ConnectorNote>& others);
+  struct Verdict {
+    std::string decision = "ask";  // allow | ask | deny
+    std::string why, rule;
+  };
+  Verdict judge_tool(const ToolInfo& tool);
+  Verdict judge_command(const std::string& command);
+  std::string allow(const std::string& rule, bool session);  // "" or why not
+  struct CallResult {
+    bool ok = false;  // the tool answered (isError may still be true)
+    bool is_error = false;
+    bool down = false;  // connector_down: the connector is out for this session
+    std::string text;   // the result, or the error
+    std::vector<std::string> steps;
+    std::string reason_kind;
+  };
+  // `on_progress` (when set) gets the connector's progress notifications while it runs.
+  using Progress = std::function<void(double progress, std::optional<double> total, const std::string& message)>;
+  CallResult call(const ToolInfo& tool, const boost::json::object& arguments, const Progress& on_progress = {});
+  const std::string& cwd() const { return cwd_; }
+  // From another thread (Ctrl-C): ends the connection, so that the daemon cancels the calls in
+  // flight (their connectors get notifications/cancelled). The front end connects again after.
+  void interrupt();
+
+ private:
+  SyncClient& client_;
+  std::string cwd_;
+};
+
+}  // namespace oppx::chat
