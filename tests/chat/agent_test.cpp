@@ -3,6 +3,7 @@
 // whose tools are read-only or not, with an enum, optional arguments, none at all and a $ref.
 #include "chat/agent.h"
 #include "common/text.h"
+#include "tests/support/model_steps.h"
 #include "tests/support/scripted_model.h"
 
 #include <boost/json.hpp>
@@ -18,18 +19,6 @@ namespace oppx::test {
 namespace {
 
 namespace json = boost::json;
-
-// A completion step whose content is `object` (JSON text), streamed in two pieces.
-std::string says(const std::string& object) {
-  std::size_t half = object.size() / 2;
-  return json::serialize(json::object{{"deltas", json::array{object.substr(0, half), object.substr(half)}}});
-}
-std::string action(const std::string& name, const std::string& fields = "") {
-  return says(R"({"action":")" + name + "\"" + (fields.empty() ? "" : "," + fields) + "}");
-}
-std::string reply(const std::string& text) {
-  return action("reply", R"("text":)" + json::serialize(json::value(text)));
-}
 
 std::string system_of(const json::object& body) {
   return std::string(body.at("messages").as_array().at(0).at("content").as_string());

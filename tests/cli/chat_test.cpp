@@ -1,7 +1,9 @@
 // The terminal chat as a person uses it: `oppx` in a real pseudo-terminal (a tmux server of the
 // test's own), keys sent with send-keys, the screen read with capture-pane; the scripted model
 // server, the real daemon and a real stdio connector (agent_connector.js).
+#include "tests/support/model_steps.h"
 #include "tests/support/scripted_model.h"
+#include "tests/support/terminal.h"
 
 #include <boost/json.hpp>
 
@@ -17,65 +19,6 @@ namespace oppx::test {
 namespace {
 
 namespace json = boost::json;
-
-std::string says(const std::string& object) {
-  std::size_t half = object.size() / 2;
-  return json::serialize(json::object{{"deltas", json::array{object.substr(0, half), object.substr(half)}}});
-}
-std::string action(const std::string& name) { return says(R"({"action":")" + name + "\"}"); }
-std::string reply(const std::string& text) {
-  return says(R"({"action":"reply","text":)" + json::serialize(json::value(text)) + "}");
-}
-
-// A tmux server of its own (-L), one window running `oppx` with the test's HOME.
-class Terminal {
- public:
-  Terminal(const TempHome& home, const std::string& server_url, const std::vector<std::string>& args = {})
-      : name_("oppx-test-" + std::to_string(::getpid()) + "-" + std::to_string(++count_)) {
-    std::string cmd = "env HOME=" + home.root() + " XDG_RUNTIME_DIR=" + home.root() +
-                      "/run XDG_STATE_HOME=" + home.root() + "/state XDG_CONFIG_HOME=" + home.root() +
-                      "/config OPPX_SERVER=" + server_url + " " + OPPX_BIN;
-    for (const auto& a : args) cmd += " " + a;
-    cmd += "; echo oppx-exited-$?";
-    // The pane stays when oppx has exited, so that its last screen can still be read.
-    started_ = tmux({"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";", "new-session", "-d", "-s",
-                     name_, "-x", "120", "-y", "50", cmd})
-                   .exit_code == 0;
-  }
-  ~Terminal() { tmux({"kill-server"}); }
-  bool started() const { return started_; }
-  void keys(const std::vector<std::string>& k) {
-    std::vector<std::string> a{"send-keys", "-t", name_};
-    a.insert(a.end(), k.begin(), k.end());
-    tmux(a);
-  }
-  void type(const std::string& text) { tmux({"send-keys", "-t", name_, "-l", text}); }
-  void paste(const std::string& text) {
-    tmux({"set-buffer", "--", text});
-    tmux({"paste-buffer", "-p", "-t", name_});
-  }
-  std::string screen() { return tmux({"capture-pane", "-p", "-J", "-S", "-500", "-t", name_}).out; }
-  // Waits until the screen shows `text` (the n-th time, counting from 1).
-  bool wait_for(const std::string& text, int nth = 1, std::chrono::milliseconds timeout = 15s) {
-    return eventually(
-        [&] {
-          std::string s = screen();
-          int seen = 0;
-          for (auto at = s.find(text); at != std::string::npos; at = s.find(text, at + 1)) ++seen;
-          return seen >= nth;
-        },
-        timeout);
-  }
-
- private:
-  Result tmux(std::vector<std::string> args) {
-    args.insert(args.begin(), {"tmux", "-L", name_, "-f", "/dev/null"});
-    return run(args, 10s);
-  }
-  static inline int count_ = 0;
-  std::string name_;
-  bool started_ = false;
-};
 
 struct Chat : ::testing::Test {
   TempHome home;

@@ -1,0 +1,55 @@
+// Terminal (terminal.h): the chat in a tmux pane of the test's own tmux server.
+#include "tests/support/terminal.h"
+
+#include <unistd.h>
+
+namespace oppx::test {
+
+Terminal::Terminal(const TempHome& home, const std::string& server_url, const std::vector<std::string>& args)
+    : name_("oppx-test-" + std::to_string(::getpid()) + "-" + std::to_string(++count_)) {
+  const std::string& h = home.root();
+  std::string cmd = "env HOME=" + h + " XDG_RUNTIME_DIR=" + h + "/run XDG_STATE_HOME=" + h +
+                    "/state XDG_CONFIG_HOME=" + h + "/config XDG_CACHE_HOME=" + h + "/cache XDG_DATA_HOME=" + h +
+                    "/data OPPX_SERVER=" + server_url + " " + OPPX_BIN;
+  for (const auto& a : args) cmd += " " + a;
+  cmd += "; echo oppx-exited-$?";
+  // The pane stays when oppx has exited, so that its last screen can still be read.
+  started_ = tmux({"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";", "new-session", "-d", "-s",
+                   name_, "-x", "120", "-y", "50", cmd})
+                 .exit_code == 0;
+}
+
+Terminal::~Terminal() { tmux({"kill-server"}); }
+
+void Terminal::keys(const std::vector<std::string>& k) {
+  std::vector<std::string> a{"send-keys", "-t", name_};
+  a.insert(a.end(), k.begin(), k.end());
+  tmux(a);
+}
+
+void Terminal::type(const std::string& text) { tmux({"send-keys", "-t", name_, "-l", text}); }
+
+void Terminal::paste(const std::string& text) {
+  tmux({"set-buffer", "--", text});
+  tmux({"paste-buffer", "-p", "-t", name_});
+}
+
+std::string Terminal::screen() { return tmux({"capture-pane", "-p", "-J", "-S", "-500", "-t", name_}).out; }
+
+bool Terminal::wait_for(const std::string& text, int nth, std::chrono::milliseconds timeout) {
+  return eventually(
+      [&] {
+        std::string s = screen();
+        int seen = 0;
+        for (auto at = s.find(text); at != std::string::npos; at = s.find(text, at + 1)) ++seen;
+        return seen >= nth;
+      },
+      timeout);
+}
+
+Result Terminal::tmux(std::vector<std::string> args) {
+  args.insert(args.begin(), {"tmux", "-L", name_, "-f", "/dev/null"});
+  return run(args, std::chrono::seconds(10));
+}
+
+}  // namespace oppx::test

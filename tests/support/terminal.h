@@ -1,0 +1,34 @@
+// The terminal chat's tests drive `oppx` in a real pseudo-terminal: a tmux server of the test's
+// own (-L), one window running `oppx` with the test's HOME; keys sent with send-keys, the screen
+// read with capture-pane.
+#pragma once
+
+#include "tests/support/harness.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace oppx::test {
+
+class Terminal {
+ public:
+  // `oppx <args>` with the test's HOME and XDG folders and OPPX_SERVER=`server_url`.
+  Terminal(const TempHome& home, const std::string& server_url, const std::vector<std::string>& args = {});
+  ~Terminal();
+  bool started() const { return started_; }
+  void keys(const std::vector<std::string>& k);  // tmux key names: "Enter", "C-c", …
+  void type(const std::string& text);            // literally
+  void paste(const std::string& text);           // as a bracketed paste
+  std::string screen();                          // with 500 lines of history
+  // Waits until the screen shows `text` (the n-th time, counting from 1).
+  bool wait_for(const std::string& text, int nth = 1, std::chrono::milliseconds timeout = std::chrono::seconds(15));
+
+ private:
+  Result tmux(std::vector<std::string> args);
+  static inline int count_ = 0;
+  std::string name_;
+  bool started_ = false;
+};
+
+}  // namespace oppx::test
