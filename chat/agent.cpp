@@ -119,6 +119,30 @@ std::string Agent::refresh() {
   return {};
 }
 
+bool Agent::browser_running() const {
+  if (down_.count(std::string(kBrowserConnector))) return false;
+  return std::any_of(tools_.begin(), tools_.end(), [](const ToolInfo& t) { return t.connector == kBrowserConnector; });
+}
+
+bool Agent::browser_offered() const {
+  return options_.browser && front_.can_ask() && options_.mode != "plan" && !browser_declined_ &&
+         browser_failed_.empty() && !browser_running();
+}
+
+std::string Agent::start_browser(bool always) {
+  if (browser_running()) return {};
+  if (std::string why = front_.prepare_browser(always); !why.empty()) return why;
+  if (std::string why = daemon_.browser_start(); !why.empty()) return why;
+  browser_declined_ = false;
+  browser_failed_.clear();
+  return refresh();  // its tools join the list: the prompt is rebuilt once
+}
+
+std::string Agent::stop_browser() {
+  if (std::string why = daemon_.browser_stop(); !why.empty()) return why;
+  return refresh();
+}
+
 std::vector<const ToolInfo*> Agent::offered() const {
   std::vector<const ToolInfo*> out;
   for (const auto& t : tools_) {
@@ -140,6 +164,9 @@ void Agent::rebuild_prompt(bool say_uncached) {
       "optional).\n",
       daemon_.cwd());
   if (options_.mode != "plan") s += "- run: run a shell command in the working folder; \"command\".\n";
+  if (browser_offered())
+    s += "- browser: start a headless browser for this session, to open a page (a local dev server or any URL), "
+         "click, type, and read the page and its console errors; the user is asked first.\n";
   auto tools = offered();
   if (!tools.empty()) {
     s += "\nConnector tools (pick one by its name as the action; you are asked for its arguments next):\n";
@@ -163,6 +190,7 @@ void Agent::rebuild_prompt(bool say_uncached) {
 json::object Agent::action_schema() const {
   json::array names{"reply", "read", "grep"};
   if (options_.mode != "plan") names.emplace_back("run");
+  if (browser_offered()) names.emplace_back("browser");
   for (const ToolInfo* t : offered()) names.emplace_back(t->full_name());
   json::object props{{"action", json::object{{"type", "string"}, {"enum", std::move(names)}}},
                      {"text", json::object{{"type", "string"}}},
@@ -370,15 +398,16 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
   }
   rec.arguments = *args;
   std::string key = call_key(name, *args);
-  if (auto f = failed_calls_.find(key); f != failed_calls_.end()) {
+  const bool stateful = tool.connector == kBrowserConnector;
+  if (auto f = failed_calls_.find(key); !stateful && f != failed_calls_.end()) {
     rec.status = "refused";
     rec.text = "this call failed before with the same arguments: " + f->second;
     return record(
         rec, fmt::format("{} was not run again: {}. Change the arguments or do something else.", name, rec.text), out);
   }
-  if (turn_calls_.count(key)) {
-    rec.status = "repeat";
-    rec.text = "the same call with the same arguments was already made in this turn; its result is above";
+  if (std::string why = repeated(tool, key); !why.empty()) {
+    rec.status = why.find("loop") != std::string::npos ? "refused" : "repeat";
+    rec.text = why;
     return record(rec, fmt::format("{} was not run: {}.", name, rec.text), out);
   }
   Question q{name, "", *args, tool.read_only, v.why};
@@ -386,7 +415,11 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
     return record(rec, fmt::format("{} was not run: {}. Do not make this call again in this turn.", name, rec.text),
                   out);
   }
-  turn_calls_.insert(key);
+  if (stateful) {
+    page_guard_.ran(key, tool.read_only);
+  } else {
+    turn_calls_.insert(key);
+  }
   front_.action_started(name, *args);
   DaemonTools::CallResult r = daemon_.call(
       tool, *args,
@@ -411,13 +444,68 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
   if (!r.ok || r.is_error) {
     rec.status = "failed";
     rec.text = r.text;
-    failed_calls_[key] = r.text;
+    if (!stateful) failed_calls_[key] = r.text;
     return record(rec, fmt::format("{} failed with the arguments {} ({}):\n{}", name, shown_args, kUntrusted, r.text),
                   out);
   }
   rec.status = "ran";
   rec.text = r.text;
   record(rec, fmt::format("Result of {} with the arguments {} ({}):\n{}", name, shown_args, kUntrusted, r.text), out);
+}
+
+std::string Agent::repeated(const ToolInfo& tool, const std::string& key) const {
+  if (tool.connector != kBrowserConnector) {
+    if (!turn_calls_.count(key)) return {};
+    return "the same call with the same arguments was already made in this turn; its result is above";
+  }
+  switch (page_guard_.check(key, tool.read_only)) {
+    case PageGuard::Verdict::kRun:
+      return {};
+    case PageGuard::Verdict::kRepeat:
+      return "it only reads, and nothing changed the page since the same call above; its result is above";
+    case PageGuard::Verdict::kLoop:
+      return fmt::format(
+          "a loop: the same call ran {} times in a row; look at the page (a snapshot) and do something else",
+          PageGuard::kMaxInARow);
+  }
+  return {};
+}
+
+void Agent::run_browser(TurnResult& out) {
+  messages_.push_back({"assistant", json::serialize(json::object{{"action", "browser"}})});
+  ActionRecord rec{"browser", {}, "", "", false};
+  Answer a = front_.ask(Question{"browser", "", {}, false, "it starts Chromium for this session"});
+  if (a.kind == Answer::kNo) {
+    browser_declined_ = true;
+    rec.status = "declined";
+    rec.text = "the user does not want a browser in this session";
+    rebuild_prompt(true);  // the action leaves the list
+    return record(rec,
+                  "The browser was not started: the user said no, and that holds for this session. Do not ask for "
+                  "it again; carry on without it.",
+                  out);
+  }
+  if (a.kind == Answer::kText) {
+    rec.status = "declined";
+    rec.text = "not started; the user said instead: " + a.text;
+    return record(rec, fmt::format("The browser was not started. The user said instead: {}", a.text), out);
+  }
+  front_.action_started("browser", {});
+  bool always = a.kind == Answer::kAlwaysTool || a.kind == Answer::kAlwaysConnector;
+  if (std::string why = start_browser(always); !why.empty()) {
+    browser_failed_ = why;
+    rec.status = "failed";
+    rec.text = why;
+    rebuild_prompt(true);
+    return record(rec, fmt::format("The browser could not start: {}. Carry on without it.", why), out);
+  }
+  rec.status = "ran";
+  rec.text = fmt::format("started; its tools ({}.browser_navigate and the others) are in the list", kBrowserConnector);
+  record(rec,
+         fmt::format("The browser started. Its tools ({}.browser_navigate, {}.browser_click, {}.browser_snapshot "
+                     "and the others) are now actions you can take.",
+                     kBrowserConnector, kBrowserConnector, kBrowserConnector),
+         out);
 }
 
 void Agent::run_builtin(const std::string& name, const json::object& action, TurnResult& out) {
@@ -474,9 +562,13 @@ TurnResult Agent::turn(const std::string& message) {
   TurnResult out;
   turn_calls_.clear();
   down_steps_.clear();
+  page_guard_.clear();
   cancelled_ = false;
   model_.uncancel();
-  messages_.push_back({"user", message});
+  std::string content = message;
+  if ((browser_offered() || browser_running()) && needs_running_page(message))
+    content += "\n\n" + browser_hint(browser_running());
+  messages_.push_back({"user", std::move(content)});
   auto stopped = [&] {
     if (!cancelled_) return false;
     out.cancelled = true;
@@ -533,6 +625,11 @@ TurnResult Agent::turn(const std::string& message) {
       out.reply = std::move(text);
       if (!last) out.step_bound = false;
       return out;
+    }
+    if (name == "browser" && browser_offered()) {
+      run_browser(out);
+      if (stopped() || out.error) return out;
+      continue;
     }
     if (name == "read" || name == "grep" || (name == "run" && options_.mode != "plan")) {
       run_builtin(name, parsed->as_object(), out);

@@ -1,10 +1,11 @@
 // The agent loop (SPEC §4): one turn is a series of steps, each one request to the model server
-// for one action (reply, read, grep, run, or a connector tool), then, for a tool with arguments, a
-// second request constrained by that tool's own schema. Tools are never sent as the `tools`
-// parameter; every tool call, and the verdict on it, goes through oppxd. The front end (print mode
-// now, the terminal chat next) shows the reply as it streams, notices, and answers questions.
+// for one action (reply, read, grep, run, browser, or a connector tool), then, for a tool with
+// arguments, a second request constrained by that tool's own schema. Tools are never sent as the
+// `tools` parameter; every tool call, and the verdict on it, goes through oppxd. The front ends
+// (print mode, the terminal chat) show the reply as it streams, notices, and answer questions.
 #pragma once
 
+#include "chat/browser.h"
 #include "chat/daemon_tools.h"
 #include "chat/model_client.h"
 
@@ -28,7 +29,7 @@ struct Answer {
 };
 
 struct Question {
-  std::string action;   // "<connector>.<tool>" or "run"
+  std::string action;   // "<connector>.<tool>", "run", or "browser" (start the session's browser)
   std::string command;  // for run
   boost::json::object arguments;
   bool read_only = false;
@@ -54,7 +55,11 @@ class FrontEnd {
   // A long call's progress, as its connector reports it.
   virtual void progress(double /*progress*/, std::optional<double> /*total*/, const std::string& /*message*/) {}
   virtual bool can_ask() const = 0;
+  // For "browser", kAlwaysTool or kAlwaysConnector means always (`browser_auto`).
   virtual Answer ask(const Question& q) = 0;
+  // Before the browser starts: install it when it is not (with progress), and save `browser_auto`
+  // when `always`; "" or why it cannot start (no Node.js, the install failed), with what to do.
+  virtual std::string prepare_browser(bool /*always*/) { return {}; }
 };
 
 struct TurnResult {
@@ -72,6 +77,7 @@ struct AgentOptions {
   std::string mode = "chat";  // chat | print | plan
   int max_steps = 25;
   std::size_t result_cap = 12'000;  // characters of a read, grep or run result
+  bool browser = true;              // the `browser` action may be offered (when the front end can ask)
 };
 
 class Agent {
@@ -96,6 +102,13 @@ class Agent {
   // Plan or ask mode (only what reads) or back to "chat"; the prompt is rebuilt when it changes.
   void set_mode(const std::string& mode);
   const std::string& mode() const { return options_.mode; }
+  // The session's browser: running (its tools are listed), or offered as the `browser` action.
+  bool browser_running() const;
+  bool browser_offered() const;
+  // Starts it without asking (/browser start, or `always`), or stops it; the tool list is fetched
+  // again and the prompt rebuilt. "" or why not.
+  std::string start_browser(bool always = false);
+  std::string stop_browser();
   // Forgets the conversation (the chat's /clear).
   void clear() { messages_.clear(); }
 
@@ -118,6 +131,9 @@ class Agent {
   ModelResult<Completion> ask_model(boost::json::object body, bool stream_reply, TurnResult& out);
   void run_tool(const ToolInfo& tool, TurnResult& out);
   void run_builtin(const std::string& name, const boost::json::object& action, TurnResult& out);
+  void run_browser(TurnResult& out);
+  // The repeat guard: "" to run, else why not (a repeat, a loop).
+  std::string repeated(const ToolInfo& tool, const std::string& key) const;
   std::optional<boost::json::object> write_arguments(const ToolInfo& tool, TurnResult& out, std::string& problem);
   bool permitted(const Question& q, const DaemonTools::Verdict& v, const std::string& tool_rule,
                  const std::string& connector_rule, ActionRecord& rec);
@@ -141,6 +157,9 @@ class Agent {
   std::set<std::string> turn_calls_;                 // this turn's calls: a second is a repeat
   std::map<std::string, std::string> failed_calls_;  // call → its error: refused when made again
   std::vector<std::string> down_steps_;              // this turn's, passed on in the reply
+  PageGuard page_guard_;                             // the browser's calls in this turn
+  bool browser_declined_ = false;                    // the user said no: it holds for the session
+  std::string browser_failed_;                       // it could not start: not offered again
 };
 
 // The visible results of a read, grep or run, cut at `cap` characters with a marker.

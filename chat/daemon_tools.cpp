@@ -15,8 +15,9 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::chrono::milliseconds kDaemonCall{10'000};
-constexpr std::chrono::milliseconds kListWait{120'000};  // connectors get 30 s each to start
-constexpr std::chrono::milliseconds kToolCall{125'000};  // the daemon's own limit is 120 s
+constexpr std::chrono::milliseconds kListWait{120'000};     // connectors get 30 s each to start
+constexpr std::chrono::milliseconds kToolCall{125'000};     // the daemon's own limit is 120 s
+constexpr std::chrono::milliseconds kBrowserStart{60'000};  // the server's start, not Chromium's
 
 std::string str(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
@@ -103,6 +104,16 @@ DaemonTools::Verdict DaemonTools::judge_command(const std::string& command) {
 std::string DaemonTools::allow(const std::string& rule, bool session) {
   auto r =
       client_.call("permissions/allow", json::object{{"rule", rule}, {"session", session}, {"cwd", cwd_}}, kDaemonCall);
+  return r ? std::string() : r.error().message;
+}
+
+std::string DaemonTools::browser_start() {
+  auto r = client_.call("browser/start", json::object{}, kBrowserStart);
+  return r ? std::string() : r.error().message;
+}
+
+std::string DaemonTools::browser_stop() {
+  auto r = client_.call("browser/stop", json::object{}, kDaemonCall);
   return r ? std::string() : r.error().message;
 }
 

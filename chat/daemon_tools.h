@@ -58,6 +58,9 @@ class DaemonTools {
   // `on_progress` (when set) gets the connector's progress notifications while it runs.
   using Progress = std::function<void(double progress, std::optional<double> total, const std::string& message)>;
   CallResult call(const ToolInfo& tool, const boost::json::object& arguments, const Progress& on_progress = {});
+  // browser/start and browser/stop for this session: "" or why not (the daemon's words).
+  std::string browser_start();
+  std::string browser_stop();
   const std::string& cwd() const { return cwd_; }
   // From another thread (Ctrl-C): ends the connection, so that the daemon cancels the calls in
   // flight (their connectors get notifications/cancelled). The front end connects again after.
