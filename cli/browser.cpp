@@ -108,6 +108,16 @@ boost::system::result<void, std::string> install_browser(bool update) {
   return {};
 }
 
+std::string prepare_browser(bool always) {
+  if (playwright::installed_version() != playwright::kMcpVersion) {
+    if (auto r = install_browser(false); !r) return r.error();
+  }
+  if (always) {
+    if (auto r = set_browser_auto(true); !r) return "the browser starts, but `always` was not saved: " + r.error();
+  }
+  return {};
+}
+
 bool browser_auto() {
   auto c = read_config();
   if (!c) return false;

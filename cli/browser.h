@@ -16,6 +16,11 @@ int node_major();
 // goes to stderr as it works. The error says what to do.
 boost::system::result<void, std::string> install_browser(bool update);
 
+// Ready for browser/start: the pinned server installed (installed now when it is not, or is
+// another version, with npm's progress), and `browser_auto` saved when `always`. "" or why not,
+// with what to do (no Node.js, the install failed).
+std::string prepare_browser(bool always);
+
 // config.json's "browser_auto": the browser starts with every session, without asking.
 bool browser_auto();
 boost::system::result<void, std::string> set_browser_auto(bool on);

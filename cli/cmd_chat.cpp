@@ -6,6 +6,7 @@
 #include "chat/agent.h"
 #include "chat/conversations.h"
 #include "cli/agent_setup.h"
+#include "cli/browser.h"
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/line_editor.h"
@@ -46,9 +47,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 const std::vector<std::string>& slash_commands() {
-  static const std::vector<std::string> c{"/mcp",      "/mcp tools", "/mcp add", "/mcp remove",  "/mcp reconnect",
-                                          "/mcp auth", "/status",    "/context", "/permissions", "/plan",
-                                          "/ask",      "/clear",     "/help",    "/exit"};
+  static const std::vector<std::string> c{
+      "/mcp",     "/mcp tools",     "/mcp add",      "/mcp remove", "/mcp reconnect", "/mcp auth", "/status",
+      "/context", "/permissions",   "/plan",         "/ask",        "/clear",         "/help",     "/exit",
+      "/browser", "/browser start", "/browser stop", "/browser on", "/browser off"};
   return c;
 }
 
@@ -64,6 +66,8 @@ constexpr std::string_view kHelp =
     "  /context                  what the context holds, in tokens, and what is free\n"
     "  /permissions [remove R]   this project's rules (and remove one)\n"
     "  /plan, /ask               read-only turns (again to leave)\n"
+    "  /browser [start|stop]     the session's headless browser: its state, start it now, stop it\n"
+    "  /browser on|off           start it with every session without asking, or ask again\n"
     "  /clear                    start a new conversation\n"
     "  /help, /exit\n"
     "Keys: Enter sends; Alt+Enter, Ctrl+J or `\\` then Enter start a new line; Tab completes;\n"
@@ -126,6 +130,13 @@ class ChatFront : public chat::FrontEnd {
     fmt::print("    … {} still running ({} s; Ctrl-C cancels)\n", acting_name_, s);
   }
   bool can_ask() const override { return true; }
+  std::string prepare_browser(bool always) override {
+    {
+      std::lock_guard l(print_);
+      end_line();
+    }
+    return cli::prepare_browser(always);  // npm's progress, when it installs, goes to the terminal
+  }
   chat::Answer ask(const chat::Question& q) override {
     std::unique_lock l(ask_);
     question_ = q;
@@ -353,6 +364,16 @@ struct Chat {
   }
 
   chat::Answer ask(const chat::Question& q) {
+    if (q.action == "browser") {
+      fmt::print(
+          "\n  ? Start a headless browser (Playwright) for this session?\n"
+          "    [y] yes · [a] always (oppx browser on) · [N] no, not in this session · or type what to do instead\n");
+      std::string a = ask_line("  answer › ");
+      if (a == "y" || a == "Y" || a == "yes") return {chat::Answer::kYes, ""};
+      if (a == "a" || a == "A") return {chat::Answer::kAlwaysTool, ""};
+      if (a.empty() || a == "n" || a == "N" || a == "no") return {chat::Answer::kNo, ""};
+      return {chat::Answer::kText, a};
+    }
     std::string what;
     if (q.action == "run") {
       what = fmt::format("Run `{}`?", escape_controls(q.command));
@@ -412,8 +433,10 @@ struct Chat {
       fmt::print("  (cancelled)\n");
       auto again = connect_daemon(ctx.socket, Start::kIfNeeded);
       if (again) {
+        bool had_browser = agent.browser_running();
         conn.client = std::move(again->client);
         daemon.open_session(agent.mode() == "plan" ? "plan" : "chat");
+        if (had_browser) restart_browser();
       } else {
         fmt::print(stderr, "oppx: {}\n", again.error().message);
       }
@@ -423,6 +446,16 @@ struct Chat {
     conversation.messages = agent.conversation();
     if (std::string why = chat::save_conversation(conversation); !why.empty())
       fmt::print(stderr, "oppx: warning: the conversation was not saved ({})\n", why);
+  }
+
+  // The session ended with the connection, and its browser with it: a new one, without its pages.
+  void restart_browser() {
+    if (std::string why = daemon.browser_start(); !why.empty()) {
+      fmt::print("  ! The browser ended with the cancelled turn and did not start again: {}\n", why);
+    } else {
+      fmt::print("  ! The browser was started again after the cancel: its pages are gone.\n");
+    }
+    agent.refresh();
   }
 
   void context_report() {
@@ -448,6 +481,29 @@ struct Chat {
     warn_cost(agent, false);
   }
 
+  void browser_command(const std::string& sub) {
+    if (sub == "start") {
+      fmt::print("Starting the browser…\n");
+      std::fflush(stdout);
+      std::string why = agent.start_browser();
+      fmt::print("{}\n", why.empty() ? "The browser is running; its tools are offered." : "oppx: " + why);
+    } else if (sub == "stop") {
+      std::string why = agent.stop_browser();
+      fmt::print("{}\n", why.empty() ? "The browser is stopped." : "oppx: " + why);
+    } else if (sub == "on" || sub == "off") {
+      run_self(ctx.self, {"browser", sub});
+    } else if (sub.empty()) {
+      fmt::print("Browser: {}; {}.\n",
+                 agent.browser_running()   ? "running in this session"
+                 : agent.browser_offered() ? "off; the agent asks before it starts one"
+                                           : "off and not offered in this session",
+                 browser_auto() ? "on: it starts with every session (/browser off to ask)"
+                                : "the chat asks once a session (/browser on starts it always)");
+    } else {
+      fmt::print("/browser takes start, stop, on or off.\n");
+    }
+  }
+
   // False: exit.
   bool slash(const std::string& line) {
     auto w = words(line);
@@ -467,6 +523,8 @@ struct Chat {
       } else {
         fmt::print("Back to normal turns.\n");
       }
+    } else if (cmd == "/browser") {
+      browser_command(w.size() > 1 ? w[1] : "");
     } else if (cmd == "/context") {
       context_report();
     } else if (cmd == "/status") {
@@ -616,11 +674,13 @@ int chat_command(Context& ctx) {
       fmt::print(stderr, "oppx: {}; starting a new one\n", got.error());
     }
   }
+  std::string browser_problem = start_browser_if_on(daemon);
   if (std::string why = agent.start(); !why.empty()) {
     fmt::print(stderr, "oppx: the daemon did not list the connectors: {}\n", why);
     return kExitNoDaemon;
   }
   chat.welcome();
+  if (!browser_problem.empty()) fmt::print("  ! The browser is on but did not start: {}\n", browser_problem);
   chat.ask_consent();
   if (!agent.not_offered().empty()) agent.refresh();
   Watcher watcher(ctx.socket);
@@ -635,7 +695,7 @@ int chat_command(Context& ctx) {
 std::vector<Command> chat_commands() {
   return {{"", "chat", "[-c] [--resume]", "Open the chat (what `oppx` alone does in a terminal).",
            "The terminal chat with the model server of config.json (or OPPX_SERVER): the agent picks\n"
-           "actions (reply, read, grep, run, any running connector's tool), asks before what needs\n"
+           "actions (reply, read, grep, run, browser, any running connector's tool), asks before what needs\n"
            "permission (y, a always this tool, c always this connector, N, or text), and streams its\n"
            "reply. /help lists the slash commands.\n"
            "  -c         continue the last conversation of this folder\n"

@@ -4,6 +4,7 @@
 #include "chat/agent.h"
 #include "chat/conversations.h"
 #include "cli/agent_setup.h"
+#include "cli/browser.h"
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/output.h"
@@ -60,6 +61,12 @@ int model_failed(const chat::ModelError& e, bool as_json, json::object out) {
 }  // namespace
 
 // A repository's connectors waiting for consent, and those not running, once, on stderr.
+std::string start_browser_if_on(chat::DaemonTools& daemon) {
+  if (!browser_auto()) return {};
+  if (std::string why = prepare_browser(false); !why.empty()) return why;
+  return daemon.browser_start();
+}
+
 void tell_not_offered(const chat::Agent& agent) {
   for (const auto& c : agent.not_offered()) {
     if (c.state == "waiting") {
@@ -168,6 +175,8 @@ int print_turn(Context& ctx) {
     conversation = std::move(*last);
     agent.restore(conversation.messages);
   }
+  if (std::string why = start_browser_if_on(daemon); !why.empty())
+    fmt::print(stderr, "oppx: the browser is on but did not start: {}\n", escape_controls(why));
   if (std::string why = agent.start(); !why.empty()) {
     fmt::print(stderr, "oppx: the daemon did not list the connectors: {}\n", escape_controls(why));
     return kExitNoDaemon;
