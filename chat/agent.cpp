@@ -131,8 +131,12 @@ bool Agent::browser_offered() const {
 
 std::string Agent::start_browser(bool always) {
   if (browser_running()) return {};
-  if (std::string why = front_.prepare_browser(always); !why.empty()) return why;
+  if (std::string why = front_.prepare_browser(); !why.empty()) return why;
   if (std::string why = daemon_.browser_start(); !why.empty()) return why;
+  if (always) {
+    if (auto saved = set_browser_auto(true); !saved)
+      front_.notice("The browser started, but `always` was not saved: " + saved.error());
+  }
   browser_declined_ = false;
   browser_failed_.clear();
   return refresh();  // its tools join the list: the prompt is rebuilt once
@@ -350,6 +354,7 @@ bool Agent::permitted(const Question& q, const DaemonTools::Verdict& v, const st
     return false;
   }
   Answer a = front_.ask(q);
+  if (q.once_only && (a.kind == Answer::kAlwaysTool || a.kind == Answer::kAlwaysConnector)) a.kind = Answer::kYes;
   switch (a.kind) {
     case Answer::kYes:
       return true;
@@ -410,7 +415,7 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
     rec.text = why;
     return record(rec, fmt::format("{} was not run: {}.", name, rec.text), out);
   }
-  Question q{name, "", *args, tool.read_only, v.why};
+  Question q{name, "", *args, tool.read_only, v.why, stateful};
   if (!permitted(q, v, name, c_rule(tool), rec)) {
     return record(rec, fmt::format("{} was not run: {}. Do not make this call again in this turn.", name, rec.text),
                   out);

@@ -34,6 +34,9 @@ struct Question {
   boost::json::object arguments;
   bool read_only = false;
   std::string why;  // the daemon's verdict in words
+  // The browser's tools: allowed for the session only, browser_evaluate asked every time; an
+  // "always" answer counts as a yes and no rule is saved.
+  bool once_only = false;
 };
 
 // One action of a turn, as `--json` lists it.
@@ -57,9 +60,9 @@ class FrontEnd {
   virtual bool can_ask() const = 0;
   // For "browser", kAlwaysTool or kAlwaysConnector means always (`browser_auto`).
   virtual Answer ask(const Question& q) = 0;
-  // Before the browser starts: install it when it is not (with progress), and save `browser_auto`
-  // when `always`; "" or why it cannot start (no Node.js, the install failed), with what to do.
-  virtual std::string prepare_browser(bool /*always*/) { return {}; }
+  // Before the browser starts: install it when it is not (with progress); "" or why it cannot
+  // start (no Node.js, the install failed), with what to do.
+  virtual std::string prepare_browser() { return {}; }
 };
 
 struct TurnResult {
@@ -105,8 +108,8 @@ class Agent {
   // The session's browser: running (its tools are listed), or offered as the `browser` action.
   bool browser_running() const;
   bool browser_offered() const;
-  // Starts it without asking (/browser start, or `always`), or stops it; the tool list is fetched
-  // again and the prompt rebuilt. "" or why not.
+  // Starts it without asking (/browser start), or stops it; the tool list is fetched again and the
+  // prompt rebuilt. `always` also saves browser_auto. "" or why not.
   std::string start_browser(bool always = false);
   std::string stop_browser();
   // Forgets the conversation (the chat's /clear).

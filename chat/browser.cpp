@@ -1,19 +1,45 @@
 // The browser hint's word list and the page guard (chat/browser.h).
 #include "chat/browser.h"
 
+#include "common/fs.h"
+#include "common/paths.h"
 #include "common/text.h"
 
+#include <boost/json.hpp>
+
+#include <fmt/format.h>
+
 #include <cctype>
+#include <fstream>
+#include <sstream>
 
 namespace oppx::chat {
 
+namespace json = boost::json;
+
 namespace {
+
+std::string config_file() { return paths::config_dir() + "/config.json"; }
+
+boost::system::result<json::object, std::string> read_config() {
+  std::ifstream f(config_file());
+  if (!f) return json::object{};
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (ss.str().find_first_not_of(" \t\r\n") == std::string::npos) return json::object{};
+  boost::system::error_code ec;
+  json::value v = json::parse(ss.str(), ec);
+  if (ec || !v.is_object())
+    return fmt::format("{} is not a JSON object ({}); fix it first", config_file(),
+                       ec ? ec.message() : "another JSON value");
+  return v.as_object();
+}
 
 // Phrases that read like the answer is on a running page, not in the files. Lower case; matched
 // as substrings of the lower-cased message. Kept narrow: "home page component" must not match.
 constexpr std::string_view kPagePhrases[] = {
     "dev server",        "development server", "devserver",       "running app",    "running page",
-    "running site",      "console error",      "console warning", "console log",    "browser console",
+    "running site",      "console error",      "console warning", "console logs",   "browser console",
     "in the browser",    "in my browser",      "in a browser",    "actually shows", "actually show",
     "actually displays", "actually renders",   "actually looks",  "actually works", "what the page shows",
     "blank page",        "blank screen",       "white screen",    "page is blank",  "page is empty",
@@ -43,6 +69,22 @@ bool names_url(std::string_view s) {
 }
 
 }  // namespace
+
+bool browser_auto() {
+  auto c = read_config();
+  if (!c) return false;
+  const json::value* v = c->if_contains("browser_auto");
+  return v && v->is_bool() && v->as_bool();
+}
+
+boost::system::result<void, std::string> set_browser_auto(bool on) {
+  auto c = read_config();
+  if (!c) return c.error();
+  (*c)["browser_auto"] = on;
+  if (auto r = ensure_private_dir(paths::config_dir()); !r) return r.error();
+  if (auto r = atomic_write(config_file(), json::serialize(*c) + "\n", 0600); !r) return r.error();
+  return {};
+}
 
 bool needs_running_page(std::string_view message) {
   std::string s = lower(message);

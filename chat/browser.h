@@ -1,13 +1,21 @@
-// The agent's side of the browser (SPEC §5) that needs no daemon: the hint that a message needs a
-// running page, and the repeat guard of a stateful connector (the same click twice is two clicks).
+// The agent's side of the browser (SPEC §5) that needs no daemon: the `browser_auto` setting, the
+// hint that a message needs a running page, and the repeat guard of a stateful connector (the
+// same click twice is two clicks).
 // The loop (agent.cpp) offers the `browser` action and asks; the daemon runs the browser.
 #pragma once
+
+#include <boost/system/result.hpp>
 
 #include <set>
 #include <string>
 #include <string_view>
 
 namespace oppx::chat {
+
+// config.json's "browser_auto" (`oppx browser on`, or `a` to the question): the browser starts
+// with every session, before the first request, without asking.
+bool browser_auto();
+boost::system::result<void, std::string> set_browser_auto(bool on);
 
 // The connector the daemon runs for a session's browser.
 inline constexpr std::string_view kBrowserConnector = "playwright";

@@ -1,17 +1,12 @@
-// npm for the browser's engine, Node.js's version, and browser_auto in config.json.
+// npm for the browser's engine and Node.js's version.
 #include "cli/browser.h"
 
 #include "common/fs.h"
-#include "common/paths.h"
 #include "common/playwright.h"
-
-#include <boost/json.hpp>
 
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <spawn.h>
@@ -21,25 +16,7 @@ extern char** environ;
 
 namespace oppx::cli {
 
-namespace json = boost::json;
-
 namespace {
-
-std::string config_file() { return paths::config_dir() + "/config.json"; }
-
-boost::system::result<json::object, std::string> read_config() {
-  std::ifstream f(config_file());
-  if (!f) return json::object{};
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (ss.str().find_first_not_of(" \t\r\n") == std::string::npos) return json::object{};
-  boost::system::error_code ec;
-  json::value v = json::parse(ss.str(), ec);
-  if (ec || !v.is_object())
-    return fmt::format("{} is not a JSON object ({}); fix it first", config_file(),
-                       ec ? ec.message() : "another JSON value");
-  return v.as_object();
-}
 
 // Runs a program found on PATH with the terminal's stdout going to stderr; its exit status, or -1.
 int run(const std::vector<std::string>& args) {
@@ -108,29 +85,10 @@ boost::system::result<void, std::string> install_browser(bool update) {
   return {};
 }
 
-std::string prepare_browser(bool always) {
+std::string prepare_browser() {
   if (playwright::installed_version() != playwright::kMcpVersion) {
     if (auto r = install_browser(false); !r) return r.error();
   }
-  if (always) {
-    if (auto r = set_browser_auto(true); !r) return "the browser starts, but `always` was not saved: " + r.error();
-  }
-  return {};
-}
-
-bool browser_auto() {
-  auto c = read_config();
-  if (!c) return false;
-  const json::value* v = c->if_contains("browser_auto");
-  return v && v->is_bool() && v->as_bool();
-}
-
-boost::system::result<void, std::string> set_browser_auto(bool on) {
-  auto c = read_config();
-  if (!c) return c.error();
-  (*c)["browser_auto"] = on;
-  if (auto r = ensure_private_dir(paths::config_dir()); !r) return r.error();
-  if (auto r = atomic_write(config_file(), json::serialize(*c) + "\n", 0600); !r) return r.error();
   return {};
 }
 

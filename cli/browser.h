@@ -1,6 +1,6 @@
 // The CLI's side of the browser (SPEC §5): installing Playwright's MCP server with npm into the
-// engine folder, with npm's progress on the terminal; Node.js's version; the `browser_auto`
-// setting in config.json. The daemon starts and stops the browser itself (browser/start).
+// engine folder, with npm's progress on the terminal; Node.js's version. The `browser_auto`
+// setting is chat/browser.h's; the daemon starts and stops the browser itself (browser/start).
 #pragma once
 
 #include <boost/system/result.hpp>
@@ -17,12 +17,8 @@ int node_major();
 boost::system::result<void, std::string> install_browser(bool update);
 
 // Ready for browser/start: the pinned server installed (installed now when it is not, or is
-// another version, with npm's progress), and `browser_auto` saved when `always`. "" or why not,
-// with what to do (no Node.js, the install failed).
-std::string prepare_browser(bool always);
-
-// config.json's "browser_auto": the browser starts with every session, without asking.
-bool browser_auto();
-boost::system::result<void, std::string> set_browser_auto(bool on);
+// another version, with npm's progress). "" or why not, with what to do (no Node.js, the
+// install failed).
+std::string prepare_browser();
 
 }  // namespace oppx::cli

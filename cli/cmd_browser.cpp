@@ -1,6 +1,7 @@
 // oppx browser status | on | off | install [--update]: the headless browser's engine and setting.
 // A session's browser itself is started by the chat (`/browser start`, or the agent's `browser`
 // action) and by `oppx -p` when it is on; the daemon runs it (browser/start).
+#include "chat/browser.h"
 #include "cli/browser.h"
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
@@ -43,7 +44,7 @@ int status(Context& ctx) {
   auto r = conn->client.call("browser/status", json::object{}, kCallTimeout);
   if (!r) return fail(r.error().message);
   json::object o = r->as_object();
-  o["auto"] = browser_auto();
+  o["auto"] = chat::browser_auto();
   o["node_major"] = node_major();
   o.erase("session");  // this command has no session of its own
   if (as_json) {
@@ -51,7 +52,7 @@ int status(Context& ctx) {
     return kExitOk;
   }
   std::string installed = str(o, "installed");
-  fmt::print("Browser: {}\n", browser_auto() ? "on (starts with every session)" : "off (asked once a session)");
+  fmt::print("Browser: {}\n", chat::browser_auto() ? "on (starts with every session)" : "off (asked once a session)");
   fmt::print("Engine:  {} {} in {}\n", playwright::kMcpPackage,
              installed.empty() ? "not installed (`oppx browser install`)"
              : installed == playwright::kMcpVersion
@@ -90,7 +91,7 @@ int set_auto(Context& ctx, std::string_view name, bool on) {
   if (on && playwright::installed_version().empty()) {
     if (auto r = install_browser(false); !r) return fail(r.error());
   }
-  if (auto r = set_browser_auto(on); !r) return fail(r.error());
+  if (auto r = chat::set_browser_auto(on); !r) return fail(r.error());
   fmt::print("Browser {}: {}\n", on ? "on" : "off",
              on ? "it starts with every session, without asking" : "the chat asks once a session");
   return kExitOk;

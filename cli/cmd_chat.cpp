@@ -6,6 +6,7 @@
 #include "chat/agent.h"
 #include "chat/conversations.h"
 #include "cli/agent_setup.h"
+#include "chat/browser.h"
 #include "cli/browser.h"
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
@@ -130,12 +131,12 @@ class ChatFront : public chat::FrontEnd {
     fmt::print("    … {} still running ({} s; Ctrl-C cancels)\n", acting_name_, s);
   }
   bool can_ask() const override { return true; }
-  std::string prepare_browser(bool always) override {
+  std::string prepare_browser() override {
     {
       std::lock_guard l(print_);
       end_line();
     }
-    return cli::prepare_browser(always);  // npm's progress, when it installs, goes to the terminal
+    return cli::prepare_browser();  // npm's progress, when it installs, goes to the terminal
   }
   chat::Answer ask(const chat::Question& q) override {
     std::unique_lock l(ask_);
@@ -381,10 +382,14 @@ struct Chat {
       what = fmt::format("Call {}{}?", q.action, q.read_only ? " (it only reads)" : " (it may change something)");
       if (!q.arguments.empty()) what += "\n    arguments: " + first_line(json::serialize(q.arguments), 400);
     }
-    std::string c =
-        q.action == "run" ? "" : fmt::format(" [c] always, every {} tool ·", q.action.substr(0, q.action.find('.')));
-    fmt::print("\n  ? {}\n    [y] yes · [a] always{} ·{} [N] no · or type what to do instead\n", what,
-               q.action == "run" ? ", this command" : ", this tool", c);
+    if (q.once_only) {
+      fmt::print("\n  ? {}\n    {}\n    [y] yes · [N] no · or type what to do instead\n", what, escape_controls(q.why));
+    } else {
+      std::string c =
+          q.action == "run" ? "" : fmt::format(" [c] always, every {} tool ·", q.action.substr(0, q.action.find('.')));
+      fmt::print("\n  ? {}\n    [y] yes · [a] always{} ·{} [N] no · or type what to do instead\n", what,
+                 q.action == "run" ? ", this command" : ", this tool", c);
+    }
     std::string a = ask_line("  answer › ");
     if (a == "y" || a == "Y" || a == "yes") return {chat::Answer::kYes, ""};
     if (a == "a" || a == "A") return {chat::Answer::kAlwaysTool, ""};
@@ -497,8 +502,8 @@ struct Chat {
                  agent.browser_running()   ? "running in this session"
                  : agent.browser_offered() ? "off; the agent asks before it starts one"
                                            : "off and not offered in this session",
-                 browser_auto() ? "on: it starts with every session (/browser off to ask)"
-                                : "the chat asks once a session (/browser on starts it always)");
+                 chat::browser_auto() ? "on: it starts with every session (/browser off to ask)"
+                                      : "the chat asks once a session (/browser on starts it always)");
     } else {
       fmt::print("/browser takes start, stop, on or off.\n");
     }

@@ -4,6 +4,7 @@
 #include "chat/agent.h"
 #include "chat/conversations.h"
 #include "cli/agent_setup.h"
+#include "chat/browser.h"
 #include "cli/browser.h"
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
@@ -62,8 +63,8 @@ int model_failed(const chat::ModelError& e, bool as_json, json::object out) {
 
 // A repository's connectors waiting for consent, and those not running, once, on stderr.
 std::string start_browser_if_on(chat::DaemonTools& daemon) {
-  if (!browser_auto()) return {};
-  if (std::string why = prepare_browser(false); !why.empty()) return why;
+  if (!chat::browser_auto()) return {};
+  if (std::string why = prepare_browser(); !why.empty()) return why;
   return daemon.browser_start();
 }
 
