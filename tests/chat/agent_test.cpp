@@ -4,6 +4,7 @@
 #include "chat/agent.h"
 #include "common/text.h"
 #include "tests/support/model_steps.h"
+#include "tests/support/scripted_front.h"
 #include "tests/support/scripted_model.h"
 
 #include <boost/json.hpp>
@@ -385,20 +386,6 @@ TEST_F(AgentTurn, AModelServerThatFailsGivesItsOwnExitStatusAndWhatToDo) {
 }
 
 // The answers only a front end that can ask gives (the terminal chat's keys).
-struct Scripted : chat::FrontEnd {
-  std::vector<chat::Answer> answers;
-  std::vector<chat::Question> asked;
-  std::string reply, notices;
-  void reply_text(std::string_view p) override { reply += p; }
-  void notice(std::string_view t) override { notices += std::string(t) + "\n"; }
-  bool can_ask() const override { return true; }
-  chat::Answer ask(const chat::Question& q) override {
-    asked.push_back(q);
-    chat::Answer a = answers.front();
-    answers.erase(answers.begin());
-    return a;
-  }
-};
 
 TEST_F(AgentTurn, AnswersAskedInAChatAreHonouredAndAlwaysRulesLastIntoTheNextRun) {
   serve({action("agentc.ping"), action("agentc.save_issue"), says(R"({"issue":{"title":"T"}})"),
@@ -412,7 +399,7 @@ TEST_F(AgentTurn, AnswersAskedInAChatAreHonouredAndAlwaysRulesLastIntoTheNextRun
   mc.server = model->url();
   mc.model = "m1";
   chat::ModelClient mclient(mc);
-  Scripted front;
+  ScriptedFront front;
   front.answers = {{chat::Answer::kNo, ""},
                    {chat::Answer::kText, "file it in the web form instead"},
                    {chat::Answer::kYes, ""},
@@ -452,7 +439,7 @@ TEST_F(AgentTurn, AChangedToolListRebuildsThePromptOnceAndSaysTheNextRequestIsUn
   mc.server = model->url();
   mc.model = "m1";
   chat::ModelClient mclient(mc);
-  Scripted front;
+  ScriptedFront front;
   chat::Agent agent(mclient, daemon, front, chat::AgentOptions{"chat"});
   ASSERT_EQ(agent.start(), "");
   std::string before = agent.system_prompt();
