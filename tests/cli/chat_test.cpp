@@ -1,6 +1,7 @@
 // The terminal chat as a person uses it: `oppx` in a real pseudo-terminal (a tmux server of the
 // test's own), keys sent with send-keys, the screen read with capture-pane; the scripted model
 // server, the real daemon and a real stdio connector (agent_connector.js).
+#include "tests/support/browser_support.h"
 #include "tests/support/model_steps.h"
 #include "tests/support/scripted_model.h"
 #include "tests/support/terminal.h"
@@ -338,6 +339,44 @@ TEST_F(Chat, ResumeListsThisFoldersConversationsAndPicksOne) {
   std::string sent = json::serialize(model->completions().back());
   EXPECT_NE(sent.find("apples please"), std::string::npos);
   EXPECT_EQ(sent.find("pears please"), std::string::npos);
+}
+
+TEST_F(Chat, TheBrowserIsAskedForOnceAndSlashBrowserShowsStopsAndStartsIt) {
+  link_engine(home);
+  serve({action("browser"), reply("Started."), reply("Still here.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  t.type("/browser");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Browser: off; the agent asks before it starts one")) << t.screen();
+  t.type("look at http://127.0.0.1:9/");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Start a headless browser (Playwright) for this session?")) << t.screen();
+  EXPECT_NE(t.screen().find("[a] always (oppx browser on)"), std::string::npos) << t.screen();
+  t.type("y");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Started.", 1, 60s)) << t.screen();
+  EXPECT_NE(t.screen().find("  > browser\n"), std::string::npos) << t.screen();
+  EXPECT_NE(t.screen().find("started; its tools (playwright.browser_navigate"), std::string::npos) << t.screen();
+  EXPECT_NE(t.screen().find("prefix cache"), std::string::npos) << "the prompt was rebuilt once: " << t.screen();
+  t.type("/browser");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Browser: running in this session")) << t.screen();
+  t.type("/mcp");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("playwright costs about")) << t.screen();
+  t.type("/browser stop");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("The browser is stopped.")) << t.screen();
+  t.type("/browser start");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("The browser is running; its tools are offered.", 1, 60s)) << t.screen();
+  t.type("thanks");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Still here.")) << t.screen();
+  EXPECT_EQ(t.screen().find("Start a headless browser", t.screen().find("thanks")), std::string::npos);
+  t.keys({"C-d"});
+  ASSERT_TRUE(t.wait_for("oppx-exited-0")) << t.screen();
 }
 
 }  // namespace
