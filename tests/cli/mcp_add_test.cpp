@@ -27,13 +27,6 @@ namespace {
 
 namespace json = boost::json;
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 mode_t mode_of(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? st.st_mode & 0777 : 0;
@@ -62,7 +55,7 @@ struct McpAdd : ::testing::Test {
     std::ofstream(config) << text;
     ::chmod(config.c_str(), mode);
   }
-  json::object servers(const std::string& path) { return json::parse(slurp(path)).at("mcpServers").as_object(); }
+  json::object servers(const std::string& path) { return json::parse(read_file(path)).at("mcpServers").as_object(); }
   // An executable shell script in the temp home's bin: a stand-in for a program (npx, mcp-remote).
   std::string script(const std::string& name, const std::string& body) {
     std::string dir = home.root() + "/bin";
@@ -88,7 +81,7 @@ TEST_F(McpAdd, WritesTheUsersFile0600KeepingWhatItDoesNotKnow) {
       {"mcp", "add", "linear", "--url", "https://mcp.linear.app/mcp", "-H", "Authorization: Bearer ${LINEAR_API_KEY}"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Added linear in " + config), std::string::npos) << r.out;
-  std::string text = slurp(config);
+  std::string text = read_file(config);
   EXPECT_EQ(mode_of(config), 0600u);
   auto doc = json::parse(text).as_object();
   EXPECT_EQ(doc.at("future"), json::parse(R"({"x":[1,2]})"));
@@ -135,7 +128,7 @@ TEST_F(McpAdd, SymlinksAreFollowedForYourFileButNeverInARepository) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("is a symbolic link; oppx does not write through links in a repository"), std::string::npos)
       << r.err;
-  EXPECT_EQ(slurp(outside), R"({"mcpServers":{}})");
+  EXPECT_EQ(read_file(outside), R"({"mcpServers":{}})");
 }
 
 TEST_F(McpAdd, AFileReadableByOthersIsWrittenBack0600WithAWarning) {
@@ -231,15 +224,15 @@ TEST_F(McpAdd, AProjectAddCountsAsConsentAndRemoveUndoesIt) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Added tool in " + repo + "/.mcp.json"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tool.echo: Echoes"), std::string::npos) << r.out;
-  EXPECT_EQ(slurp(marker), "yes\n");
+  EXPECT_EQ(read_file(marker), "yes\n");
   // Its name taken: the way out names the repository's file, not yours.
   Result again = oppx({"mcp", "add", "--project", "tool", "--", "/bin/true"});
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.err.find("remove it first with `oppx mcp remove tool --project`"), std::string::npos) << again.err;
-  auto store = json::parse(slurp(home.root() + "/state/oppx/mcp-approved.json"));
+  auto store = json::parse(read_file(home.root() + "/state/oppx/mcp-approved.json"));
   EXPECT_EQ(store.at("repositories").at(repo).at("tool").at("decision"), json::value("approve"));
   // Consent was for exactly what was written: a hand edit waits again.
-  std::string text = slurp(repo + "/.mcp.json");
+  std::string text = read_file(repo + "/.mcp.json");
   text.replace(text.find("echo yes"), 8, "echo now");
   std::ofstream(repo + "/.mcp.json") << text;
   Result get = oppx({"mcp", "get", "tool", "--json"});
@@ -249,7 +242,7 @@ TEST_F(McpAdd, AProjectAddCountsAsConsentAndRemoveUndoesIt) {
   ASSERT_EQ(rm.exit_code, 0) << rm.err;
   EXPECT_EQ(servers(repo + "/.mcp.json").size(), 0u);
   EXPECT_FALSE(
-      json::parse(slurp(home.root() + "/state/oppx/mcp-approved.json")).at("repositories").as_object().contains(repo));
+      json::parse(read_file(home.root() + "/state/oppx/mcp-approved.json")).at("repositories").as_object().contains(repo));
   Result missing = oppx({"mcp", "remove", "tool"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("has no connector named tool"), std::string::npos) << missing.err;
@@ -384,18 +377,18 @@ TEST_F(McpAdd, WhatAServerSaysBackHidesTheSecretsItWasGiven) {
   outputs.push_back(oppx({"mcp", "list", "--json"}).out);
   outputs.push_back(oppx({"mcp", "list"}).out);
   std::string state = home.root() + "/state/oppx";
-  std::string daemon_log = slurp(state + "/oppxd.log");
+  std::string daemon_log = read_file(state + "/oppxd.log");
   EXPECT_NE(daemon_log.find("invalid api key ***"), std::string::npos) << daemon_log;
   outputs.push_back(daemon_log);
   for (std::size_t i = 0; i < planted.size(); ++i) {
     // Once or more: it may have been started again by now.
-    std::string own = slurp(state + "/mcp-leaky" + std::to_string(i) + ".log");
+    std::string own = read_file(state + "/mcp-leaky" + std::to_string(i) + ".log");
     std::istringstream lines(own);
     for (std::string line; std::getline(lines, line);) EXPECT_EQ(line, "Error: 401 invalid api key ***");
     EXPECT_FALSE(own.empty());
     outputs.push_back(own);
   }
-  std::string tool_log = slurp(state + "/mcp-tool.log");
+  std::string tool_log = read_file(state + "/mcp-tool.log");
   EXPECT_NE(tool_log.find("fake: starting with key ***\n"), std::string::npos) << tool_log;
   outputs.push_back(tool_log);
   for (auto& out : outputs) {
@@ -422,8 +415,8 @@ TEST_F(McpAdd, Kill9MidWriteLeavesTheOldOrTheNewFile) {
   });
   ASSERT_EQ(why, "");
   boost::system::error_code ec;
-  json::value doc = json::parse(slurp(config), ec);
-  ASSERT_FALSE(ec) << "torn mcp.json after kill -9: " << slurp(config);
+  json::value doc = json::parse(read_file(config), ec);
+  ASSERT_FALSE(ec) << "torn mcp.json after kill -9: " << read_file(config);
   EXPECT_EQ(doc.at("future_key"), json::parse(R"({"x":1})"));
   EXPECT_TRUE(doc.at("mcpServers").as_object().contains("keep"));
   EXPECT_TRUE(doc.at("mcpServers").as_object().contains("churn"));
@@ -448,7 +441,7 @@ TEST_F(McpAdd, Kill9MidWriteLeavesTheOldOrTheNewFile) {
     ::closedir(d);
   }
   for (auto& n : names) EXPECT_FALSE(n.ends_with(".tmp")) << n;
-  EXPECT_EQ(slurp(config + ".notes"), "mine");
+  EXPECT_EQ(read_file(config + ".notes"), "mine");
 }
 
 TEST_F(McpAdd, AProjectFileIsWritten0644AndRemovedWithProject) {
@@ -473,7 +466,7 @@ TEST_F(McpAdd, ALoadedFileReadableByOthersIsWarnedAboutInTheList) {
 
 TEST_F(McpAdd, ABrokenFileKeepsTheLastGoodConnectorsRunning) {
   ASSERT_EQ(oppx({"mcp", "add", "one", "--", FAKE_MCP_SERVER, "ok"}).exit_code, 0);
-  std::string good = slurp(config);
+  std::string good = read_file(config);
   std::ofstream(config) << good.substr(0, good.size() / 2);  // a half-written hand edit
   Result r = oppx({"mcp", "list", "--json"});
   json::value v = json::parse(r.out);
@@ -517,7 +510,7 @@ TEST_F(McpAdd, ASecretInConfigAndEnvNeverShows) {
   // Every file oppx keeps in its state folder: the daemon log, connector logs, the consent store.
   std::string state = home.root() + "/state/oppx";
   if (DIR* d = ::opendir(state.c_str())) {
-    while (dirent* e = ::readdir(d)) outputs.push_back(slurp(state + "/" + e->d_name));
+    while (dirent* e = ::readdir(d)) outputs.push_back(read_file(state + "/" + e->d_name));
     ::closedir(d);
   }
   ASSERT_GT(outputs.size(), 20u);

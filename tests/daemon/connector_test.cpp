@@ -1,5 +1,5 @@
-// daemon/connector(s) through the CLI, as a user runs them: the real server-everything over
-// stdio, and fake_mcp_server for the faults (crash mid-call, a call that never ends, junk lines,
+// daemon/connector(s) through the CLI, as a user runs them (server-everything on both transports
+// is everything_test.cpp): fake_mcp_server for the faults (crash mid-call, a call that never ends, junk lines,
 // a server request we do not support), a missing program, an unset variable, hand edits, and no
 // child outliving the daemon.
 #include "tests/support/connector_fixture.h"
@@ -14,36 +14,7 @@ namespace {
 
 namespace json = boost::json;
 
-const std::string kEverything =
-    std::string(OPPX_NPM_DIR) + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
-
 struct Connectors : ConnectorFixture {};
-
-TEST_F(Connectors, ServerEverythingOverStdio) {
-  ASSERT_EQ(::access(kEverything.c_str(), R_OK), 0) << kEverything << " is missing: run packaging/bootstrap.sh";
-  write_config(stdio("everything", "node", {kEverything, "stdio"}));
-  Result tools = oppx({"mcp", "tools", "everything"});
-  ASSERT_EQ(tools.exit_code, 0) << tools.err;
-  EXPECT_NE(tools.out.find("everything.echo: Echoes back the input string\n"), std::string::npos) << tools.out;
-  EXPECT_NE(tools.out.find("everything.get-sum: "), std::string::npos) << tools.out;
-
-  Result echo = oppx({"mcp", "call", "everything", "echo", R"({"message":"hello from oppx"})"});
-  ASSERT_EQ(echo.exit_code, 0) << echo.err;
-  EXPECT_EQ(echo.out, "Echo: hello from oppx\n");
-  Result sum = oppx({"mcp", "call", "everything", "get-sum", R"({"a":2,"b":40})", "--json"});
-  ASSERT_EQ(sum.exit_code, 0) << sum.err;
-  auto j = json::parse(sum.out).as_object();
-  EXPECT_EQ(j.at("text"), json::value("The sum of 2 and 40 is 42."));
-  EXPECT_EQ(j.at("arguments"), json::parse(R"({"a":2,"b":40})"));
-  EXPECT_EQ(j.at("untrusted"), json::value(true));
-
-  Result list = oppx({"mcp"});
-  EXPECT_NE(list.out.find("everything"), std::string::npos);
-  EXPECT_NE(list.out.find("running"), std::string::npos);
-  // Warm and shared: the same child serves the next command.
-  auto st = status_of(home.socket());
-  EXPECT_EQ(st.at("connectors").as_int64(), 1);
-}
 
 TEST_F(Connectors, AMissingProgramAndAnUnsetVariableAreExplained) {
   ::setenv("OPPX_TEST_SECRET", "do-not-print-me", 1);

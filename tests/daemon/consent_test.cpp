@@ -25,13 +25,6 @@ namespace {
 
 namespace json = boost::json;
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 void write_file(const std::string& path, const std::string& text) {
@@ -178,12 +171,12 @@ TEST_F(Consent, ApproveRunsExactlyWhatWasShownAndExpandsOnlyThen) {
   EXPECT_NE(approve.out.find("/bin/sh -c"), std::string::npos) << approve.out;
   EXPECT_NE(approve.out.find("tool is running with"), std::string::npos) << approve.out;
   EXPECT_NE(approve.out.find("consent:  approved"), std::string::npos) << "what it is now: " << approve.out;
-  EXPECT_EQ(slurp(marker), "expanded-at-start\n");
+  EXPECT_EQ(read_file(marker), "expanded-at-start\n");
   auto e = get("tool");
   EXPECT_EQ(e.at("state"), json::value("running"));
   EXPECT_EQ(e.at("consent"), json::value("approved"));
   // Kept per root and name as the sha256 of the canonical definition, 0600.
-  auto doc = json::parse(slurp(store));
+  auto doc = json::parse(read_file(store));
   EXPECT_EQ(doc.at("repositories").at(repo).at("tool").at("sha256"), e.at("sha256"));
   struct stat st {};
   ASSERT_EQ(::stat(store.c_str(), &st), 0);
@@ -268,11 +261,11 @@ TEST_F(Consent, AChangedFileItRunsAsksAgain) {
   auto shown = get("direct");
   ASSERT_EQ(shown.at("files").as_array().size(), 1u) << shown;
   EXPECT_EQ(shown.at("files").at(0).at("path"), json::value("bin/server"));
-  EXPECT_EQ(shown.at("files").at(0).at("sha256"), json::value(daemon::sha256_hex(slurp(server))));
+  EXPECT_EQ(shown.at("files").at(0).at("sha256"), json::value(daemon::sha256_hex(read_file(server))));
   EXPECT_EQ(get("script").at("files").at(0).at("path"), json::value("tools/server.sh"));
   EXPECT_NE(oppx({"mcp", "list"}).out.find("    runs: tools/server.sh\n"), std::string::npos);
   Result human = oppx({"mcp", "get", "direct"});
-  EXPECT_NE(human.out.find("runs:     bin/server (sha256 " + daemon::sha256_hex(slurp(server)) + ")"),
+  EXPECT_NE(human.out.find("runs:     bin/server (sha256 " + daemon::sha256_hex(read_file(server)) + ")"),
             std::string::npos)
       << human.out;
   for (const char* name : {"direct", "script"}) {
@@ -280,11 +273,11 @@ TEST_F(Consent, AChangedFileItRunsAsksAgain) {
     ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
     EXPECT_NE(a.out.find("runs:"), std::string::npos) << a.out;
   }
-  EXPECT_EQ(slurp(server + ".ran"), "v1\n");
-  EXPECT_EQ(slurp(script + ".ran"), "v1\n");
-  auto doc = json::parse(slurp(store));
+  EXPECT_EQ(read_file(server + ".ran"), "v1\n");
+  EXPECT_EQ(read_file(script + ".ran"), "v1\n");
+  auto doc = json::parse(read_file(store));
   EXPECT_EQ(doc.at("repositories").at(repo).at("direct").at("files").at("bin/server"),
-            json::value(daemon::sha256_hex(slurp(server))));
+            json::value(daemon::sha256_hex(read_file(server))));
 
   // A pull changes the program: it stops and waits, saying which file; the other runs on.
   program(server, "v2");
@@ -295,12 +288,12 @@ TEST_F(Consent, AChangedFileItRunsAsksAgain) {
             std::string::npos)
       << changed.at("reason");
   EXPECT_EQ(oppx({"mcp", "reconnect", "direct"}).exit_code, 1);
-  EXPECT_EQ(slurp(server + ".ran"), "v1\n") << "the changed program ran without consent";
+  EXPECT_EQ(read_file(server + ".ran"), "v1\n") << "the changed program ran without consent";
   // The same bytes written again (a checkout that rewrites it) keep the other running as it was.
   program(script, "v1");
   EXPECT_EQ(state("script"), "running");
   EXPECT_EQ(get("script").at("consent"), json::value("approved"));
-  EXPECT_EQ(slurp(script + ".ran"), "v1\n");
+  EXPECT_EQ(read_file(script + ".ran"), "v1\n");
 
   // Approving what it shows now does not take a file changed after it was shown.
   auto c = client();
@@ -318,7 +311,7 @@ TEST_F(Consent, AChangedFileItRunsAsksAgain) {
   Result again = oppx({"mcp", "approve", "direct"});
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
   EXPECT_EQ(state("direct"), "running");
-  EXPECT_EQ(slurp(server + ".ran"), "v1\nv2\n");
+  EXPECT_EQ(read_file(server + ".ran"), "v1\nv2\n");
 }
 
 TEST_F(Consent, ASwappedSymlinkNeverRunsWhatWasNotApproved) {
@@ -354,7 +347,7 @@ TEST_F(Consent, ACorruptStoreFailsClosedAndIsMovedAside) {
   write_repo({{"tool", marking(marker)}});
   ASSERT_EQ(oppx({"mcp", "approve", "tool"}).exit_code, 0);
   ASSERT_EQ(state("tool"), "running");
-  std::string good = slurp(store);
+  std::string good = read_file(store);
   write_file(store, good.substr(0, good.size() / 2));  // torn
   ::chmod(store.c_str(), 0600);
   Result human = oppx({"mcp", "list"});
@@ -400,7 +393,7 @@ TEST_F(Consent, TwoClientsApprovingAtOnceBothSurvive) {
   for (int i = 0; i < 6; ++i)
     runs.emplace_back(std::vector<std::string>{OPPX_BIN, "mcp", "approve", "c" + std::to_string(i)});
   for (auto& p : runs) EXPECT_EQ(p.wait(30s).exit_code, 0) << p.err();
-  auto doc = json::parse(slurp(store));
+  auto doc = json::parse(read_file(store));
   EXPECT_EQ(doc.at("repositories").at(repo).as_object().size(), 6u);
   for (int i = 0; i < 6; ++i) EXPECT_EQ(state("c" + std::to_string(i)), "running");
 }
@@ -427,8 +420,8 @@ TEST_F(Consent, Kill9MidWriteLeavesTheOldOrTheNewFile) {
         });
     ASSERT_EQ(why, "");
     boost::system::error_code ec;
-    json::value doc = json::parse(slurp(store), ec);
-    ASSERT_FALSE(ec) << "torn store after kill -9: " << slurp(store);
+    json::value doc = json::parse(read_file(store), ec);
+    ASSERT_FALSE(ec) << "torn store after kill -9: " << read_file(store);
     EXPECT_EQ(doc.at("future_key"), json::parse(R"({"x":1})"));
     EXPECT_TRUE(doc.at("repositories").at(repo).as_object().contains("other"));
     EXPECT_TRUE(cli::wait_for_exit(*pid, 10s));

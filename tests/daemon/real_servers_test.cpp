@@ -21,13 +21,6 @@ const std::string kModules = std::string(OPPX_NPM_DIR) + "/node_modules/@modelco
 const std::string kFilesystem = kModules + "/server-filesystem/dist/index.js";
 const std::string kMemory = kModules + "/server-memory/dist/index.js";
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 struct RealServers : ::testing::Test {

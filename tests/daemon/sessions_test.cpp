@@ -18,9 +18,6 @@ namespace {
 
 namespace json = boost::json;
 
-const std::string kEverything =
-    std::string(OPPX_NPM_DIR) + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
-
 struct Sessions : ::testing::Test {
   TempHome home;
   std::string received = home.root() + "/received.log";  // what the fake server was sent

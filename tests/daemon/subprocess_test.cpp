@@ -17,14 +17,8 @@
 namespace oppx::daemon {
 namespace {
 
+using test::read_file;
 using test::run_until;
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 struct Spawned {
   std::shared_ptr<Subprocess> process;
@@ -71,7 +65,7 @@ TEST_F(SubprocessTest, FinishesWithItsStatusAndLastLinesAndLogsThemMasked) {
   ASSERT_EQ(finished->last_lines.size(), 3u);
   EXPECT_EQ(finished->last_lines[2], "no newline");  // the end of stderr, after the exit, counts
   EXPECT_EQ(s.process->pid(), 0);
-  std::string log = read_all(log_path);
+  std::string log = read_file(log_path);
   EXPECT_NE(log.find("starting\n"), std::string::npos) << log;
   EXPECT_EQ(log.find("s3cr3t-value"), std::string::npos) << log;
   EXPECT_NE(log.find("no newline"), std::string::npos) << log;

@@ -24,6 +24,10 @@
 #include <thread>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 extern char** environ;
 
 namespace oppx::test {
@@ -58,12 +62,7 @@ std::optional<SyncClient> hello_client(const TempHome& home) {
   return hello_client(home.socket());
 }
 
-std::string TempHome::read_log() const {
-  std::ifstream f(log());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string TempHome::read_log() const { return read_file(log()); }
 
 void TempHome::write_mcp_config(const std::string& servers) const {
   std::string dir = root_ + "/config/oppx";
@@ -226,6 +225,18 @@ std::optional<std::int64_t> daemon_pid(const std::string& socket) {
   auto r = c->call("daemon/status", json::object{}, 5s);
   if (!r) return std::nullopt;
   return r->as_object().at("pid").as_int64();
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
 }
 
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {

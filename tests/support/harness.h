@@ -37,6 +37,14 @@ class TempHome {
   std::string root_;
 };
 
+// server-everything, the MCP reference server, as the bootstrap installed it (build/npm).
+inline const std::string kEverything =
+    std::string(OPPX_NPM_DIR) + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+
+// A port nobody listens on right now: bound to port 0, read, released. The server started on it
+// next may race with another process for it, which the OS makes very unlikely right after.
+int free_port();
+
 // One stdio entry of mcp.json: "name":{"command":…,"args":[…]} (and "env" when given).
 std::string stdio_entry(const std::string& name, const std::string& command, const std::vector<std::string>& args,
                         const std::vector<std::pair<std::string, std::string>>& env = {});
