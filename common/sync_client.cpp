@@ -91,7 +91,7 @@ boost::system::result<std::string, SyncClient::ReadFailure> SyncClient::read_lin
       buffer_.erase(0, nl + 1);
       return line;
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();  // 1 ms waits, not 0
     if (left <= 0) return ReadFailure::kTimeout;
     pollfd p{fd_, POLLIN, 0};
     int rc = ::poll(&p, 1, static_cast<int>(left));
