@@ -81,16 +81,7 @@ int main(int argc, char** argv) {
   if (!home.ok()) return 1;
   const std::string dir = oppx::bench::self_dir();
   const std::string oppx = dir + "/oppx";
-  // Five warm connectors: the C echo server, five times.
-  ::mkdir((home.root() + "/config").c_str(), 0700);
-  ::mkdir((home.root() + "/config/oppx").c_str(), 0700);
-  {
-    std::string servers;
-    for (int i = 1; i <= 5; ++i)
-      servers +=
-          fmt::format("{}\"echo{}\":{{\"command\":\"{}/bench_echo_server\",\"args\":[]}}", i > 1 ? "," : "", i, dir);
-    std::ofstream(home.root() + "/config/oppx/mcp.json") << "{\"mcpServers\":{" << servers << "}}";
-  }
+  oppx::bench::write_config(home, oppx::bench::echo_servers(5));  // five warm connectors
   ModelServer model;
   if (!model.port()) {
     fmt::print(stderr, "agent_first_byte: could not listen on 127.0.0.1\n");
@@ -149,5 +140,10 @@ int main(int argc, char** argv) {
     fmt::print("  ratio completion byte / node -e 0   {:.3f}\n", c.median / node.median);
   }
   fmt::print("  target: the chat completion's first byte within 20 ms: {}\n", c.median <= 20.0 ? "met" : "NOT met");
+  double node_ms = node.failures == node_runs ? 0 : node.median;
+  oppx::bench::report({"agent_first_byte", "oppx -p: first byte of the chat completion", "ms", c, "node -e 0", node_ms,
+                       "target <= 20 ms"});
+  oppx::bench::report({"agent_first_byte", "oppx -p: a whole one-step turn", "ms", t, "node -e 0", node_ms, ""});
+  oppx::bench::report({"agent_first_byte", "oppx -p: peak RSS", "KiB", m, "", 0, ""});
   return 0;
 }

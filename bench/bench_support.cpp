@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdlib>
 #include <fcntl.h>
+#include <fstream>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -133,6 +134,63 @@ int running_connectors(const std::string& oppx, const std::string& socket) {
   int running = 0;
   for (const auto& conn : r->at("connectors").as_array()) running += conn.at("state") == "running";
   return running;
+}
+
+namespace {
+
+boost::json::object client_env() {
+  boost::json::object env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    if (auto eq = kv.find('='); eq != std::string_view::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+}  // namespace
+
+void write_config(const BenchHome& home, const boost::json::object& servers) {
+  std::string dir = home.root() + "/config/oppx";
+  ::mkdir((home.root() + "/config").c_str(), 0700);
+  ::mkdir(dir.c_str(), 0700);
+  std::string path = dir + "/mcp.json", tmp = path + ".tmp";
+  std::ofstream(tmp) << boost::json::serialize(boost::json::object{{"mcpServers", servers}});
+  ::rename(tmp.c_str(), path.c_str());
+}
+
+boost::json::object echo_servers(int count) {
+  boost::json::object servers;
+  std::string echo = self_dir() + "/bench_echo_server";
+  for (int i = 1; i <= count; ++i) {
+    servers[i == 1 ? std::string("echo") : "echo" + std::to_string(i)] =
+        boost::json::object{{"command", echo}, {"args", boost::json::array{}}};
+  }
+  return servers;
+}
+
+std::optional<SyncClient> daemon_client(const std::string& socket, const std::string& client) {
+  auto c = SyncClient::connect(socket);
+  if (!c) return std::nullopt;
+  auto r = c->call(
+      "hello", boost::json::object{{"protocol", proto::kProtocolVersion}, {"client", client}, {"env", client_env()}},
+      std::chrono::seconds(5));
+  if (!r) return std::nullopt;
+  return std::move(*c);
+}
+
+void report(const ReportRow& row) {
+  const char* path = std::getenv("OPPX_BENCH_REPORT");
+  if (!path || !*path) return;
+  boost::json::object o{
+      {"bench", row.bench},   {"what", row.what},     {"unit", row.unit},     {"median", row.stats.median},
+      {"min", row.stats.min}, {"p90", row.stats.p90}, {"p99", row.stats.p99}, {"failures", row.stats.failures}};
+  if (!row.anchor.empty()) {
+    o["anchor"] = row.anchor;
+    o["anchor_median"] = row.anchor_median;
+    if (row.anchor_median > 0) o["ratio"] = row.stats.median / row.anchor_median;
+  }
+  if (!row.note.empty()) o["note"] = row.note;
+  std::ofstream(path, std::ios::app) << boost::json::serialize(o) << "\n";
 }
 
 }  // namespace oppx::bench

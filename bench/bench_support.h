@@ -1,7 +1,13 @@
 // What the benchmarks share: a private temporary HOME (so a benchmark never touches the user's
-// daemon or files), running a program and timing it, percentiles of a series of timings.
+// daemon or files), running a program and timing it, percentiles of a series of timings, and the
+// rows of bench/run's report.
 #pragma once
 
+#include "common/sync_client.h"
+
+#include <boost/json/object.hpp>
+
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +48,29 @@ Stats measure(const std::vector<std::string>& args, int runs);
 // exited with a status other than 0.
 std::string capture(const std::vector<std::string>& args);
 
+// mcp.json of the bench's HOME, written whole (atomically) with `servers` as its mcpServers.
+void write_config(const BenchHome& home, const boost::json::object& servers);
+// `count` connectors of the C echo server (bench_echo_server beside this program): "echo",
+// "echo2", … "echo<count>".
+boost::json::object echo_servers(int count);
+// A connection to the daemon that said hello with this process's environment (the daemon
+// expands ${VAR} from it), as `client`; nullopt when it did not answer.
+std::optional<SyncClient> daemon_client(const std::string& socket, const std::string& client);
+
 // Starts the daemon (`oppx daemon start`), then waits (mcp/list with wait) until none of its
 // connectors is starting; the number running, or -1 when the daemon did not answer.
 int running_connectors(const std::string& oppx, const std::string& socket);
+
+// One row of the report bench/run writes (docs/performance.md): appended as a JSON line to the
+// file $OPPX_BENCH_REPORT names; nothing when it is unset. `anchor` is what the figure is
+// compared with in the same run (its median in the same unit), "" when nothing is.
+struct ReportRow {
+  std::string bench, what, unit;
+  Stats stats;
+  std::string anchor;
+  double anchor_median = 0;
+  std::string note;  // e.g. a target and whether it was met
+};
+void report(const ReportRow& row);
 
 }  // namespace oppx::bench

@@ -100,15 +100,7 @@ int main(int argc, char** argv) {
   if (!home.ok()) return 1;
   const std::string dir = oppx::bench::self_dir();
   const std::string oppx = dir + "/oppx";
-  ::mkdir((home.root() + "/config").c_str(), 0700);
-  ::mkdir((home.root() + "/config/oppx").c_str(), 0700);
-  {
-    std::string servers;
-    for (int i = 1; i <= 5; ++i)
-      servers +=
-          fmt::format("{}\"echo{}\":{{\"command\":\"{}/bench_echo_server\",\"args\":[]}}", i > 1 ? "," : "", i, dir);
-    std::ofstream(home.root() + "/config/oppx/mcp.json") << "{\"mcpServers\":{" << servers << "}}";
-  }
+  oppx::bench::write_config(home, oppx::bench::echo_servers(5));  // five warm connectors
   oppx::bench::ModelServer model;
   if (!model.port()) {
     fmt::print(stderr, "chat_start: could not listen on 127.0.0.1\n");
@@ -153,5 +145,8 @@ int main(int argc, char** argv) {
     fmt::print("  ratio prompt / node -e 0   {:.3f}\n", p.median / node.median);
   }
   fmt::print("  target: the prompt within 50 ms: {}\n", p.median <= 50.0 ? "met" : "NOT met");
+  oppx::bench::report({"chat_start", "the chat: start to the prompt, 5 warm connectors", "ms", p, "node -e 0",
+                       node.failures == node_runs ? 0 : node.median, "target <= 50 ms"});
+  oppx::bench::report({"chat_start", "the chat: a key to its echo at the prompt", "ms", e, "", 0, ""});
   return 0;
 }

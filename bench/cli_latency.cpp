@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
   fmt::print("  daemon idle RSS      {} KiB ({:.1f} MiB; target <= 8 MiB: {})\n", rss, rss / 1024.0,
              rss >= 0 && rss <= 8 * 1024 ? "met" : "NOT met");
 
+  oppx::bench::report({"cli_latency", "oppx daemon status, warm daemon", "ms", cli, "node -e 0",
+                       node.failures == node_runs ? 0 : node.median, "target median <= 3 ms"});
+  oppx::bench::report({"cli_latency", "true (a bare process)", "ms", truth, "", 0, ""});
   run_ms({oppx, "daemon", "stop"});
   return 0;
 }

@@ -167,44 +167,6 @@ std::string check_mcp_reply(const json::object& r) {
   return "unexpected reply: " + json::serialize(r);
 }
 
-json::object client_env() {
-  json::object env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view kv(*e);
-    if (auto eq = kv.find('='); eq != std::string_view::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return env;
-}
-
-// Connects and says hello with this process's environment (the daemon expands ${VAR} from it).
-std::optional<SyncClient> daemon_client(const std::string& socket) {
-  auto c = SyncClient::connect(socket);
-  if (!c) return std::nullopt;
-  auto r = c->call(
-      "hello",
-      json::object{{"protocol", oppx::proto::kProtocolVersion}, {"client", "mcp_calls"}, {"env", client_env()}}, 5s);
-  if (!r) return std::nullopt;
-  return std::move(*c);
-}
-
-void write_config(const oppx::bench::BenchHome& home, const json::object& servers) {
-  std::string dir = home.root() + "/config/oppx";
-  ::mkdir((home.root() + "/config").c_str(), 0700);
-  ::mkdir(dir.c_str(), 0700);
-  std::string path = dir + "/mcp.json", tmp = path + ".tmp";
-  std::ofstream(tmp) << json::serialize(json::object{{"mcpServers", servers}});
-  ::rename(tmp.c_str(), path.c_str());
-}
-
-json::object echo_servers(const std::string& echo, int count) {
-  json::object servers;
-  for (int i = 1; i <= count; ++i) {
-    servers[i == 1 ? std::string("echo") : fmt::format("echo{}", i)] =
-        json::object{{"command", echo}, {"args", json::array{}}};
-  }
-  return servers;
-}
-
 // mcp/list with wait: returns once no connector is starting; false unless all are running.
 bool settle(SyncClient& c, std::size_t expected, std::string* why) {
   auto r = c.call("mcp/list", json::object{{"wait", true}}, 60s);
@@ -339,7 +301,7 @@ int main(int argc, char** argv) {
     std::string oppx;
     ~StopDaemon() { oppx::bench::run_ms({oppx, "daemon", "stop"}); }
   } stop_daemon{oppx};
-  auto client = daemon_client(home.socket());
+  auto client = oppx::bench::daemon_client(home.socket(), "mcp_calls");
   if (!client) {
     fmt::print(stderr, "mcp_calls: cannot talk to the daemon on {}\n", home.socket());
     return 1;
@@ -349,14 +311,14 @@ int main(int argc, char** argv) {
 
   // (6) RSS: idle, then with `connectors` C echo connectors running (children are other processes).
   long rss_idle = daemon_rss(c);
-  write_config(home, echo_servers(echo, o.connectors));
+  oppx::bench::write_config(home, oppx::bench::echo_servers(o.connectors));
   bool all_up = settle(c, static_cast<std::size_t>(o.connectors), &why);
   long rss_many = daemon_rss(c);
   std::string many_why = why;
   if (!all_up) fmt::print(stderr, "mcp_calls: not all {} connectors started: {}\n", o.connectors, why);
 
   // (5) oppx mcp list --json with 5 warm connectors (the other ones are stopped by the edit).
-  write_config(home, echo_servers(echo, 5));
+  oppx::bench::write_config(home, oppx::bench::echo_servers(5));
   why.clear();
   settle(c, 5, &why);
   oppx::bench::measure({oppx, "mcp", "list", "--json"}, 5);  // page cache
@@ -367,11 +329,11 @@ int main(int argc, char** argv) {
 
   // (1), (2): the C echo server and server-everything, warm, through oppxd; (3) the floor: the
   // same hops without oppxd, to the same C server. Warm-up first, then the rounds alternate.
-  json::object servers = echo_servers(echo, 1);
+  json::object servers = oppx::bench::echo_servers(1);
   bool have_everything = ::access(everything.c_str(), R_OK) == 0;
   if (have_everything)
     servers["everything"] = json::object{{"command", "node"}, {"args", json::array{everything, "stdio"}}};
-  write_config(home, servers);
+  oppx::bench::write_config(home, servers);
   why.clear();
   if (!settle(c, servers.size(), &why)) fmt::print(stderr, "mcp_calls: a connector did not start: {}\n", why);
   auto via = [](std::string name) { return [name](std::int64_t id) { return daemon_request(name, id); }; };
@@ -450,6 +412,30 @@ int main(int argc, char** argv) {
   } else {
     ++failed;
     fmt::print("  {:<44} {}\n", "TypeScript SDK client → C echo (stdio)", sdk_note);
+  }
+
+  // The report's rows (bench/run): each series beside the floor of the same kind.
+  using oppx::bench::report;
+  auto row = [&](const std::string& what, const Series& s, const Series* anchor, const std::string& anchor_name) {
+    if (!s.ok()) return;
+    report({"mcp_calls", what, "µs", s.us(), anchor && anchor->ok() ? anchor_name : "",
+            anchor && anchor->ok() ? anchor->us().median : 0, fmt::format("{:.0f} calls/s", s.calls_per_s())});
+  };
+  row("tools/call echo, oppxd → C echo", echo_seq, &floor_seq, "socket → relay → pipe floor");
+  row(fmt::format("tools/call echo, oppxd → C echo, {} in flight", o.inflight), echo_par, &floor_par,
+      fmt::format("floor, {} in flight", o.inflight));
+  row("tools/call echo, oppxd → server-everything", every_seq, &floor_seq, "socket → relay → pipe floor");
+  if (sdk_note.empty() && echo_seq.ok())
+    report(
+        {"mcp_calls", "TypeScript SDK client → C echo (stdio)", "µs", sdk, "oppxd → C echo", echo_seq.us().median, ""});
+  if (list.failures == 0)
+    report({"mcp_calls", "oppx mcp list --json, 5 warm connectors", "ms", list, "oppx --version", start_only.median,
+            "target <= 3 ms"});
+  if (all_up && rss_many > 0) {
+    Stats rss;
+    rss.median = rss.min = rss.p90 = rss.p99 = rss_many / 1024.0;
+    report({"mcp_calls", fmt::format("daemon RSS with {} connectors", o.connectors), "MiB", rss, "daemon idle",
+            rss_idle / 1024.0, "target <= 16 MiB"});
   }
 
   fmt::print("ratios and targets:\n");
