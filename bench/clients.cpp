@@ -179,9 +179,10 @@ int main(int argc, char** argv) {
     fmt::print("  {:>7} {:9.1f} {:9.1f} {:10.0f} {:12.2f} {:12.2f}\n", n, s.median, s.p99, l.calls_per_s(),
                s.median / base.median, l.calls_per_s() / one.calls_per_s());
     if (table.is_open()) table << fmt::format("{} {:.1f} {:.1f} {:.0f}\n", n, s.median, s.p99, l.calls_per_s());
-    oppx::bench::report({"clients", fmt::format("tools/call echo, {} clients at once", n), "µs", s,
-                         fmt::format("{} client", one.clients), base.median,
-                         fmt::format("{:.0f} calls/s", l.calls_per_s())});
+    oppx::bench::report({"clients", fmt::format("tools/call echo, {} client{} at once", n, n == 1 ? "" : "s"), "µs", s,
+                         fmt::format("{} client{}", one.clients, one.clients == 1 ? "" : "s"), base.median,
+                         fmt::format("{:.0f} calls/s, {:.2f}× the first level's", l.calls_per_s(),
+                                     l.calls_per_s() / one.calls_per_s())});
   }
   return failed ? 1 : 0;
 }
