@@ -129,7 +129,7 @@ TEST_F(Chat, CtrlCCancelsASlowReplyAndAHangingCallAndTheChatAnswersNext) {
   t.keys({"C-c"});
   ASSERT_TRUE(t.wait_for("(cancelled)", 2)) << t.screen();
   // The connector was told.
-  EXPECT_TRUE(eventually([&] { return read_file(calls).find("\"cancelled\"") != std::string::npos; }))
+  EXPECT_TRUE(when_file_changes(calls, [&] { return read_file(calls).find("\"cancelled\"") != std::string::npos; }))
       << read_file(calls);
   t.type("again");
   t.keys({"Enter"});

@@ -169,7 +169,7 @@ struct FrozenDaemon {
     its = "(pid " + std::to_string(pid) + ")";
     EXPECT_GT(pid, 0);
     EXPECT_EQ(::kill(pid, SIGSTOP), 0);
-    EXPECT_TRUE(eventually([this] { return process_stopped(pid); }));
+    EXPECT_TRUE(poll_until([this] { return process_stopped(pid); }));
   }
   ~FrozenDaemon() {
     if (pid > 0 && process_stopped(pid)) ::kill(pid, SIGKILL);

@@ -241,8 +241,10 @@ TEST_F(McpAdd, AProjectAddCountsAsConsentAndRemoveUndoesIt) {
   Result rm = oppx({"mcp", "remove", "--project", "tool"});
   ASSERT_EQ(rm.exit_code, 0) << rm.err;
   EXPECT_EQ(servers(repo + "/.mcp.json").size(), 0u);
-  EXPECT_FALSE(
-      json::parse(read_file(home.root() + "/state/oppx/mcp-approved.json")).at("repositories").as_object().contains(repo));
+  EXPECT_FALSE(json::parse(read_file(home.root() + "/state/oppx/mcp-approved.json"))
+                   .at("repositories")
+                   .as_object()
+                   .contains(repo));
   Result missing = oppx({"mcp", "remove", "tool"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("has no connector named tool"), std::string::npos) << missing.err;
@@ -254,7 +256,7 @@ TEST_F(McpAdd, RemoveStopsTheConnector) {
   ASSERT_EQ(ps.exit_code, 0);
   ASSERT_EQ(oppx({"mcp", "remove", "one"}).exit_code, 0);
   EXPECT_FALSE(servers(config).contains("one"));
-  EXPECT_TRUE(eventually([&] { return !process_alive(static_cast<pid_t>(std::stol(ps.out))); }));
+  EXPECT_TRUE(wait_for_exit(static_cast<pid_t>(std::stol(ps.out))));
 }
 
 TEST_F(McpAdd, OneThatDoesNotStartIsSavedWithTheReason) {

@@ -128,7 +128,7 @@ TEST_F(BrowserSession, OpensAPageClicksTwiceReadsTheConsoleAndEndsWithTheConnect
   tree.insert(server);
   ASSERT_TRUE(std::any_of(tree.begin(), tree.end(), is_chromium));
   c.reset();
-  EXPECT_TRUE(eventually([&] { return all_gone(tree); }, 15s)) << "a browser process outlived its session";
+  EXPECT_TRUE(wait_for_exits(tree, 15s)) << "a browser process outlived its session";
 }
 
 TEST_F(BrowserSession, EndsWithTheDaemonStop) {
@@ -136,7 +136,7 @@ TEST_F(BrowserSession, EndsWithTheDaemonStop) {
   ASSERT_FALSE(page.url.empty());
   std::set<pid_t> tree = open_page(page.url);
   ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
-  EXPECT_TRUE(eventually([&] { return all_gone(tree); }, 15s)) << "a browser process outlived the daemon";
+  EXPECT_TRUE(wait_for_exits(tree, 15s)) << "a browser process outlived the daemon";
 }
 
 TEST_F(BrowserSession, EndsWhenTheDaemonIsKilled) {
@@ -146,7 +146,7 @@ TEST_F(BrowserSession, EndsWhenTheDaemonIsKilled) {
   auto pid = daemon_pid(home.socket());
   ASSERT_TRUE(pid);
   ASSERT_EQ(::kill(static_cast<pid_t>(*pid), SIGKILL), 0);
-  EXPECT_TRUE(eventually([&] { return all_gone(tree); }, 15s)) << "a browser process outlived a killed daemon";
+  EXPECT_TRUE(wait_for_exits(tree, 15s)) << "a browser process outlived a killed daemon";
 }
 
 TEST_F(BrowserSession, IsKeptAcrossAReconnectOfEveryConnector) {

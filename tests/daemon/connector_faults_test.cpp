@@ -37,8 +37,10 @@ struct ConnectorFaults : ConnectorFixture {
     write_config("");
     EXPECT_EQ(oppx({"mcp", "list"}).exit_code, 0);
   }
+  // Exited, then reaped by the daemon (gone from /proc, not a zombie).
   bool reaped(pid_t pid) {
-    return eventually([&] { return ::access(("/proc/" + std::to_string(pid)).c_str(), F_OK) != 0; }, 10s);
+    return wait_for_exit(pid, 10s) &&
+           poll_until([&] { return ::access(("/proc/" + std::to_string(pid)).c_str(), F_OK) != 0; }, 10s);
   }
 };
 
@@ -137,12 +139,16 @@ TEST_F(ConnectorFaults, ASlowDiskDelaysNoCall) {
   const std::string a = stdio("a", FAKE_MCP_SERVER, {"ok", fake_dir("a")});
   write_config(a);
   ASSERT_EQ(entry("a").at("state"), json::value("running"));
-  ASSERT_TRUE(eventually([&] { return exists(cache) && !exists(held); }, 15s)) << "a's tools saved";
+  ASSERT_TRUE(when_file_changes(
+      cache, [&] { return exists(cache) && !exists(held); }, 15s))
+      << "a's tools saved";
   auto c = client();
 
   write_config(a + "," + stdio("b", FAKE_MCP_SERVER, {"ok", fake_dir("b")}));
   Process list({OPPX_BIN, "mcp", "list"});  // starts b, whose tools are then saved
-  ASSERT_TRUE(eventually([&] { return exists(held); }, 15s)) << "b's tools are being saved";
+  ASSERT_TRUE(when_file_changes(
+      cache, [&] { return exists(held); }, 15s))
+      << "b's tools are being saved";
   auto t0 = std::chrono::steady_clock::now();
   auto r = c.call("tools/call", json::object{{"connector", "a"}, {"tool", "echo"}}, 10s);
   auto took = std::chrono::steady_clock::now() - t0;
@@ -150,7 +156,8 @@ TEST_F(ConnectorFaults, ASlowDiskDelaysNoCall) {
   EXPECT_LT(took, 1500ms) << "the call waited for the disk";
   EXPECT_TRUE(exists(held)) << "the write was still held when the call was answered";
   EXPECT_EQ(list.wait().exit_code, 0);
-  EXPECT_TRUE(eventually([&] { return !exists(held) && read_file(cache).find("\"b\"") != std::string::npos; }, 10s));
+  EXPECT_TRUE(when_file_changes(
+      cache, [&] { return !exists(held) && read_file(cache).find("\"b\"") != std::string::npos; }, 10s));
 }
 
 // A decision is written on a slow disk (held 3 s before its fsync) and nobody's call waits for
@@ -165,8 +172,9 @@ TEST_F(ConnectorFaults, ASlowWriteOfADecisionDelaysNoCall) {
   const std::string a = stdio("a", FAKE_MCP_SERVER, {"ok", fake_dir("a")});
   write_config(a);
   ASSERT_EQ(entry("a").at("state"), json::value("running"));
-  ASSERT_TRUE(eventually(
-      [&] { return exists(state + "mcp-tools-cache.json") && !exists(held(state + "mcp-tools-cache.json")); }, 15s))
+  ASSERT_TRUE(when_files_change(
+      state, [&] { return exists(state + "mcp-tools-cache.json") && !exists(held(state + "mcp-tools-cache.json")); },
+      15s))
       << "a's tools saved";
   std::string repo = fake_dir("repo");
   ::mkdir((repo + "/.git").c_str(), 0700);
@@ -185,7 +193,8 @@ TEST_F(ConnectorFaults, ASlowWriteOfADecisionDelaysNoCall) {
       auto d = client();
       answer = d.call(method, params, 20s);
     });
-    bool holding = eventually([&] { return exists(held(path)); }, 15s);
+    bool holding = when_file_changes(
+        path, [&] { return exists(held(path)); }, 15s);
     if (holding) {
       auto t0 = std::chrono::steady_clock::now();
       auto r = c.call("tools/call", json::object{{"connector", "a"}, {"tool", "echo"}}, 10s);
@@ -226,7 +235,8 @@ TEST_F(ConnectorFaults, ASlowSpawnDelaysNoCall) {
   std::string b_dir = fake_dir("b");
   write_config(a + "," + stdio("b", FAKE_MCP_SERVER, {"ok", b_dir}));
   Process list({OPPX_BIN, "mcp", "list"});  // starts b, held before its exec
-  ASSERT_TRUE(eventually([&] { return home.read_log().find("connector b: starting") != std::string::npos; }, 15s));
+  ASSERT_TRUE(when_file_changes(
+      home.log(), [&] { return home.read_log().find("connector b: starting") != std::string::npos; }, 15s));
   auto t0 = std::chrono::steady_clock::now();
   auto r = c.call("tools/call", json::object{{"connector", "a"}, {"tool", "echo"}}, 10s);
   auto took = std::chrono::steady_clock::now() - t0;
@@ -278,7 +288,8 @@ TEST_F(ConnectorFaults, AListChangedStormIsDebounced) {
   ASSERT_EQ(entry("storm").at("tools").as_array().size(), 1u);
   Result call = oppx({"mcp", "call", "storm", "storm"});
   ASSERT_EQ(call.exit_code, 0) << call.err;
-  EXPECT_TRUE(eventually([&] { return entry("storm").at("tools").as_array().size() == 2; }, 10s))
+  EXPECT_TRUE(when_connectors_change(
+      home.socket(), [&] { return entry("storm").at("tools").as_array().size() == 2; }, 10s))
       << "the list after the storm has echo2";
   auto n = lines(dir + "/lists").size();
   EXPECT_GE(n, 2u);
@@ -315,7 +326,7 @@ TEST_F(ConnectorFaults, ACrashLoopBacksOffThenStaysFailedUntilReconnect) {
     Result r = oppx({"mcp", "list", "--json"});
     return r.out.find("stopped restarting it") != std::string::npos;
   };
-  ASSERT_TRUE(eventually(given_up, 30s)) << oppx({"mcp", "list"}).out << home.read_log();
+  ASSERT_TRUE(when_connectors_change(home.socket(), given_up, 30s)) << oppx({"mcp", "list"}).out << home.read_log();
   auto starts = lines(dir + "/starts");
   ASSERT_EQ(starts.size(), 4u) << "it gave up after 4 quick stops";
   for (std::size_t i = 1; i < starts.size(); ++i) {
@@ -503,7 +514,8 @@ TEST_F(ConnectorFaults, ReconnectOfOneWaitsForALoginAndOfAllTheUsualTime) {
   Result ps = run({"pgrep", "-f", std::string(FAKE_MCP_SERVER) + " ok " + home.root()});
   ASSERT_EQ(ps.exit_code, 0) << ps.err;
   ASSERT_EQ(::kill(std::stoi(ps.out), SIGKILL), 0);
-  EXPECT_TRUE(eventually(
+  EXPECT_TRUE(when_connectors_change(
+      home.socket(),
       [&] {
         return entry("one").at("state") == json::value("running") &&
                home.read_log().find("connector one: starting (start timeout 30 s)") != std::string::npos;
@@ -590,11 +602,11 @@ TEST_F(ConnectorFaults, AStaleEventOnAReusedSlotNeverFreezesTheDaemonOnALiveChil
     };
     auto before = usr1s();
     ASSERT_EQ(::kill(d, SIGSTOP), 0);
-    ASSERT_TRUE(eventually([&] { return process_stopped(d); }));
+    ASSERT_TRUE(poll_until([&] { return process_stopped(d); }));
     ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":1,"method":"mcp/reconnect","params":{"name":"usr1"}})"
                             "\n"));
     ASSERT_EQ(::kill(child, SIGUSR1), 0);
-    ASSERT_TRUE(eventually([&] { return usr1s() > before; })) << "the connector wrote its stderr line";
+    ASSERT_TRUE(when_files_change(dir, [&] { return usr1s() > before; })) << "the connector wrote its stderr line";
     ASSERT_EQ(::kill(d, SIGCONT), 0);
     auto fresh = SyncClient::connect(home.socket());
     ASSERT_TRUE(fresh) << fresh.error().message;

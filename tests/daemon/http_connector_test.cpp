@@ -206,8 +206,9 @@ TEST_F(HttpConnectors, TheServersOwnStreamBringsListChanged) {
   ASSERT_TRUE(f.proc->wait_for_stdout("server stream opened")) << f.proc->out();
   Result call = oppx({"mcp", "call", "notify", "echo", R"({"message":"x"})"});
   EXPECT_EQ(call.out, "echo: x\n") << call.err;
-  EXPECT_TRUE(eventually([&] { return entry("notify").at("tools").as_array().size() == 3u; }))
-      << "list_changed on the GET stream makes the connector fetch its tools again";
+  EXPECT_TRUE(when_connectors_change(home.socket(), [&] {
+    return entry("notify").at("tools").as_array().size() == 3u;
+  })) << "list_changed on the GET stream makes the connector fetch its tools again";
 }
 
 // A server may send its own stream's headers only with the first event: the GET waits for them
@@ -227,7 +228,8 @@ TEST_F(HttpConnectors, TheServersOwnStreamMayStartWithItsFirstEvent) {
       << out;
   Result call = oppx({"mcp", "call", "late", "echo", R"({"message":"x"})"});
   EXPECT_EQ(call.out, "echo: x\n") << call.err;
-  EXPECT_TRUE(eventually([&] { return entry("late").at("tools").as_array().size() == 3u; })) << f.proc->out();
+  EXPECT_TRUE(when_connectors_change(home.socket(), [&] { return entry("late").at("tools").as_array().size() == 3u; }))
+      << f.proc->out();
   ::unsetenv("OPPX_HTTP_TIMEOUTS");
 }
 
@@ -254,7 +256,8 @@ TEST_F(HttpConnectors, AServerStreamThatOpensLateFetchesTheToolsAgain) {
   home.write_mcp_config(http_entry("late", f.url()));
   EXPECT_GE(entry("late").at("tools").as_array().size(), 2u);
   ASSERT_TRUE(f.proc->wait_for_stdout("server stream opened")) << f.proc->out();
-  EXPECT_TRUE(eventually([&] { return entry("late").at("tools").as_array().size() == 3u; })) << f.proc->out();
+  EXPECT_TRUE(when_connectors_change(home.socket(), [&] { return entry("late").at("tools").as_array().size() == 3u; }))
+      << f.proc->out();
 }
 
 // A 2025-11-25 server may end its own stream cleanly after an event id and expect the client to
@@ -266,7 +269,8 @@ TEST_F(HttpConnectors, TheServersOwnStreamIsPolledWhenItEndsItCleanly) {
   ASSERT_TRUE(f.proc->wait_for_stdout("server stream poll #8\n")) << f.proc->out();
   Result call = oppx({"mcp", "call", "polled", "echo", R"({"message":"x"})"});
   EXPECT_EQ(call.out, "echo: x\n") << call.err;
-  EXPECT_TRUE(eventually([&] { return entry("polled").at("tools").as_array().size() == 3u; }))
+  EXPECT_TRUE(
+      when_connectors_change(home.socket(), [&] { return entry("polled").at("tools").as_array().size() == 3u; }))
       << "list_changed came on a later poll\n"
       << f.proc->out();
 }
@@ -785,7 +789,7 @@ TEST_F(HttpConnectors, AServerBackOnItsPortIsTriedAgainByTheNextCall) {
   Fake again = fake({"record", "--port=" + std::to_string(port)});
   ASSERT_EQ(again.port, port);
   Result up;
-  EXPECT_TRUE(eventually(
+  EXPECT_TRUE(poll_until(
       [&] {
         up = oppx({"mcp", "call", "back", "echo", R"({"message":"back again"})"});
         return up.exit_code == 0;
@@ -861,7 +865,7 @@ TEST_F(HttpConnectors, ManyFloodingStreamsShareOneBoundedBudget) {
   long after = peak_kib(pid);
   EXPECT_LT(after - before, 40 * 1024) << "the peak grew from " << before << " to " << after << " KiB";
   // What was buffered is given back, and the status shows the figures.
-  EXPECT_TRUE(eventually([&] { return status_of(home.socket()).at("buffered_bytes").as_int64() == 0; }));
+  EXPECT_TRUE(poll_until([&] { return status_of(home.socket()).at("buffered_bytes").as_int64() == 0; }));
   EXPECT_EQ(status_of(home.socket()).at("buffer_budget").as_int64(), 8 << 20);
   Result status = oppx({"daemon", "status"});
   EXPECT_NE(status.out.find("buffers     0.0 of 8 MiB"), std::string::npos) << status.out;

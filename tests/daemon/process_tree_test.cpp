@@ -76,7 +76,7 @@ struct ProcessTree : ConnectorFixture {
   // The live (not zombie) `sleep ARG`, once it runs; -1 at the deadline.
   pid_t sleeper(const std::string& arg) {
     pid_t found = -1;
-    eventually(
+    poll_until(
         [&] {
           for (pid_t p : all_pids()) {
             if (cmdline_of(p) == std::vector<std::string>{"sleep", arg} && process_alive(p)) found = p;
@@ -87,11 +87,8 @@ struct ProcessTree : ConnectorFixture {
     return found;
   }
   bool ends(pid_t pid, const std::string& arg) {
-    return eventually(
-        [&] {
-          return !process_alive(pid) || cmdline_of(pid) != std::vector<std::string>{"sleep", arg};
-        },
-        10s);
+    if (!process_alive(pid) || cmdline_of(pid) != std::vector<std::string>{"sleep", arg}) return true;
+    return wait_for_exit(pid, 10s);
   }
   // The daemon and every process under it whose name starts with "oppxd": what `pkill oppxd` hits.
   std::vector<pid_t> oppxd_processes(pid_t daemon) {
@@ -136,7 +133,7 @@ TEST_F(ProcessTree, RemoveEndsAGrandchildThatLeftTheGroup) {
   EXPECT_TRUE(ends(sleep, arg)) << "sleep " << arg << " outlived its connector";
   auto daemon = daemon_pid(home.socket());
   ASSERT_TRUE(daemon);
-  EXPECT_TRUE(eventually([&] { return oppxd_processes(static_cast<pid_t>(*daemon)).size() == 1; }, 10s))
+  EXPECT_TRUE(poll_until([&] { return oppxd_processes(static_cast<pid_t>(*daemon)).size() == 1; }, 10s))
       << "the namespace's init was ended and reaped";
 }
 
@@ -189,7 +186,8 @@ TEST_F(ProcessTree, TheGroupReaperIsStartedAgainWhenItDiesAndStillKnowsEveryGrou
   ASSERT_GT(reaper, 0);
   ASSERT_EQ(::kill(reaper, SIGKILL), 0);
   pid_t again = 0;
-  EXPECT_TRUE(eventually(
+  EXPECT_TRUE(when_file_changes(
+      home.log(),
       [&] {
         again = static_cast<pid_t>(daemon_status()["reaper_pid"].as_int64());
         return again > 0 && again != reaper && process_alive(again);

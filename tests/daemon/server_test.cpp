@@ -67,8 +67,8 @@ TEST_F(LiveDaemon, AnotherUidIsClosedAtAcceptWithNothingSent) {
                   R"({"jsonrpc":"2.0","id":1,"method":"daemon/status"})"});
   EXPECT_EQ(r.exit_code, 0) << r.err;  // 0: the daemon closed the connection
   EXPECT_EQ(r.out, "") << "nothing may be sent to another uid";
-  EXPECT_TRUE(
-      eventually([&] { return home.read_log().find("refused a connection from uid 65534") != std::string::npos; }));
+  EXPECT_TRUE(when_file_changes(
+      home.log(), [&] { return home.read_log().find("refused a connection from uid 65534") != std::string::npos; }));
   expect_serving();
 }
 
@@ -140,7 +140,7 @@ TEST_F(LiveDaemon, AHugeLineIsRefusedAndMemoryStaysBounded) {
   EXPECT_LT(after - before, 48 * 1024) << "RSS grew from " << before << " to " << after << " KiB";
   auto r = other.call("daemon/status", json::object{}, 5s);
   EXPECT_TRUE(r);
-  EXPECT_TRUE(eventually([&] { return home.read_log().find("longer than") != std::string::npos; }));
+  EXPECT_TRUE(when_file_changes(home.log(), [&] { return home.read_log().find("longer than") != std::string::npos; }));
 }
 
 TEST_F(LiveDaemon, AClientThatNeverReadsIsDroppedAndOthersAreServed) {
@@ -156,7 +156,8 @@ TEST_F(LiveDaemon, AClientThatNeverReadsIsDroppedAndOthersAreServed) {
     if (i % 50 == 0) expect_serving();
   }
   EXPECT_TRUE(dropped) << "a client that never reads must be dropped";
-  EXPECT_TRUE(eventually([&] { return home.read_log().find("does not read its replies") != std::string::npos; }));
+  EXPECT_TRUE(when_file_changes(
+      home.log(), [&] { return home.read_log().find("does not read its replies") != std::string::npos; }));
   expect_serving();
 }
 
@@ -210,7 +211,7 @@ TEST_F(LiveDaemon, EveryRequestGetsExactlyOneReply) {
 TEST_F(LiveDaemon, ManyClientsAtOnceAndResourcesReturnToIdle) {
   pid_t pid = static_cast<pid_t>(daemon->pid());
   expect_serving();
-  ASSERT_TRUE(eventually([&] { return status_of(home.socket()).at("clients").as_int64() == 1; }));
+  ASSERT_TRUE(poll_until([&] { return status_of(home.socket()).at("clients").as_int64() == 1; }));
   int fds_idle = open_fds(pid);
   {
     std::vector<SyncClient> clients;
@@ -233,8 +234,8 @@ TEST_F(LiveDaemon, ManyClientsAtOnceAndResourcesReturnToIdle) {
     }
     EXPECT_GE(status_of(home.socket()).at("clients").as_int64(), 200);
   }
-  EXPECT_TRUE(eventually([&] { return status_of(home.socket()).at("clients").as_int64() == 1; }));
-  EXPECT_TRUE(eventually([&] { return open_fds(pid) <= fds_idle; })) << open_fds(pid) << " fds, idle " << fds_idle;
+  EXPECT_TRUE(poll_until([&] { return status_of(home.socket()).at("clients").as_int64() == 1; }));
+  EXPECT_TRUE(poll_until([&] { return open_fds(pid) <= fds_idle; })) << open_fds(pid) << " fds, idle " << fds_idle;
 }
 
 // "Max open files" of /proc/<pid>/limits: {soft, hard}.
@@ -280,7 +281,7 @@ TEST(DescriptorLimit, NewClientsAreRefusedAndTheOthersGoOn) {
 
   // Once others have gone, a new client is served again.
   served.erase(served.begin() + 2, served.end());
-  EXPECT_TRUE(eventually([&] {
+  EXPECT_TRUE(poll_until([&] {
     auto c = SyncClient::connect(home.socket());
     return c && c->call("daemon/status", json::object{}, 5s).has_value();
   }));
@@ -315,7 +316,7 @@ TEST(BufferBudget, ClientsOverTheSharedBudgetAreRefusedAndTheOthersGoOn) {
   }
   EXPECT_GT(refused, 0);
   EXPECT_GT(answered, 0);
-  EXPECT_TRUE(eventually([&] { return status_of(home.socket()).at("buffered_bytes").as_int64() == 0; }));
+  EXPECT_TRUE(poll_until([&] { return status_of(home.socket()).at("buffered_bytes").as_int64() == 0; }));
 }
 
 // --- in-process: the same Server, with test methods registered beside the real ones ---
@@ -412,7 +413,7 @@ TEST_F(InProcess, AClientLeavingMidRequestCancelsItAndOthersGoOn) {
     ASSERT_TRUE(r);
   }
   auto other = client();
-  EXPECT_TRUE(eventually([&] {
+  EXPECT_TRUE(poll_until([&] {
     auto r = other.call("test/cancelled", nullptr, 5s);
     return r && r->as_int64() == 1;
   }));

@@ -46,7 +46,7 @@ struct Sessions : ::testing::Test {
     return {};
   }
   bool becomes_running(const std::string& name) {
-    return eventually([&] { return listed(name).at("state") == json::value("running"); });
+    return when_connectors_change(home.socket(), [&] { return listed(name).at("state") == json::value("running"); });
   }
   // The daemon started with `var` set to `value`, and the running connector "reads" that reads
   // it: the pids of its program (one, else the test failed).
@@ -89,7 +89,8 @@ TEST_F(Sessions, UserConnectorsStartWithTheDaemonNotAtTheFirstRequest) {
   home.write_mcp_config(fake("one") + "," + fake("two"));
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
   // No mcp/… request was made: the daemon started both on its own and finished the handshakes.
-  EXPECT_TRUE(eventually([&] { return received_of("tools/list").size() == 2; })) << "received: " << read_file(received);
+  EXPECT_TRUE(when_file_changes(received, [&] { return received_of("tools/list").size() == 2; }))
+      << "received: " << read_file(received);
   EXPECT_EQ(pids_of("one").size(), 1u);
   EXPECT_EQ(pids_of("two").size(), 1u);
   EXPECT_TRUE(becomes_running("one"));
@@ -102,7 +103,7 @@ TEST_F(Sessions, AChangedVariableRestartsOnlyTheConnectorThatReadsIt) {
   home.write_mcp_config(fake("reads", {"${OPPX_TEST_TOKEN}"}) + "," + fake("plain") + "," +
                         fake("late", {"${OPPX_TEST_LATE}"}));
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
-  ASSERT_TRUE(eventually([&] { return received_of("tools/list").size() == 2; }));
+  ASSERT_TRUE(when_file_changes(received, [&] { return received_of("tools/list").size() == 2; }));
   EXPECT_EQ(listed("late").at("reason_kind"), json::value("config"));
   std::vector<pid_t> reads = pids_of("reads"), plain = pids_of("plain");
   ASSERT_EQ(reads.size(), 1u);
@@ -126,7 +127,7 @@ TEST_F(Sessions, AChangedVariableRestartsOnlyTheConnectorThatReadsIt) {
   // A call may restart: that connector restarts with it, the other stays as it was.
   EXPECT_EQ(oppx({"mcp", "call", "reads", "echo"}).exit_code, 0);
   EXPECT_TRUE(cli::wait_for_exit(reads[0], 10s)) << "the connector reading the changed variable restarts";
-  EXPECT_TRUE(eventually([&] { return pids_of("reads").size() == 1; }));
+  EXPECT_TRUE(when_connectors_change(home.socket(), [&] { return pids_of("reads").size() == 1; }));
   EXPECT_EQ(pids_of("plain"), plain);
   ::unsetenv("OPPX_TEST_TOKEN");
   ::unsetenv("OPPX_TEST_LATE");
@@ -139,7 +140,8 @@ TEST_F(Sessions, AReadOnlyCommandWithAnotherValueRestartsNothing) {
   ASSERT_EQ(pids.size(), 1u);
   // A call (not read-only) that the server holds until a second one comes.
   Process held({OPPX_BIN, "mcp", "call", "reads", "rendezvous", R"({"message":"held"})"});
-  ASSERT_TRUE(eventually([&] { return received_of("tools/call").size() == 1; })) << read_file(received);
+  ASSERT_TRUE(when_file_changes(received, [&] { return received_of("tools/call").size() == 1; }))
+      << read_file(received);
   for (std::vector<std::string> command :
        {std::vector<std::string>{"list"}, {"list", "--json"}, {"get", "reads"}, {"tools", "reads"}}) {
     std::vector<std::string> argv{"env", "OPPX_TEST_SECRET=other-value", OPPX_BIN, "mcp"};
@@ -227,7 +229,8 @@ TEST_F(Sessions, AnEditedDefinitionRestartsOnlyThatConnector) {
   home.write_mcp_config(fake("edited", {"another-argument"}) + "," + fake("kept"));
   listed("edited");  // a request: the daemon looks at the file again
   EXPECT_TRUE(cli::wait_for_exit(edited[0], 10s)) << "the edited connector's old program ends";
-  EXPECT_TRUE(eventually([&] { return pids_of("edited").size() == 1 && pids_of("edited") != edited; }));
+  EXPECT_TRUE(when_connectors_change(home.socket(),
+                                     [&] { return pids_of("edited").size() == 1 && pids_of("edited") != edited; }));
   EXPECT_TRUE(becomes_running("edited"));
   EXPECT_EQ(pids_of("kept"), kept) << "the other one keeps its program";
   EXPECT_TRUE(process_alive(kept[0]));
@@ -291,7 +294,7 @@ TEST_F(Sessions, TheToolListIsCachedPerDefinitionAcrossRestarts) {
   std::string cache = home.root() + "/state/oppx/mcp-tools-cache.json";
   struct stat st {};
   // Written on the daemon's worker thread, a moment after the connector is running.
-  ASSERT_TRUE(eventually([&] { return ::stat(cache.c_str(), &st) == 0; }));
+  ASSERT_TRUE(when_file_changes(cache, [&] { return ::stat(cache.c_str(), &st) == 0; }));
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
 
@@ -336,13 +339,14 @@ TEST_F(Sessions, ACallerThatGoesAwayCancelsItsCallAndTheLateResultIsDropped) {
     ASSERT_TRUE(
         caller->write_raw(R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"connector":"one","tool":"hang"}})"
                           "\n"));
-    ASSERT_TRUE(eventually([&] { return received_of("tools/call").size() == 1; }));
+    ASSERT_TRUE(when_file_changes(received, [&] { return received_of("tools/call").size() == 1; }));
   }  // the caller hangs up mid-call
   json::value id = received_of("tools/call").at(0).at("id");
-  ASSERT_TRUE(eventually([&] { return received_of("notifications/cancelled").size() == 1; })) << read_file(received);
+  ASSERT_TRUE(when_file_changes(received, [&] { return received_of("notifications/cancelled").size() == 1; }))
+      << read_file(received);
   EXPECT_EQ(received_of("notifications/cancelled").at(0).at("params").at("requestId"), id);
   // The fake answers the cancelled call anyway; the daemon drops it and keeps nothing waiting.
-  EXPECT_TRUE(eventually([&] { return listed("one").at("requests_waiting") == json::value(0); }));
+  EXPECT_TRUE(poll_until([&] { return listed("one").at("requests_waiting") == json::value(0); }));
   Result echo = oppx({"mcp", "call", "one", "echo"});
   EXPECT_EQ(echo.exit_code, 0) << echo.err;
   EXPECT_EQ(echo.out, "fake echo\n");
@@ -409,9 +413,9 @@ TEST_F(Sessions, ManyClientsAtOnceEachGetTheirOwnAnswersAndNothingIsLeftAfterwar
       }
     }
   }
-  EXPECT_TRUE(eventually([&] { return status_of(home.socket()).at("clients") == json::value(1); }));
+  EXPECT_TRUE(poll_until([&] { return status_of(home.socket()).at("clients") == json::value(1); }));
   // At most as many as before (then a connection of the test's own may still have been closing).
-  EXPECT_TRUE(eventually([&] { return open_fds(static_cast<pid_t>(*daemon)) <= idle_fds; }))
+  EXPECT_TRUE(poll_until([&] { return open_fds(static_cast<pid_t>(*daemon)) <= idle_fds; }))
       << open_fds(static_cast<pid_t>(*daemon)) << " fds open, " << idle_fds << " when idle";
   EXPECT_EQ(listed("one").at("requests_waiting"), json::value(0));
   EXPECT_EQ(pids_of("one").size(), 1u);

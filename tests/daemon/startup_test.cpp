@@ -137,8 +137,9 @@ TEST(Startup, ADeletedSocketComesBack) {
   DaemonProcess d(home);
   ASSERT_GT(d.pid(), 0);
   ASSERT_EQ(::unlink(home.socket().c_str()), 0);
-  EXPECT_TRUE(eventually([&] { return daemon_pid(home.socket()) == d.pid(); }));
-  EXPECT_TRUE(eventually([&] { return home.read_log().find("was deleted; made it again") != std::string::npos; }));
+  EXPECT_TRUE(poll_until([&] { return daemon_pid(home.socket()) == d.pid(); }));
+  EXPECT_TRUE(when_file_changes(
+      home.log(), [&] { return home.read_log().find("was deleted; made it again") != std::string::npos; }));
 }
 
 TEST(Startup, SigtermAndSigintShutDownCleanly) {
@@ -166,7 +167,8 @@ TEST(Startup, ShutdownRemovesOnlyItsOwnSocket) {
   std::string tmp = home.root() + "/run/oppx/other";
   ::close(::open(tmp.c_str(), O_CREAT | O_WRONLY, 0600));
   ASSERT_EQ(::rename(tmp.c_str(), home.socket().c_str()), 0);
-  ASSERT_TRUE(eventually([&] { return home.read_log().find("replaced by something else") != std::string::npos; }));
+  ASSERT_TRUE(when_file_changes(
+      home.log(), [&] { return home.read_log().find("replaced by something else") != std::string::npos; }));
   ::kill(d.pid(), SIGTERM);
   EXPECT_EQ(d.wait().exit_code, 0);
   struct stat st {};

@@ -9,6 +9,8 @@
 #include <boost/json.hpp>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <csignal>
 #include <cstdlib>
 #include <dirent.h>
@@ -239,15 +241,6 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
-  auto deadline = Clock::now() + timeout;
-  while (!pred()) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
 std::optional<SyncClient> hello_client(const std::string& socket) {
   auto c = SyncClient::connect(socket);
   if (!c) {
@@ -337,19 +330,32 @@ DaemonProcess::~DaemonProcess() {
 }
 
 std::string kill_daemon_mid_writes(SyncClient client, pid_t pid, int writes, const WriteCall& write) {
-  std::atomic<int> done{0};
+  std::mutex m;
+  std::condition_variable cv;
+  int done = 0;
+  bool ended = false;
   std::atomic<bool> stop{false};
   std::string last_error;
   std::thread writer([&] {
     for (int i = 0; !stop; ++i) {
-      if (std::string e = write(client, i); !e.empty()) {
+      std::string e = write(client, i);
+      std::lock_guard l(m);
+      if (!e.empty()) {
         last_error = e;
+        ended = true;
+        cv.notify_all();
         break;
       }
       ++done;
+      cv.notify_all();
     }
   });
-  bool wrote = eventually([&] { return done > writes; }, 20s);
+  bool wrote = false;
+  {
+    std::unique_lock l(m);
+    cv.wait_for(l, 20s, [&] { return done > writes || ended; });
+    wrote = done > writes;
+  }
   ::kill(pid, SIGKILL);
   stop = true;
   writer.join();

@@ -2,6 +2,8 @@
 // output captured, and a daemon that the test starts and always ends. Every wait has a deadline.
 #pragma once
 
+#include "tests/support/waits.h"
+
 #include "common/proc.h"
 #include "common/sync_client.h"
 
@@ -87,10 +89,6 @@ Result oppx(std::vector<std::string> args, std::chrono::milliseconds timeout = 2
 // Connects to the socket, says hello, and calls; fails the test on a connection error.
 boost::json::value status_of(const std::string& socket);
 std::optional<std::int64_t> daemon_pid(const std::string& socket);  // nullopt when none answers
-
-// Waits until `pred` holds, checking after each event the caller cannot see (used on state the
-// daemon reports, e.g. its client count). The check itself is the event; the deadline bounds it.
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s);
 
 // kill -9 of the daemon `pid` in the middle of its file writes: `write(client, i)` is called over
 // and over on another thread with `client` (one that said hello) and, once more than `writes` of

@@ -17,6 +17,9 @@ Terminal::Terminal(const TempHome& home, const std::string& server_url, const st
   started_ = tmux({"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";", "new-session", "-d", "-s",
                    name_, "-x", "120", "-y", "50", cmd})
                  .exit_code == 0;
+  // What the pane prints also goes to a file, whose changes wake wait_for.
+  output_ = h + "/" + name_ + ".pane";
+  if (started_) tmux({"pipe-pane", "-t", name_, "-o", "cat >> '" + output_ + "'"});
 }
 
 Terminal::~Terminal() { tmux({"kill-server"}); }
@@ -37,7 +40,8 @@ void Terminal::paste(const std::string& text) {
 std::string Terminal::screen() { return tmux({"capture-pane", "-p", "-J", "-S", "-500", "-t", name_}).out; }
 
 bool Terminal::wait_for(const std::string& text, int nth, std::chrono::milliseconds timeout) {
-  return eventually(
+  return when_file_changes(
+      output_,
       [&] {
         std::string s = screen();
         int seen = 0;

@@ -1,6 +1,6 @@
 // The terminal chat's tests drive `oppx` in a real pseudo-terminal: a tmux server of the test's
 // own (-L), one window running `oppx` with the test's HOME; keys sent with send-keys, the screen
-// read with capture-pane.
+// read with capture-pane each time the pane printed something (pipe-pane into a file).
 #pragma once
 
 #include "tests/support/harness.h"
@@ -28,6 +28,7 @@ class Terminal {
   Result tmux(std::vector<std::string> args);
   static inline int count_ = 0;
   std::string name_;
+  std::string output_;  // the pane's output, appended by tmux pipe-pane
   bool started_ = false;
 };
 

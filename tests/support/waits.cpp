@@ -1,0 +1,121 @@
+// The waits of waits.h: inotify for files, the daemon's mcp/subscribe for connectors, pidfds for
+// processes; a growing interval for the rest.
+#include "tests/support/waits.h"
+
+#include "common/sync_client.h"
+#include "proto/daemon_api.h"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace oppx::test {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int left_ms(Clock::time_point deadline) {
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return static_cast<int>(std::max<long long>(0, left));
+}
+
+// `pred` first, then each time `fd` is readable (its bytes read and dropped), until the deadline.
+// A last check at the deadline catches a change whose event came before the watch began.
+bool when_readable(int fd, const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (pred()) return true;
+    int ms = left_ms(deadline);
+    if (ms == 0) return pred();
+    pollfd p{fd, POLLIN, 0};
+    int rc = ::poll(&p, 1, ms);
+    if (rc < 0 && errno != EINTR) return pred();
+    if (rc > 0) {
+      if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return pred();
+      char buf[4096];
+      if (::read(fd, buf, sizeof buf) <= 0) return pred();
+    }
+  }
+}
+
+}  // namespace
+
+bool when_files_change(const std::string& dir, const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd < 0) return poll_until(pred, timeout);
+  if (::inotify_add_watch(
+          fd, dir.c_str(),
+          IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB) < 0) {
+    ::close(fd);
+    return poll_until(pred, timeout);  // the folder is not there yet: nothing to watch
+  }
+  bool ok = when_readable(fd, pred, timeout);
+  ::close(fd);
+  return ok;
+}
+
+bool when_file_changes(const std::string& file, const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  auto slash = file.find_last_of('/');
+  return when_files_change(slash == std::string::npos ? "." : file.substr(0, slash), pred, timeout);
+}
+
+bool when_connectors_change(const std::string& socket, const std::function<bool()>& pred,
+                            std::chrono::milliseconds timeout) {
+  auto c = SyncClient::connect(socket);
+  if (!c) return poll_until(pred, timeout);
+  if (!c->call("hello", boost::json::object{{"protocol", proto::kProtocolVersion}, {"client", "test-watch"}}, 5s) ||
+      !c->call("mcp/subscribe", nullptr, 10s))
+    return poll_until(pred, timeout);
+  return when_readable(c->fd(), pred, timeout);
+}
+
+bool wait_for_exits(const std::set<pid_t>& pids, std::chrono::milliseconds timeout) {
+  std::vector<pollfd> fds;
+  for (pid_t pid : pids) {
+    int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (fd >= 0) fds.push_back({fd, POLLIN, 0});  // else it is gone already
+  }
+  auto deadline = Clock::now() + timeout;
+  while (std::any_of(fds.begin(), fds.end(), [](const pollfd& p) { return p.fd >= 0; })) {
+    int ms = left_ms(deadline);
+    if (ms == 0) break;
+    int rc = ::poll(fds.data(), fds.size(), ms);
+    if (rc < 0 && errno != EINTR) break;
+    for (auto& p : fds) {
+      if (p.fd >= 0 && p.revents) {
+        ::close(p.fd);
+        p.fd = -1;  // poll skips it from now on
+      }
+    }
+  }
+  bool all = true;
+  for (auto& p : fds) {
+    if (p.fd >= 0) {
+      all = false;
+      ::close(p.fd);
+    }
+  }
+  return all;
+}
+
+bool poll_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  auto interval = 1ms;
+  while (!pred()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(
+        std::min<std::chrono::milliseconds>(interval, std::chrono::milliseconds(left_ms(deadline))));
+    interval = std::min(interval * 2, std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+}  // namespace oppx::test

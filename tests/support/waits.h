@@ -1,0 +1,38 @@
+// Waiting in tests without spinning and without sleeping: a condition is checked, then checked
+// again only when something that could change it happened (a file in a folder changed, a process
+// exited, the daemon said a connector changed, a terminal pane printed), until a deadline.
+// `poll_until` is for what has no event to wait on (the daemon's client count, a process's open
+// files): it checks at a growing interval, 1 ms up to 50 ms, never in a busy loop.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <set>
+#include <string>
+
+#include <sys/types.h>
+
+namespace oppx::test {
+
+using namespace std::chrono_literals;
+
+// `pred` first, then after each change to a file in `dir` (created, written, renamed, removed).
+bool when_files_change(const std::string& dir, const std::function<bool()>& pred,
+                       std::chrono::milliseconds timeout = 10s);
+// The same for the folder that holds `file`.
+bool when_file_changes(const std::string& file, const std::function<bool()>& pred,
+                       std::chrono::milliseconds timeout = 10s);
+
+// `pred` first, then after each mcp/changed notification of the daemon on `socket` (a connector's
+// state, reason or tool list changed): for conditions on what mcp/list and mcp/tools report.
+bool when_connectors_change(const std::string& socket, const std::function<bool()>& pred,
+                            std::chrono::milliseconds timeout = 10s);
+
+// Until every one of `pids` has exited (pidfd: no polling of /proc), or the deadline.
+bool wait_for_exits(const std::set<pid_t>& pids, std::chrono::milliseconds timeout = 10s);
+inline bool wait_for_exit(pid_t pid, std::chrono::milliseconds timeout = 10s) { return wait_for_exits({pid}, timeout); }
+
+// For conditions nothing announces; see the banner.
+bool poll_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s);
+
+}  // namespace oppx::test
