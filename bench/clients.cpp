@@ -1,6 +1,6 @@
 // bench/clients: tools/call echo through one warm oppxd from 1 to 256 socket clients at once, each
 // with one call outstanding at every moment; the latency of each call and the calls per second at
-// each number of clients, beside the same at one client (the ratio says what sharing costs). With
+// each number of clients (N calls a level, at least 40 a client), beside the same at one client (the ratio says what sharing costs). With
 // --dat FILE it also writes the table gnuplot draws (bench/run: docs/performance.md).
 //   usage: clients [--levels 1,2,4,…] [--calls N] [--dat FILE]
 #include "bench/bench_support.h"
@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
     Level warm{n};
     drive(clients, std::min(calls / 10, 200) + n, warm);
     Level l{n};
-    drive(clients, calls, l);
+    drive(clients, std::max(calls, 40 * n), l);  // at least 40 calls a client, so that each level lasts
     if (l.errors || l.lat.empty()) {
       fmt::print("  {:>7} FAILED: {} calls failed, the first with: {}\n", n, l.errors, l.first_error);
       ++failed;
