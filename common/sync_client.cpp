@@ -53,7 +53,9 @@ SyncClient::SyncClient(SyncClient&& other) noexcept
     : fd_(other.fd_),
       next_id_(other.next_id_),
       buffer_(std::move(other.buffer_)),
-      on_notification_(std::move(other.on_notification_)) {
+      on_notification_(std::move(other.on_notification_)),
+      write_mutex_(std::move(other.write_mutex_)),
+      in_flight_(other.in_flight_.load()) {
   other.fd_ = -1;
 }
 
@@ -64,6 +66,8 @@ SyncClient& SyncClient::operator=(SyncClient&& other) noexcept {
     next_id_ = other.next_id_;
     buffer_ = std::move(other.buffer_);
     on_notification_ = std::move(other.on_notification_);
+    write_mutex_ = std::move(other.write_mutex_);
+    in_flight_ = other.in_flight_.load();
     other.fd_ = -1;
   }
   return *this;
@@ -74,6 +78,8 @@ SyncClient::~SyncClient() {
 }
 
 bool SyncClient::write_raw(std::string_view bytes) {
+  if (!write_mutex_) return false;  // moved from
+  std::lock_guard lock(*write_mutex_);
   while (!bytes.empty()) {
     ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
@@ -122,7 +128,12 @@ std::optional<RpcError> connection_error(const std::string& line) {
 boost::system::result<json::value, RpcError> SyncClient::call(std::string_view method, const json::value& params,
                                                               std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
-  json::value id = next_id_++;
+  std::int64_t number = next_id_++;
+  json::value id = number;
+  struct InFlight {
+    std::atomic<std::int64_t>& slot;
+    ~InFlight() { slot = 0; }
+  } in_flight{in_flight_};
   if (!write_raw(proto::serialize_request(id, method, params) + "\n")) {
     // A daemon that refused this connection wrote why before it closed: that line is the answer.
     if (auto line = read_line(std::chrono::milliseconds(100))) {
@@ -131,6 +142,7 @@ boost::system::result<json::value, RpcError> SyncClient::call(std::string_view m
     return RpcError::make(ErrorCode::kInternal, proto::kind::kDisconnected,
                           "the daemon closed the connection before " + std::string(method) + " was sent");
   }
+  in_flight_ = number;
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     auto line = read_line(std::max(left, std::chrono::milliseconds(0)));
@@ -161,6 +173,12 @@ boost::system::result<json::value, RpcError> SyncClient::call(std::string_view m
       return std::move(resp->error);
     }
   }
+}
+
+bool SyncClient::cancel_in_flight() {
+  std::int64_t id = in_flight_.load();
+  if (id == 0) return false;
+  return write_raw(proto::serialize_notification(proto::kCancelRequest, json::object{{"id", id}}) + "\n");
 }
 
 }  // namespace oppx

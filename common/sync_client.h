@@ -8,8 +8,12 @@
 #include <boost/json/value.hpp>
 #include <boost/system/result.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 
 namespace oppx {
@@ -40,6 +44,10 @@ class SyncClient {
     on_notification_ = std::move(fn);
   }
 
+  // From another thread, while call() waits: asks the daemon to cancel that request
+  // ($/cancelRequest, docs/protocol.md), so that call() returns with its "cancelled" error while
+  // the connection, and its session, stay. False when no call is waiting or the write failed.
+  bool cancel_in_flight();
   // Raw access for tests: write bytes as they are, read one line (without its newline).
   bool write_raw(std::string_view bytes);
   enum class ReadFailure { kTimeout, kEof, kIo };
@@ -50,6 +58,8 @@ class SyncClient {
   explicit SyncClient(int fd) : fd_(fd) {}
   int fd_ = -1;
   std::int64_t next_id_ = 1;
+  std::unique_ptr<std::mutex> write_mutex_ = std::make_unique<std::mutex>();  // cancel_in_flight writes too
+  std::atomic<std::int64_t> in_flight_{0};  // the id call() waits for; 0: none
   std::string buffer_;
   std::function<void(const std::string&, const boost::json::value&)> on_notification_;
 };
