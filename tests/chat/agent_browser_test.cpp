@@ -1,8 +1,11 @@
 // The agent and the session's browser, on the real Playwright MCP server and Debian's chromium,
 // with the scripted model server: the `browser` action asked once (y, a, N, text), its 21 tools
 // joining the list, two clicks that are two, a read that repeats only when nothing changed, the
-// loop guard, browser_evaluate asked every time, the hint, and `oppx -p` with the browser on.
+// loop guard, browser_evaluate asked every time, the hint, `oppx -p` with the browser on, and the
+// install on the first yes.
 #include "chat/agent.h"
+#include "cli/browser.h"
+#include "common/playwright.h"
 #include "tests/support/browser_support.h"
 #include "tests/support/model_steps.h"
 #include "tests/support/scripted_front.h"
@@ -208,6 +211,62 @@ TEST_F(AgentBrowser, AlwaysTurnsItOnAndPrintModeThenStartsItWithTheSession) {
   EXPECT_NE(json::serialize(out.at("actions").at(0).at("text")).find("Counter"), std::string::npos) << on.out;
   EXPECT_EQ(playwright_tools(model->completions()[0]), 21u);
   EXPECT_FALSE(offers(model->completions()[0], "browser"));
+}
+
+// The first yes installs the pinned server with npm into the engine folder of the user (here the
+// test's HOME) and the browser starts; `oppx browser install --update` refreshes it; without
+// Node.js the install says what to do. npm's cache is the build folder's, not the user's.
+struct InstallingFront : ScriptedFront {
+  std::string prepare_browser() override { return cli::prepare_browser(); }
+};
+
+TEST(BrowserInstall, TheFirstYesInstallsThePinnedServerAndItStarts) {
+  TempHome home;
+  InRepository repo{home};
+  Page page;
+  ASSERT_FALSE(page.url.empty()) << page.server.err();
+  ::setenv("npm_config_cache", OPPX_NPM_CACHE, 1);
+  ASSERT_EQ(playwright::installed_version(), "");
+  ScriptedModel model(home.root(), R"({"models": [{"id": "m1", "max_model_len": 65536}], "completions": [)" +
+                                       action("browser") + "," + action("playwright.browser_navigate") + "," +
+                                       says(json::serialize(json::object{{"url", page.url}})) + "," +
+                                       reply("It says Counter.") + "]}");
+  ASSERT_TRUE(model.started()) << model.err();
+  auto client = hello_client(home);
+  ASSERT_TRUE(client);
+  chat::DaemonTools daemon(*client, repo.root());
+  ASSERT_EQ(daemon.open_session("chat"), "");
+  chat::ModelConfig mc;
+  mc.server = model.url();
+  mc.model = "m1";
+  chat::ModelClient mclient(mc);
+  InstallingFront front;
+  front.answers = {{chat::Answer::kYes, ""}};
+  chat::Agent agent(mclient, daemon, front, chat::AgentOptions{"chat"});
+  ASSERT_EQ(agent.start(), "");
+  chat::TurnResult t = agent.turn("what does " + page.url + " say?");
+  ASSERT_FALSE(t.error) << t.error->message;
+  ASSERT_EQ(t.actions.size(), 2u);
+  EXPECT_EQ(t.actions[0].status, "ran") << t.actions[0].text;
+  EXPECT_EQ(t.actions[1].status, "ran") << t.actions[1].text;
+  EXPECT_EQ(playwright::installed_version(), playwright::kMcpVersion);
+  EXPECT_EQ(playwright::engine_dir(), home.root() + "/data/oppx/playwright");
+
+  Result update = oppx({"browser", "install", "--update"}, 120s);
+  EXPECT_EQ(update.exit_code, 0) << update.err;
+  EXPECT_NE(update.err.find("Refreshing @playwright/mcp@" + std::string(playwright::kMcpVersion)), std::string::npos)
+      << update.err;
+  EXPECT_EQ(oppx({"browser", "status", "--json"}).out.find("\"installed\":null"), std::string::npos);
+
+  // No node on PATH: the install says so and what to do.
+  std::string path = ::getenv("PATH");
+  Result none = run({"env", "PATH=/nonexistent", OPPX_BIN, "browser", "install"});
+  EXPECT_EQ(none.exit_code, 1) << none.out << none.err;
+  EXPECT_NE(none.err.find("needs Node.js 18+"), std::string::npos) << none.err;
+  EXPECT_EQ(::getenv("PATH"), path);
+  client.reset();
+  oppx({"daemon", "stop"});
+  ::unsetenv("npm_config_cache");
 }
 
 }  // namespace
