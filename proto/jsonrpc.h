@@ -46,6 +46,9 @@ inline constexpr std::string_view kTimeout = "timeout";            // client sid
 inline constexpr std::string_view kTooManyOpenFiles = "too_many_open_files";
 }  // namespace kind
 
+// The client notification that cancels one of its requests in flight (LSP's name): params {"id"}.
+inline constexpr std::string_view kCancelRequest = "$/cancelRequest";
+
 struct RpcError {
   int code = static_cast<int>(ErrorCode::kInternal);
   std::string message;
