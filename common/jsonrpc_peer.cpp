@@ -133,6 +133,17 @@ json::value JsonRpcPeer::call(std::string_view method, const json::value& params
 
 void JsonRpcPeer::forget(const json::value& id) { outgoing_.erase(proto::id_key(id)); }
 
+bool JsonRpcPeer::cancel_request(const json::value& id, const RpcError& answer) {
+  auto it = incoming_.find(proto::id_key(id));
+  if (it == incoming_.end() || !it->second->on_cancel) return false;
+  auto state = it->second;
+  incoming_.erase(it);
+  state->cancelled = true;  // its Reply, used later, sends nothing
+  send_response(proto::serialize_error(id, answer));
+  if (auto fn = std::move(state->on_cancel)) fn();
+  return true;
+}
+
 void JsonRpcPeer::close() {
   if (!closed_) transport_->close();
 }

@@ -37,7 +37,8 @@ class Reply {
   bool done() const { return done_; }
   // True once the caller went away (disconnected); a result sent then is dropped.
   bool cancelled() const;
-  // Runs when the caller goes away before the reply; at most once.
+  // Runs when the caller goes away before the reply, or cancels it (JsonRpcPeer::cancel_request);
+  // at most once. Only a request that set it can be cancelled without hanging up.
   void on_cancel(std::function<void()> fn);
   const boost::json::value& id() const { return id_; }
 
@@ -83,6 +84,10 @@ class JsonRpcPeer : public std::enable_shared_from_this<JsonRpcPeer> {
   // Drops a call still waiting for its answer without running its `done` (its caller went away);
   // a late answer with that id is then skipped as unknown.
   void forget(const boost::json::value& id);
+  // The far end cancels its request `id` without hanging up: when it is in flight and cancellable
+  // (its handler set Reply::on_cancel), that hook runs, `answer` is sent at once in its place and
+  // its own reply, when it comes, is dropped. Returns false (and does nothing) otherwise.
+  bool cancel_request(const boost::json::value& id, const proto::RpcError& answer);
   void close();  // graceful: queued replies are written first
   void abort();
 

@@ -134,8 +134,7 @@ boost::system::result<BrowserChoice, BrowserProblem> choose_browser(const EnvMap
            " npx --prefix " + playwright::engine_dir() + " playwright install chromium`"}};
 }
 
-boost::system::result<ConnectorDef, BrowserProblem> browser_definition(const EnvMap& env, const std::string& folder,
-                                                                       const std::string& cwd) {
+boost::system::result<ConnectorDef, BrowserProblem> browser_definition(const EnvMap& env) {
   std::string node = on_path(env, {"node"});
   if (node.empty())
     return BrowserProblem{
@@ -158,9 +157,12 @@ boost::system::result<ConnectorDef, BrowserProblem> browser_definition(const Env
   ConnectorDef d;
   d.name = std::string(kBrowserName);
   d.command = node;
-  d.args = {
-      playwright::cli_js(), "--headless", "--isolated",   "--image-responses", "omit",         "--codegen", "none",
-      "--console-level",    "warning",    "--file-paths", "absolute",          "--output-dir", folder};
+  // No --output-dir: it would tie the server to one session from its start. Playwright MCP reads the
+  // client's roots at its first tool call and, without an output dir, writes into
+  // `<first root>/.playwright-mcp`, resolving the file names a tool is given in that root too
+  // (never in the user's repository). The root is the session's folder (SessionBrowser::start).
+  d.args = {playwright::cli_js(), "--headless", "--isolated",   "--image-responses", "omit", "--codegen", "none",
+            "--console-level",    "warning",    "--file-paths", "absolute"};
   if (browser->kind == "chrome") {
     d.args.insert(d.args.end(), {"--browser", "chrome"});
   } else if (browser->kind == "chromium") {
@@ -170,8 +172,8 @@ boost::system::result<ConnectorDef, BrowserProblem> browser_definition(const Env
   }
   if (::geteuid() == 0) d.args.emplace_back("--no-sandbox");  // Chromium refuses to start as root with it on
   d.env = {{"PLAYWRIGHT_BROWSERS_PATH", playwright::browsers_dir()}};
-  d.cwd = cwd;
-  d.canonical = fmt::format("{{\"browser\":\"{}\",\"folder\":\"{}\"}}", browser->path, folder);
+  d.cwd = paths::cache_dir() + "/browser";
+  d.canonical = fmt::format("{{\"browser\":\"{}\"}}", browser->path);
   d.file = "(oppx's browser)";
   return d;
 }
@@ -205,11 +207,8 @@ void inline_browser_files(json::value& result, const std::string& folder) {
   }
 }
 
-SessionBrowser::SessionBrowser(boost::asio::io_context& io, std::string session, std::string cwd)
-    : io_(io),
-      session_(std::move(session)),
-      cwd_(std::move(cwd)),
-      folder_(paths::cache_dir() + "/browser/" + session_) {}
+SessionBrowser::SessionBrowser(boost::asio::io_context& io, std::string session)
+    : io_(io), session_(std::move(session)), folder_(paths::cache_dir() + "/browser/" + session_) {}
 
 SessionBrowser::~SessionBrowser() { stop(); }
 
@@ -224,9 +223,10 @@ void SessionBrowser::start(const EnvMap& env, Started done) {
                                  "cannot make the browser's folder " + folder_ + ": " + r.error(),
                                  {"check the permissions of " + paths::cache_dir()}});
   }
-  auto def = browser_definition(env, folder_, cwd_.empty() ? folder_ : cwd_);
+  auto def = browser_definition(env);
   if (!def) return settle(def.error());
   connector_ = Connector::create(io_, std::move(*def), folder_ + "/server.log");
+  connector_->offer_roots({folder_});
   std::weak_ptr<Connector> weak = connector_;
   connector_->on_change([this, weak] {
     auto c = weak.lock();

@@ -46,10 +46,10 @@ struct BrowserChoice {
 };
 boost::system::result<BrowserChoice, BrowserProblem> choose_browser(const EnvMap& env);
 
-// The connector definition for a session whose output goes to `folder` and whose pages' files are
-// resolved from `cwd`; checks Node.js, the installed server and a browser first.
-boost::system::result<ConnectorDef, BrowserProblem> browser_definition(const EnvMap& env, const std::string& folder,
-                                                                       const std::string& cwd);
+// The server's definition, the same for every session (no --output-dir): a session's folder
+// reaches it as the connector's root (SessionBrowser::start). Checks Node.js, the installed
+// server and a browser first.
+boost::system::result<ConnectorDef, BrowserProblem> browser_definition(const EnvMap& env);
 
 // A tool the browser offers the agent: all but those that reach the user's files, run code the
 // model wrote without a question, or answer with images.
@@ -64,7 +64,7 @@ void inline_browser_files(boost::json::value& result, const std::string& folder)
 class SessionBrowser {
  public:
   // `session`: the session's id, its output folder's name under the cache folder.
-  SessionBrowser(boost::asio::io_context& io, std::string session, std::string cwd);
+  SessionBrowser(boost::asio::io_context& io, std::string session);
   ~SessionBrowser();  // stops the server and, with it, its browser processes
   SessionBrowser(const SessionBrowser&) = delete;
   SessionBrowser& operator=(const SessionBrowser&) = delete;
@@ -85,7 +85,7 @@ class SessionBrowser {
   void settle(std::optional<BrowserProblem> problem);
 
   boost::asio::io_context& io_;
-  std::string session_, cwd_, folder_;
+  std::string session_, folder_;
   std::shared_ptr<Connector> connector_;
   std::optional<BrowserProblem> problem_;
   std::vector<Started> waiting_;

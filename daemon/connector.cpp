@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <map>
 
 namespace oppx::daemon {
@@ -158,6 +159,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   asio::io_context& io;
   ConnectorDef def;
   std::string log_path;
+  std::optional<std::vector<std::string>> roots;  // offer_roots
   LinkFactory factory;
   ConnectorState state = ConnectorState::kStopped;
   std::string reason;
@@ -330,6 +332,12 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     o.name = def.name;
     o.quiet_on_disconnect = link->reports_its_loss();
     o.list_changed_debounce = kListChangedDebounce;
+    if (roots) {
+      o.roots = [w] {
+        auto self = w.lock();
+        return self && self->roots ? *self->roots : std::vector<std::string>{};
+      };
+    }
     McpClient::Handlers h;
     h.on_tools = [w, gen](json::array list) {
       auto self = w.lock();
@@ -720,6 +728,7 @@ Connector::CancelCall Connector::call(const std::string& tool, json::value argum
   return impl_->call(tool, std::move(arguments), std::move(options), std::move(done));
 }
 void Connector::on_change(std::function<void()> fn) { impl_->on_change = std::move(fn); }
+void Connector::offer_roots(std::vector<std::string> folders) { impl_->roots = std::move(folders); }
 void Connector::check_before_start(std::function<std::string()> fn) { impl_->start_check = std::move(fn); }
 const ConnectorDef& Connector::def() const { return impl_->def; }
 ConnectorState Connector::state() const { return impl_->state; }

@@ -90,6 +90,10 @@ class Connector {
   CancelCall call(const std::string& tool, boost::json::value arguments, CallOptions options,
                   std::function<void(CallResult)> done);
   void on_change(std::function<void()> fn);
+  // Offers the server roots (MCP "Roots") from its next session on: roots/list answers with
+  // `folders` as they are when asked, so they may be set after the start (a spare server given
+  // to a session: daemon/browser.h).
+  void offer_roots(std::vector<std::string> folders);
   // Asked before every start (a restart after its program stopped, or for a call, too): a
   // non-empty answer keeps it waiting (hold) with that reason instead.
   void check_before_start(std::function<std::string()> fn);

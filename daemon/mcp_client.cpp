@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 namespace oppx::daemon {
@@ -34,6 +35,18 @@ constexpr int kMaxToolPages = 50;
 bool takes_it_down(const RpcError& e) { return e.kind == down::kLogin || e.kind == down::kUnreachable; }
 
 }  // namespace
+
+std::string file_uri(std::string_view path) {
+  std::string out = "file://";
+  for (unsigned char ch : path) {
+    if (std::isalnum(ch) || ch == '/' || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+      out += static_cast<char>(ch);
+    } else {
+      out += fmt::format("%{:02X}", ch);
+    }
+  }
+  return out;
+}
 
 void move_server_kind_to_data(JsonRpcPeer::CallResult& r) {
   if (r || !r.error().received) return;
@@ -71,6 +84,12 @@ std::shared_ptr<McpClient> McpClient::create(asio::io_context& io, std::unique_p
   o.reply_to_malformed = false;  // junk from a server is logged and skipped, never answered
   o.on_request = [w, &io](proto::Request req, Reply reply) {
     if (req.method == "ping") return reply.ok(json::object{});
+    if (auto self = w.lock(); self && req.method == "roots/list" && self->options_.roots) {
+      json::array roots;
+      for (const auto& folder : self->options_.roots())
+        roots.push_back(json::object{{"uri", file_uri(folder)}, {"name", folder.substr(folder.rfind('/') + 1)}});
+      return reply.ok(json::object{{"roots", std::move(roots)}});
+    }
     if (req.method == "initialize") {
       // No server sends a client initialize: this one is ours, sent back. Answered like any
       // request we do not serve; the failure is posted, as failing ends the peer calling us.
@@ -114,7 +133,7 @@ std::shared_ptr<McpClient> McpClient::create(asio::io_context& io, std::unique_p
 void McpClient::start() {
   phase_ = Phase::kInitializing;
   json::object params{{"protocolVersion", kMcpVersions[0]},
-                      {"capabilities", json::object{}},
+                      {"capabilities", options_.roots ? json::object{{"roots", json::object{}}} : json::object{}},
                       {"clientInfo", json::object{{"name", "oppx"}, {"version", OPPX_VERSION}}}};
   peer_->call("initialize", params, [w = weak_from_this()](CallResult r) {
     auto self = w.lock();

@@ -1,9 +1,10 @@
 // McpClient: the MCP client side of one session over any transport (a stdio link, an HTTP link,
 // an in-memory pair in tests): initialize and the protocol version check, the paginated
 // tools/list and its refetch on list_changed (debounced), tools/call with progress routed by
-// token, cancellation, and a refusal for every server request we did not offer (MCP 2025-11-25,
-// "Lifecycle" and "Tools"; docs/protocol.md). It knows nothing of restarts or processes: the
-// connector owns one per run. Callbacks run on the io_context; none of them blocks.
+// token, cancellation, roots when its owner offers them, and a refusal for every server request
+// we did not offer (MCP 2025-11-25, "Lifecycle", "Tools" and "Roots"; docs/protocol.md). It
+// knows nothing of restarts or processes: the connector owns one per run. Callbacks run on the
+// io_context; none of them blocks.
 #pragma once
 
 #include "common/jsonrpc_peer.h"
@@ -20,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace boost::asio {
 class io_context;
@@ -39,6 +41,9 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
     // a disconnected initialize or tools/list is then no failure of ours to report.
     bool quiet_on_disconnect = false;
     std::chrono::milliseconds list_changed_debounce{200};
+    // When set, the client offers roots (MCP "Roots") and answers roots/list with these folders,
+    // read at each request (absolute paths, sent as file: URIs).
+    std::function<std::vector<std::string>()> roots;
   };
   struct Handlers {
     // The complete tool list: after initialize (the session is ready), then after each change.
@@ -103,6 +108,9 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   std::unordered_map<std::string, std::string> token_of_call_;  // proto::id_key of a call → its token
   std::uint64_t next_progress_ = 0;
 };
+
+// The file: URI of an absolute path, each byte outside RFC 3986's unreserved set and '/' escaped.
+std::string file_uri(std::string_view path);
 
 // An error that the server sent is the server's, whatever its data.kind says: its kind is moved
 // to data.server_kind, so that only errors made on our side carry the kinds the daemon acts on.

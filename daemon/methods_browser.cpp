@@ -69,7 +69,7 @@ void status(const Client& client, Reply reply) {
 void start(Server& s, Reply reply, Client& client) {
   if (!client.session) return reply.fail(needs_session());
   Session& session = *client.session;
-  if (!session.browser) session.browser = std::make_shared<SessionBrowser>(s.io(), session.id, session.cwd);
+  if (!session.browser) session.browser = std::make_shared<SessionBrowser>(s.io(), session.id);
   auto shared = std::make_shared<Reply>(std::move(reply));
   std::weak_ptr<SessionBrowser> weak = session.browser;
   EnvMap env(client.env.begin(), client.env.end());

@@ -43,6 +43,24 @@ int soft_fd_limit() {
   return static_cast<int>(rl.rlim_cur);
 }
 
+namespace {
+
+// $/cancelRequest cancels one of the client's calls as its disconnecting would, the session
+// staying open; the daemon ignores any other notification, and an id that is not in flight.
+void client_notification(const Client& client, const proto::Notification& n) {
+  if (n.method != proto::kCancelRequest) return log::debug("client {}: ignored notification {}", client.id, n.method);
+  const boost::json::value* id = n.params.is_object() ? n.params.as_object().if_contains("id") : nullptr;
+  if (!id || !(id->is_string() || id->is_int64() || id->is_uint64()))
+    return log::debug("client {}: ignored a {} without a string or integer id", client.id, n.method);
+  auto peer = client.peer.lock();
+  auto answer = proto::RpcError::make(proto::ErrorCode::kCancelled, proto::kind::kCancelled,
+                                      "the request was cancelled by the client ($/cancelRequest)");
+  if (peer && peer->cancel_request(*id, answer))
+    log::debug("client {}: cancelled request {}", client.id, proto::id_key(*id));
+}
+
+}  // namespace
+
 struct Server::Impl {
   Impl(Server& owner, asio::io_context& io, ServerOptions options)
       : owner(owner),
@@ -140,7 +158,7 @@ struct Server::Impl {
       }
       router.dispatch(req, std::move(reply), *client);
     };
-    po.on_notification = [](proto::Notification n) { log::debug("ignored notification {}", n.method); };
+    po.on_notification = [client](proto::Notification n) { client_notification(*client, n); };
     po.on_closed = [this, id](const TransportError& e) {
       if (e.kind != "eof" && e.kind != "closed") log::warn("client {} dropped: {} ({})", id, e.message, e.kind);
       log::debug("client {} disconnected", id);

@@ -111,6 +111,11 @@ TEST_F(BrowserSession, OpensAPageClicksTwiceReadsTheConsoleAndEndsWithTheConnect
   EXPECT_NE(opened.find("button \"Add\""), std::string::npos) << opened;
   EXPECT_NE(opened.find("widget failed to load"), std::string::npos) << opened;
   EXPECT_EQ(opened.find(".yml"), std::string::npos) << "the snapshot stayed a link: " << opened;
+  // The server wrote it in the session's folder (its root), never in the repository.
+  std::string folder(started->at("folder").as_string());
+  EXPECT_NE(folder.find(home.root() + "/cache/oppx/browser/"), std::string::npos) << folder;
+  EXPECT_NE(run({"sh", "-c", "ls " + folder + "/.playwright-mcp/*.yml"}).out, "");
+  EXPECT_EQ(run({"sh", "-c", "find " + repo + " -name '*.yml'"}).out, "");
   auto ref_at = opened.find("button \"Add\" [ref=");
   ASSERT_NE(ref_at, std::string::npos);
   std::string ref = opened.substr(ref_at + 18, opened.find(']', ref_at) - ref_at - 18);

@@ -109,6 +109,40 @@ TEST(McpClient, InitializesAndReadsEveryPageOfTools) {
   EXPECT_EQ(s.notes, (std::vector<std::string>{"notifications/initialized"}));
 }
 
+// Roots offered: advertised in initialize, and roots/list answers with the folders as they are
+// when asked (set after the start), as file: URIs; without them, roots/list is refused.
+TEST(McpClient, OffersRootsReadWhenTheServerAsks) {
+  auto folders = std::make_shared<std::vector<std::string>>();
+  json::value capabilities;
+  McpClient::Options o;
+  o.roots = [folders] { return *folders; };
+  Session s({{"initialize",
+              [&capabilities](proto::Request& req, Reply& r) {
+                capabilities = req.params.at("capabilities");
+                r.ok(json::object{{"protocolVersion", "2025-06-18"}, {"capabilities", json::object{}}});
+              }},
+             {"tools/list", answer(json::object{{"tools", json::array{}}})}},
+            o);
+  s.client->start();
+  ASSERT_TRUE(run_until(s.io, [&] { return s.lists == 1 || s.failed_kind; }));
+  EXPECT_EQ(capabilities, (json::object{{"roots", json::object{}}}));
+  *folders = {"/tmp/a b/100%"};
+  std::optional<JsonRpcPeer::CallResult> listed;
+  s.server->call("roots/list", nullptr, [&](JsonRpcPeer::CallResult r) { listed = std::move(r); });
+  ASSERT_TRUE(run_until(s.io, [&] { return listed.has_value(); }));
+  ASSERT_TRUE(*listed);
+  EXPECT_EQ(
+      **listed,
+      (json::object{{"roots", json::array{json::object{{"uri", "file:///tmp/a%20b/100%25"}, {"name", "100%"}}}}}));
+
+  Session bare({{"initialize", initialize()}, {"tools/list", answer(json::object{{"tools", json::array{}}})}});
+  bare.client->start();
+  std::optional<JsonRpcPeer::CallResult> refused;
+  bare.server->call("roots/list", nullptr, [&](JsonRpcPeer::CallResult r) { refused = std::move(r); });
+  ASSERT_TRUE(run_until(bare.io, [&] { return refused.has_value(); }));
+  EXPECT_FALSE(*refused);
+}
+
 TEST(McpClient, RefusesAProtocolVersionItDoesNotSpeak) {
   Session s({{"initialize", initialize("1999-01-01")}});
   s.client->start();

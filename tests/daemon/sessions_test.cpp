@@ -1,7 +1,8 @@
 // Start and sharing, through the daemon as clients use it: user connectors start with the
 // daemon, a changed variable restarts only its connector, subscribers hear of changes (a burst of
 // list_changed gives one fetch), the tool list is cached across restarts, progress reaches the
-// caller, a caller that goes away cancels its call, and two clients share one child.
+// caller, a caller that goes away cancels its call (and so does $/cancelRequest, the session
+// staying open), and two clients share one child.
 #include "tests/support/harness.h"
 
 #include "cli/daemon_client.h"
@@ -351,6 +352,97 @@ TEST_F(Sessions, ACallerThatGoesAwayCancelsItsCallAndTheLateResultIsDropped) {
   EXPECT_EQ(echo.exit_code, 0) << echo.err;
   EXPECT_EQ(echo.out, "fake echo\n");
   EXPECT_EQ(home.read_log().find("internal"), std::string::npos) << home.read_log();
+}
+
+// The next line from `c` that is not a notification, parsed.
+json::value next_reply(SyncClient& c) {
+  for (;;) {
+    auto line = c.read_line(10s);
+    if (!line) return nullptr;
+    json::value v = json::parse(*line);
+    if (!v.as_object().contains("method")) return v;
+  }
+}
+
+TEST_F(Sessions, ACancelRequestCancelsTheCallAndTheSessionStaysOpen) {
+  home.write_mcp_config(fake("one"));
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  auto c = hello_client(home.socket());
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->call("session/open", json::object{{"cwd", home.root()}}, 10s));
+  ASSERT_TRUE(
+      c->call("permissions/allow", json::object{{"rule", "one.echo"}, {"session", true}, {"cwd", home.root()}}, 10s));
+  ASSERT_TRUE(
+      c->write_raw(R"({"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"connector":"one","tool":"hang"}})"
+                   "\n"));
+  ASSERT_TRUE(eventually([&] { return received_of("tools/call").size() == 1; }));
+  // An id that is in flight nowhere, then one of another type: ignored, no answer at all.
+  ASSERT_TRUE(c->write_raw(R"({"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"nothing"}})"
+                           "\n"
+                           R"({"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":[1]}})"
+                           "\n"
+                           R"({"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"slow"}})"
+                           "\n"));
+  json::value cancelled = next_reply(*c);
+  ASSERT_TRUE(cancelled.is_object());
+  EXPECT_EQ(cancelled.at("id"), json::value("slow")) << cancelled;
+  EXPECT_EQ(cancelled.at("error").at("code"), json::value(-32800)) << cancelled;
+  EXPECT_EQ(cancelled.at("error").at("data").at("kind"), json::value("cancelled")) << cancelled;
+  // The server was told, as when the caller hangs up; its late answer is dropped.
+  json::value id = received_of("tools/call").at(0).at("id");
+  ASSERT_TRUE(eventually([&] { return received_of("notifications/cancelled").size() == 1; })) << read_file(received);
+  EXPECT_EQ(received_of("notifications/cancelled").at(0).at("params").at("requestId"), id);
+  EXPECT_TRUE(eventually([&] { return listed("one").at("requests_waiting") == json::value(0); }));
+
+  // The session is still open, with its allow; the id may be used again; nothing else came.
+  auto perms = c->call("permissions/list", json::object{{"cwd", home.root()}}, 10s);
+  ASSERT_TRUE(perms);
+  EXPECT_EQ(perms->at("session_allow"), json::array{"one.echo"}) << *perms;
+  ASSERT_TRUE(
+      c->write_raw(R"({"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"connector":"one","tool":"echo"}})"
+                   "\n"));
+  json::value again = next_reply(*c);
+  ASSERT_TRUE(again.is_object());
+  EXPECT_EQ(again.at("id"), json::value("slow"));
+  EXPECT_EQ(again.at("result").at("text"), json::value("fake echo")) << again;
+  // A call already answered cannot be cancelled: no second answer comes.
+  ASSERT_TRUE(c->write_raw(R"({"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"slow"}})"
+                           "\n"));
+  auto status = c->call("daemon/status", json::object{}, 10s);
+  EXPECT_TRUE(status) << "the reply after the cancel must be this call's";
+  EXPECT_EQ(home.read_log().find("internal"), std::string::npos) << home.read_log();
+}
+
+// A real slow tool (server-everything's long-running operation, 60 s): the cancel answers at once.
+TEST_F(Sessions, ACancelledLongRunningCallEndsLongBeforeItsTime) {
+  ASSERT_EQ(::access(kEverything.c_str(), R_OK), 0) << kEverything << " is missing: run packaging/bootstrap.sh";
+  home.write_mcp_config(stdio_entry("everything", "node", {kEverything, "stdio"}));
+  auto c = hello_client(home);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->call("session/open", json::object{{"cwd", home.root()}}, 10s));
+  ASSERT_TRUE(c->write_raw(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"connector":"everything",)"
+                           R"("tool":"trigger-long-running-operation","arguments":{"duration":60,"steps":60},)"
+                           R"("progress_token":"p"}})"
+                           "\n"));
+  // Its first progress shows that it runs on the server.
+  ASSERT_TRUE(notified(*c, "tools/progress", [](const json::object& p) { return p.at("id") == json::value(5); }));
+  auto asked = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c->write_raw(R"({"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":5}})"
+                           "\n"));
+  json::value r = next_reply(*c);
+  ASSERT_TRUE(r.is_object());
+  EXPECT_EQ(r.at("id"), json::value(5));
+  EXPECT_EQ(r.at("error").at("data").at("kind"), json::value("cancelled")) << r;
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 30s);
+  auto echo = c->call(
+      "tools/call",
+      json::object{
+          {"connector", "everything"}, {"tool", "echo"}, {"arguments", json::object{{"message", "still here"}}}},
+      20s);
+  ASSERT_TRUE(echo) << echo.error().message;
+  EXPECT_EQ(echo->at("text"), json::value("Echo: still here"));
+  EXPECT_TRUE(
+      c->call("permissions/list", json::object{{"cwd", home.root()}}, 10s)->as_object().contains("session_allow"));
 }
 
 TEST_F(Sessions, TwoClientsShareOneChildAndTheirCallsAreMultiplexed) {
