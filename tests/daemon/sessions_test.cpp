@@ -375,7 +375,7 @@ TEST_F(Sessions, ACancelRequestCancelsTheCallAndTheSessionStaysOpen) {
   ASSERT_TRUE(
       c->write_raw(R"({"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"connector":"one","tool":"hang"}})"
                    "\n"));
-  ASSERT_TRUE(eventually([&] { return received_of("tools/call").size() == 1; }));
+  ASSERT_TRUE(when_file_changes(received, [&] { return received_of("tools/call").size() == 1; }));
   // An id that is in flight nowhere, then one of another type: ignored, no answer at all.
   ASSERT_TRUE(c->write_raw(R"({"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"nothing"}})"
                            "\n"
@@ -390,9 +390,10 @@ TEST_F(Sessions, ACancelRequestCancelsTheCallAndTheSessionStaysOpen) {
   EXPECT_EQ(cancelled.at("error").at("data").at("kind"), json::value("cancelled")) << cancelled;
   // The server was told, as when the caller hangs up; its late answer is dropped.
   json::value id = received_of("tools/call").at(0).at("id");
-  ASSERT_TRUE(eventually([&] { return received_of("notifications/cancelled").size() == 1; })) << read_file(received);
+  ASSERT_TRUE(when_file_changes(received, [&] { return received_of("notifications/cancelled").size() == 1; }))
+      << read_file(received);
   EXPECT_EQ(received_of("notifications/cancelled").at(0).at("params").at("requestId"), id);
-  EXPECT_TRUE(eventually([&] { return listed("one").at("requests_waiting") == json::value(0); }));
+  EXPECT_TRUE(poll_until([&] { return listed("one").at("requests_waiting") == json::value(0); }));
 
   // The session is still open, with its allow; the id may be used again; nothing else came.
   auto perms = c->call("permissions/list", json::object{{"cwd", home.root()}}, 10s);
