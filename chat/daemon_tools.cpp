@@ -6,7 +6,6 @@
 
 #include <boost/json.hpp>
 
-#include <sys/socket.h>
 
 namespace oppx::chat {
 
@@ -117,7 +116,7 @@ std::string DaemonTools::browser_stop() {
   return r ? std::string() : r.error().message;
 }
 
-void DaemonTools::interrupt() { ::shutdown(client_.fd(), SHUT_RDWR); }
+void DaemonTools::interrupt() { client_.cancel_in_flight(); }
 
 DaemonTools::CallResult DaemonTools::call(const ToolInfo& tool, const json::object& arguments,
                                           const Progress& on_progress) {

@@ -62,8 +62,9 @@ class DaemonTools {
   std::string browser_start();
   std::string browser_stop();
   const std::string& cwd() const { return cwd_; }
-  // From another thread (Ctrl-C): ends the connection, so that the daemon cancels the calls in
-  // flight (their connectors get notifications/cancelled). The front end connects again after.
+  // From another thread (Ctrl-C): the daemon call in flight, when there is one, is cancelled with
+  // $/cancelRequest (a tool's connector gets notifications/cancelled). The connection and the
+  // session (its allows, its browser) stay.
   void interrupt();
 
  private:

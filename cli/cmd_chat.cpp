@@ -436,31 +436,12 @@ struct Chat {
     show_notices(result.connectors_down);
     if (result.cancelled) {
       fmt::print("  (cancelled)\n");
-      auto again = connect_daemon(ctx.socket, Start::kIfNeeded);
-      if (again) {
-        bool had_browser = agent.browser_running();
-        conn.client = std::move(again->client);
-        daemon.open_session(agent.mode() == "plan" ? "plan" : "chat");
-        if (had_browser) restart_browser();
-      } else {
-        fmt::print(stderr, "oppx: {}\n", again.error().message);
-      }
     } else if (result.error) {
       print_model_error(*result.error);
     }
     conversation.messages = agent.conversation();
     if (std::string why = chat::save_conversation(conversation); !why.empty())
       fmt::print(stderr, "oppx: warning: the conversation was not saved ({})\n", why);
-  }
-
-  // The session ended with the connection, and its browser with it: a new one, without its pages.
-  void restart_browser() {
-    if (std::string why = daemon.browser_start(); !why.empty()) {
-      fmt::print("  ! The browser ended with the cancelled turn and did not start again: {}\n", why);
-    } else {
-      fmt::print("  ! The browser was started again after the cancel: its pages are gone.\n");
-    }
-    agent.refresh();
   }
 
   void context_report() {

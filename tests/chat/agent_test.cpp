@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
+#include <thread>
 
 namespace oppx::test {
 namespace {
@@ -454,6 +455,39 @@ TEST_F(AgentTurn, AChangedToolListRebuildsThePromptOnceAndSaysTheNextRequestIsUn
   EXPECT_NE(front.notices.find("the next request is not served from the model server's prefix cache"),
             std::string::npos)
       << front.notices;
+}
+
+// Ctrl-C during a call cancels only that call ($/cancelRequest): the connector is told, and the
+// connection and its session stay, with what the session allowed (and its browser, if any).
+TEST_F(AgentTurn, ACancelledCallLeavesTheSessionAndItsAllowsInPlace) {
+  serve({action("agentc.hang"), reply("After the cancel.")});
+  auto client = hello_client(home);
+  ASSERT_TRUE(client);
+  chat::DaemonTools daemon(*client, repo.root());
+  ASSERT_EQ(daemon.open_session("chat"), "");
+  ASSERT_EQ(daemon.allow("agentc.ping", true), "");
+  chat::ModelConfig mc;
+  mc.server = model->url();
+  mc.model = "m1";
+  chat::ModelClient mclient(mc);
+  ScriptedFront front;
+  chat::Agent agent(mclient, daemon, front, chat::AgentOptions{"chat"});
+  ASSERT_EQ(agent.start(), "");
+  std::thread canceller([&] {
+    when_file_changes(calls, [&] { return read_file(calls).find("\"hang\"") != std::string::npos; });
+    agent.cancel();
+  });
+  chat::TurnResult t = agent.turn("wait for the service");
+  canceller.join();
+  EXPECT_TRUE(t.cancelled);
+  EXPECT_TRUE(when_file_changes(calls, [&] { return read_file(calls).find("\"cancelled\"") != std::string::npos; }))
+      << read_file(calls);
+  // The same connection and session: the session's allow still holds, and the next turn runs.
+  chat::ToolInfo ping{"agentc", "ping"};
+  EXPECT_EQ(daemon.judge_tool(ping).decision, "allow");
+  chat::TurnResult next = agent.turn("and now?");
+  ASSERT_FALSE(next.error) << next.error->message;
+  EXPECT_EQ(next.reply, "After the cancel.");
 }
 
 }  // namespace
