@@ -1,5 +1,7 @@
 // oppx demo: a short tour that needs no model. It starts the daemon (or finds it), shows the
-// handshake and the status, times a few round trips, and says what to try next.
+// handshake and the status, times a few round trips, a real connector, a repository's waiting
+// one, the headless browser on a small local page, and says what to try next.
+#include "cli/browser.h"
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/probe.h"
@@ -8,11 +10,16 @@
 
 #include "common/fs.h"
 #include "common/paths.h"
+#include "common/playwright.h"
+#include "common/text.h"
 
 #include <boost/json.hpp>
 
 #include <algorithm>
 #include <climits>
+#include <csignal>
+#include <cstdio>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <chrono>
 #include <vector>
@@ -126,6 +133,98 @@ void connector_tour(Connection& conn, const std::string& self) {
   repository_tour(conn, server, self);
 }
 
+// A small page, served by node on 127.0.0.1 with a port of its choosing, printed as "port N".
+constexpr const char* kDemoPage = R"(
+const page = '<!doctype html><title>oppx demo</title><h1>Hello from oppx</h1>' +
+  '<p>This page is served on 127.0.0.1 for the demo.</p><button>Try me</button>' +
+  '<script>console.warn("a warning the browser tools can read")</script>';
+require('http').createServer((q, r) => { r.writeHead(200, {'content-type': 'text/html'}); r.end(page); })
+  .listen(0, '127.0.0.1', function () { console.log('port ' + this.address().port); });
+)";
+
+// The page server for as long as it lives; `url` is empty when it did not start.
+struct DemoPage {
+  pid_t pid = -1;
+  std::string url;
+  DemoPage() {
+    int out[2];
+    if (::pipe(out) != 0) return;
+    pid = ::fork();
+    if (pid == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      ::close(out[1]);
+      ::execlp("node", "node", "-e", kDemoPage, nullptr);
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    if (FILE* f = ::fdopen(out[0], "r")) {
+      int port = 0;
+      if (std::fscanf(f, "port %d", &port) == 1 && port > 0) url = fmt::format("http://127.0.0.1:{}/", port);
+      std::fclose(f);
+    }
+  }
+  ~DemoPage() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+  }
+};
+
+// The browser: installed when it is not (npm's progress shown), started for this connection's
+// session, a local page opened, and what its snapshot shows.
+void browser_tour(Connection& conn) {
+  fmt::print("6. The headless browser (Playwright's MCP server on Chrome or Chromium)\n");
+  if (playwright::installed_version() != playwright::kMcpVersion) {
+    std::fflush(stdout);
+    if (std::string why = prepare_browser(); !why.empty()) {
+      fmt::print("   not installed: {}\n\n", why);
+      return;
+    }
+  }
+  DemoPage page;
+  if (page.url.empty()) {
+    fmt::print("   the demo page did not start (node on PATH is needed)\n\n");
+    return;
+  }
+  char cwd[PATH_MAX];
+  std::string here = ::getcwd(cwd, sizeof cwd) ? cwd : "/";
+  if (auto s = conn.client.call("session/open", json::object{{"cwd", here}, {"mode", "chat"}}, kCallTimeout); !s) {
+    fmt::print("   session/open failed: {}\n\n", s.error().message);
+    return;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  auto started = conn.client.call("browser/start", json::object{}, std::chrono::seconds(60));
+  if (!started) {
+    fmt::print("   it did not start: {}\n\n", started.error().message);
+    return;
+  }
+  json::object args{{"url", page.url}};
+  auto r = conn.client.call(
+      "tools/call", json::object{{"connector", "playwright"}, {"tool", "browser_navigate"}, {"arguments", args}},
+      std::chrono::seconds(60));
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!r) {
+    fmt::print("   browser_navigate failed: {}\n\n", r.error().message);
+    return;
+  }
+  std::string text(r->as_object().at("text").as_string());
+  fmt::print("   playwright.browser_navigate {} ({:.1f} s, Chromium starting); the page as the model reads it:\n",
+             json::serialize(args), s);
+  auto at = text.find("- heading");
+  std::string shown = text.substr(at == std::string::npos ? 0 : at);
+  int lines = 0;
+  for (std::size_t b = 0; b < shown.size() && lines < 8; ++lines) {
+    auto e = shown.find('\n', b);
+    std::string line = shown.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    if (line.rfind("```", 0) != 0) fmt::print("     {}\n", escape_controls(line));
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  conn.client.call("browser/stop", json::object{}, kCallTimeout);
+  fmt::print("   (in the chat, the agent asks once before it starts one: `oppx browser status`)\n\n");
+}
+
 int demo(Context& ctx) {
   if (!ctx.args.empty()) return usage_error(*find_command("", "demo"), "unexpected argument " + ctx.args[0]);
   fmt::print("oppx demo: the daemon, its socket, a real connector and the CLI\n\n");
@@ -167,6 +266,7 @@ int demo(Context& ctx) {
       "3. The daemon is one per user and socket, reachable only by your uid, and speaks the\n"
       "   JSON-RPC socket API of docs/protocol.md.\n\n");
   connector_tour(*conn, ctx.self);
+  browser_tour(*conn);
   fmt::print(
       "The CLI is ready. Try:\n"
       "  {0} mcp list\n"

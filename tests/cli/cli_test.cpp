@@ -2,6 +2,7 @@
 // daemon when none answers (also several at once, and after a kill -9), stop/restart/logs.
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
+#include "tests/support/browser_support.h"
 #include "tests/support/harness.h"
 
 #include <boost/json.hpp>
@@ -287,6 +288,7 @@ TEST(Cli, ABuildMismatchIsAWarningWithTheFix) {
 
 TEST(Cli, DemoRunsAgainstARealDaemon) {
   TempHome home;
+  link_engine(home);  // the browser as the bootstrap installed it
   // Run as the README says, by a relative path from the folder above build/.
   std::string bin_dir = std::string(OPPX_BIN).substr(0, std::string(OPPX_BIN).rfind('/'));
   Result r = run({"/bin/sh", "-c", "cd \"$1\" && ./oppx demo", "sh", bin_dir});
@@ -312,6 +314,9 @@ TEST(Cli, DemoRunsAgainstARealDaemon) {
     EXPECT_NE(line.find("mcp approve demo-notes"), std::string::npos) << line;
     Result approve = run({"/bin/sh", "-c", "cd / && " + line});
     EXPECT_EQ(approve.exit_code, 0) << line << "\n" << approve.out << approve.err;
+    // The browser opened the demo's own page and printed what the model would read of it.
+    EXPECT_NE(r.out.find("- heading \"Hello from oppx\" [level=1]"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("a warning the browser tools can read"), std::string::npos) << r.out;
     Result again = oppx({"demo"});
     EXPECT_NE(again.out.find("`everything` is already in"), std::string::npos) << again.out;
   } else {
