@@ -35,7 +35,7 @@ std::string_view state_name(ConnectorState s);
 namespace down {
 inline constexpr std::string_view kNotInstalled = "not_installed";
 inline constexpr std::string_view kStopped = "stopped";
-inline constexpr std::string_view kTimeout = "timeout";
+inline constexpr std::string_view kTimeout = proto::kind::kTimeout;  // the same word on both sides
 inline constexpr std::string_view kConfig = "config";
 inline constexpr std::string_view kUnsupported = "unsupported";
 inline constexpr std::string_view kLogin = "login";              // 401/403, "unauthorized", "token expired"

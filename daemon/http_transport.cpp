@@ -10,6 +10,8 @@
 // with a logging completion handler), which reports back only through the Handlers.
 #include "daemon/http_transport.h"
 
+#include "proto/mcp_versions.h"
+
 #include "common/budget.h"
 #include "common/http_client.h"
 #include "common/log.h"
@@ -70,12 +72,14 @@ std::function<void(std::exception_ptr)> logged(std::string what) {
 
 // MCP 2025-06-18 added the MCP-Protocol-Version header to every request after initialize;
 // 2025-03-26 has none (its servers assume that version when it is missing), so it goes unsent.
-bool sends_version_header(std::string_view version) { return !version.empty() && version != "2025-03-26"; }
+bool sends_version_header(std::string_view version) {
+  return !version.empty() && version != proto::mcp::kWithoutVersionHeader;
+}
 
 // MCP 2025-11-25 (SEP-1699): once it sent an event with an id, a server may end the connection
 // of a stream before the response and the client polls (GET with Last-Event-ID after `retry`).
 // Earlier versions say the server SHOULD NOT end it early: there every early end is a drop.
-bool server_may_poll(std::string_view version) { return version == "2025-11-25"; }
+bool server_may_poll(std::string_view version) { return version == proto::mcp::kFirstWithPolling; }
 
 // One answer of the server, its body still to read on `ex`.
 struct Answer {
@@ -201,7 +205,6 @@ awaitable<Outcome<Answer>> open(std::shared_ptr<State> st, HttpAsk ask, Clock::t
   co_return a;
 }
 
-constexpr const char* kAcceptedVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 constexpr std::size_t kMaxErrorBody = 64u << 10;  // an error page is read this far for its message
 constexpr std::size_t kMaxInFlight = 32;          // exchanges at once; more wait their turn
 
@@ -254,8 +257,7 @@ bool take_messages(State& st, std::string_view text, AnswerSeen& w, bool deliver
   auto one = [&](const json::value& m) {
     w.see(m);
     // Known before the peer sees the answer: the messages it sends next carry the version.
-    if (w.initialize && st.protocol_version != w.version &&
-        std::find(std::begin(kAcceptedVersions), std::end(kAcceptedVersions), w.version) != std::end(kAcceptedVersions))
+    if (w.initialize && st.protocol_version != w.version && proto::mcp::supported(w.version))
       st.protocol_version = w.version;
     if (deliver) st.deliver(json::serialize(m));
   };

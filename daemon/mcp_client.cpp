@@ -3,6 +3,8 @@
 // a weak_ptr to the client, so a client closed or destroyed with calls in flight ends cleanly.
 #include "daemon/mcp_client.h"
 
+#include "proto/mcp_versions.h"
+
 #include "common/log.h"
 #include "common/text.h"
 #include "daemon/connector.h"
@@ -132,7 +134,7 @@ std::shared_ptr<McpClient> McpClient::create(asio::io_context& io, std::unique_p
 
 void McpClient::start() {
   phase_ = Phase::kInitializing;
-  json::object params{{"protocolVersion", kMcpVersions[0]},
+  json::object params{{"protocolVersion", proto::mcp::kLatest},
                       {"capabilities", options_.roots ? json::object{{"roots", json::object{}}} : json::object{}},
                       {"clientInfo", json::object{{"name", "oppx"}, {"version", OPPX_VERSION}}}};
   peer_->call("initialize", params, [w = weak_from_this()](CallResult r) {
@@ -161,7 +163,7 @@ void McpClient::initialized(CallResult r) {
   std::string version;
   if (auto* v = r->is_object() ? r->as_object().if_contains("protocolVersion") : nullptr; v && v->is_string())
     version = std::string(v->as_string());
-  if (std::find(std::begin(kMcpVersions), std::end(kMcpVersions), version) == std::end(kMcpVersions))
+  if (!proto::mcp::supported(version))
     return failed(down::kStopped, fmt::format("it speaks MCP protocol \"{}\", which oppx does not support", version));
   phase_ = Phase::kListing;
   peer_->notify("notifications/initialized", nullptr);

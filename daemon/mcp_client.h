@@ -29,9 +29,6 @@ class io_context;
 
 namespace oppx::daemon {
 
-// The MCP versions oppx speaks, newest first: initialize asks for the first.
-inline constexpr const char* kMcpVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
-
 class McpClient : public std::enable_shared_from_this<McpClient> {
  public:
   using CallResult = JsonRpcPeer::CallResult;
@@ -58,7 +55,7 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
                                            Options options, Handlers handlers);
   ~McpClient();
 
-  // Sends initialize; once the version is one of kMcpVersions, notifications/initialized and the
+  // Sends initialize; once the version is one of proto::mcp::kVersions, notifications/initialized and the
   // tools/list pages follow, and then on_tools.
   void start();
   // Sends tools/call; `done` runs once. Errors the server sent carry no kind of ours (its kind is
