@@ -251,6 +251,7 @@ int main(int argc, char** argv) {
       {"browser_start", "a click's round trip", "ms", k, sk.median > 0 ? "SDK client, same steps" : "", sk.median, ""});
   oppx::bench::Stats mem;
   mem.median = mem.min = mem.p90 = mem.p99 = via.peak_kib / 1024.0;
-  oppx::bench::report({"browser_start", "the browser tree after a click, RSS summed over its processes", "MiB", mem, "", 0, ""});
+  oppx::bench::report(
+      {"browser_start", "the browser tree after a click, RSS summed over its processes", "MiB", mem, "", 0, ""});
   return 0;
 }

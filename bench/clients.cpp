@@ -1,6 +1,7 @@
 // bench/clients: tools/call echo through one warm oppxd from 1 to 256 socket clients at once, each
 // with one call outstanding at every moment; the latency of each call and the calls per second at
-// each number of clients (N calls a level, at least 40 a client), beside the same at one client (the ratio says what sharing costs). With
+// each number of clients (N calls a level, at least 40 a client), beside the same at one client (the ratio says what
+// sharing costs). With
 // --dat FILE it also writes the table gnuplot draws (bench/run: docs/performance.md).
 //   usage: clients [--levels 1,2,4,…] [--calls N] [--dat FILE]
 #include "bench/bench_support.h"

@@ -6,7 +6,6 @@
 
 #include <boost/json.hpp>
 
-
 namespace oppx::chat {
 
 namespace json = boost::json;

@@ -61,7 +61,7 @@ class SyncClient {
   std::string buffer_;
   std::function<void(const std::string&, const boost::json::value&)> on_notification_;
   std::unique_ptr<std::mutex> write_mutex_ = std::make_unique<std::mutex>();  // cancel_in_flight writes too
-  std::atomic<std::int64_t> in_flight_{0};  // the id call() waits for; 0: none
+  std::atomic<std::int64_t> in_flight_{0};                                    // the id call() waits for; 0: none
 };
 
 }  // namespace oppx
