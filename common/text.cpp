@@ -78,16 +78,11 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::string mask_secrets(std::string_view text, const std::vector<std::string>& secrets) {
-  constexpr std::size_t kShortest = 3, kAnywhere = 8;
+namespace {
+
+std::string mask_secrets_once(std::string_view text, const std::vector<std::string_view>& by_length) {
+  constexpr std::size_t kAnywhere = 8;
   auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-  std::vector<std::string_view> by_length;
-  for (auto& s : secrets) {
-    if (s.size() >= kShortest) by_length.emplace_back(s);
-  }
-  if (by_length.empty()) return std::string(text);
-  // The longest first: a secret that holds another is hidden whole.
-  std::sort(by_length.begin(), by_length.end(), [](auto a, auto b) { return a.size() > b.size(); });
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
@@ -109,6 +104,26 @@ std::string mask_secrets(std::string_view text, const std::vector<std::string>& 
       out += text[i++];
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::string mask_secrets(std::string_view text, const std::vector<std::string>& secrets) {
+  constexpr std::size_t kShortest = 3;
+  std::vector<std::string_view> by_length;
+  for (auto& s : secrets) {
+    if (s.size() >= kShortest) by_length.emplace_back(s);
+  }
+  if (by_length.empty()) return std::string(text);
+  // The longest first: a secret that holds another is hidden whole.
+  std::sort(by_length.begin(), by_length.end(), [](auto a, auto b) { return a.size() > b.size(); });
+  // Again until nothing changes: a short secret glued to a long one ("LONGSECRETpin") stands alone
+  // once the long one is hidden ("***pin"), and must go too. Each pass that changes the text makes
+  // it shorter or adds a '*', so this ends.
+  std::string out = mask_secrets_once(text, by_length);
+  for (std::string again = mask_secrets_once(out, by_length); again != out; again = mask_secrets_once(out, by_length))
+    out = std::move(again);
   return out;
 }
 

@@ -23,6 +23,7 @@ std::string lower(std::string_view s);
 // occurs; a shorter one only where it stands as a word of its own (not inside a longer run of
 // letters and digits), so that "dev" leaves "device" alone; one of 1 or 2 characters is left as
 // it is: it hides nothing that a guess would not find, and hiding every "1" would garble the text.
+// A short one that stands alone only once a long one beside it is hidden ("***pin") is hidden too.
 std::string mask_secrets(std::string_view text, const std::vector<std::string>& secrets);
 
 // One word for a POSIX shell: as it is when it holds only safe characters, else in single quotes.

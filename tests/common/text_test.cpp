@@ -45,5 +45,13 @@ TEST(MaskSecrets, LongOnesAnywhereShortOnesAsWordsTinyOnesNot) {
   EXPECT_EQ(mask_secrets("", {"secret-value"}), "");
 }
 
+// Found by fuzz/secret_mask: a short secret glued to a long one stood alone once the long one was
+// hidden, and was shown.
+TEST(MaskSecrets, AShortOneLeftStandingByAHiddenOneIsHiddenToo) {
+  EXPECT_EQ(mask_secrets("LONGSECRETpin and pinLONGSECRET", {"LONGSECRET", "pin"}), "****** and ******");
+  EXPECT_EQ(mask_secrets("LONGSECRETpinned", {"LONGSECRET", "pin"}), "***pinned") << "still part of a word";
+  EXPECT_EQ(mask_secrets("a***b ***", {"***"}), "a***b ***") << "a secret that is the mask changes nothing";
+}
+
 }  // namespace
 }  // namespace oppx
