@@ -13,6 +13,7 @@ std::string escape_controls(std::string_view s, bool keep_newlines_and_tabs = fa
 // Serialized JSON with the characters escape_controls would escape (control characters, DEL, the
 // invisible ones) written as \uXXXX escapes: the same JSON value, still valid JSON, nothing in it
 // that a terminal would obey. (A serializer leaves DEL and the invisible characters as they are.)
+// Bytes that are not UTF-8 (a serializer copies them too) become \ufffd, so that it stays JSON.
 std::string json_escape_controls(std::string_view json_text);
 
 // ASCII letters in lower case (header names, words matched without regard to case).
