@@ -97,6 +97,24 @@ std::string json_escape_controls(std::string_view json_text) {
   return out;
 }
 
+std::string valid_utf8(std::string s) {
+  std::size_t i = 0;
+  for (std::size_t n; i < s.size() && (n = utf8_length(s, i)) != 0;) i += n;
+  if (i == s.size()) return s;
+  std::string out(s, 0, i);
+  while (i < s.size()) {
+    std::size_t n = utf8_length(s, i);
+    if (n == 0) {
+      out += "\xef\xbf\xbd";
+      ++i;
+    } else {
+      out.append(s, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

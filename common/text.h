@@ -16,6 +16,11 @@ std::string escape_controls(std::string_view s, bool keep_newlines_and_tabs = fa
 // Bytes that are not UTF-8 (a serializer copies them too) become \ufffd, so that it stays JSON.
 std::string json_escape_controls(std::string_view json_text);
 
+// `s` with each byte that is not part of well-formed UTF-8 replaced by U+FFFD; `s` itself (moved,
+// not copied) when it is all UTF-8. For JSON written on a wire: a string the daemon made from raw
+// bytes (a server's stderr line, a file name) would otherwise make the whole line unparseable.
+std::string valid_utf8(std::string s);
+
 // ASCII letters in lower case (header names, words matched without regard to case).
 std::string lower(std::string_view s);
 
