@@ -135,4 +135,8 @@ fi
 
 say "building $rel/ (preset $preset)"
 cmake --build --preset "$preset"
-say "done: $rel/oppx is ready"
+if [ "$preset" = fuzz ]; then
+  say "done: the fuzz targets are in $rel/ (fuzz/run.sh SECONDS runs them)"
+else
+  say "done: $rel/oppx is ready"
+fi
