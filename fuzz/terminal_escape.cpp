@@ -62,8 +62,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (holds_invisible(body)) broken("an invisible character in json_line");
   boost::json::value back = boost::json::parse(body, ec);
   if (ec) broken("json_line is not JSON");
-  // The same value, unless a string held bytes that are not UTF-8 (then they read as U+FFFD).
-  (void)boost::json::parse(boost::json::serialize(v), ec);
-  if (!ec && back != v) broken("json_line changed the value");
+  // The same value as the serializer's own line (a long number can read back as another double
+  // from either: Boost.JSON 1.81 does not round every one exactly), unless a string held bytes
+  // that are not UTF-8 (then they read as U+FFFD).
+  boost::json::value plain = boost::json::parse(boost::json::serialize(v), ec);
+  if (!ec && back != plain) broken("json_line changed the value");
   return 0;
 }
