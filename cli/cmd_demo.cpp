@@ -67,9 +67,7 @@ std::string runnable_from_anywhere(const std::string& self) {
 // A repository as a fresh clone would have it: a .mcp.json the user never saw. It waits.
 void repository_tour(Connection& conn, const std::string& server, const std::string& self) {
   fmt::print("5. A repository's connector waits for your consent\n");
-  const char* cache = std::getenv("XDG_CACHE_HOME");
-  std::string base = cache && cache[0] == '/' ? std::string(cache) : paths::home() + "/.cache";
-  std::string repo = base + "/oppx/demo-repo";
+  std::string repo = paths::cache_dir() + "/demo-repo";
   if (auto r = ensure_private_dir(repo + "/.git"); !r) {
     fmt::print("   cannot make the demo repository: {}\n\n", r.error());
     return;

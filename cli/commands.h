@@ -43,6 +43,7 @@ std::vector<Command> help_commands();
 std::vector<Command> demo_commands();
 std::vector<Command> mcp_commands();
 std::vector<Command> permissions_commands();
+std::vector<Command> browser_commands();
 
 const std::vector<Command>& command_table();
 const Command* find_command(std::string_view group, std::string_view name);

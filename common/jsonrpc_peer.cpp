@@ -42,7 +42,7 @@ void Reply::finish(std::string line) {
   auto peer = peer_.lock();
   if (!peer || cancelled()) return;
   peer->reply_done(id_);
-  peer->send_line(std::move(line));
+  peer->send_response(std::move(line));
 }
 
 std::shared_ptr<JsonRpcPeer> JsonRpcPeer::create(std::unique_ptr<Transport> transport, Options options) {
@@ -70,34 +70,64 @@ void JsonRpcPeer::start() {
       [weak](const TransportError& e) {
         auto self = weak.lock();
         if (!self || !self->options_.reply_to_malformed) return;
-        self->send_line(proto::serialize_error(
+        self->send_response(proto::serialize_error(
             nullptr, RpcError::make(ErrorCode::kInvalidRequest, proto::kind::kTooLarge,
                                     e.message + "; the connection is closed. Send large data in smaller messages")));
       },
-      [weak](std::string line) {
-        if (auto self = weak.lock()) self->on_line(std::move(line), true);
+      [weak](const json::value& id, RpcError error) {
+        if (auto self = weak.lock()) self->request_failed(id, std::move(error));
       }});
 }
 
-void JsonRpcPeer::send_line(std::string line) {
-  if (!closed_) transport_->send(std::move(line));
+void JsonRpcPeer::send(Message m) {
+  if (!closed_) transport_->send(std::move(m));
+}
+
+void JsonRpcPeer::send_response(std::string line) {
+  Message m;
+  m.text = std::move(line);
+  send(std::move(m));
+}
+
+// The transport's own answer to a request it could not carry: its kind is ours (`received` stays
+// false), whatever the far end could have said.
+void JsonRpcPeer::request_failed(const json::value& id, RpcError error) {
+  auto it = outgoing_.find(proto::id_key(id));
+  if (it == outgoing_.end()) return;
+  auto done = std::move(it->second);
+  outgoing_.erase(it);
+  error.received = false;
+  done(std::move(error));
 }
 
 void JsonRpcPeer::reply_done(const json::value& id) { incoming_.erase(proto::id_key(id)); }
 
-void JsonRpcPeer::notify(std::string_view method, const json::value& params) {
-  send_line(proto::serialize_notification(method, params));
+void JsonRpcPeer::notify(std::string_view method, const json::value& params, const json::value& cancels) {
+  Message m;
+  m.kind = Message::Kind::kNotification;
+  m.text = proto::serialize_notification(method, params);
+  m.method = std::string(method);
+  m.cancels = cancels;
+  send(std::move(m));
 }
 
-json::value JsonRpcPeer::call(std::string_view method, const json::value& params,
-                              std::function<void(CallResult)> done) {
+json::value JsonRpcPeer::call(std::string_view method, const json::value& params, std::function<void(CallResult)> done,
+                              RequestOptions request) {
   json::value id = next_id_++;
   if (closed_) {
     done(RpcError::make(ErrorCode::kInternal, proto::kind::kDisconnected, options_.name + " is not connected"));
     return id;
   }
   outgoing_.emplace(proto::id_key(id), std::move(done));
-  send_line(proto::serialize_request(id, method, params));
+  Message m;
+  m.kind = Message::Kind::kRequest;
+  m.text = proto::serialize_request(id, method, params);
+  m.method = std::string(method);
+  m.id = id;
+  m.repeatable = request.repeatable;
+  m.slow_first_byte = request.slow_first_byte;
+  m.label = std::move(request.label);
+  send(std::move(m));
   return id;
 }
 
@@ -113,12 +143,12 @@ void JsonRpcPeer::abort() {
   on_closed(TransportError{"closed", "closed"});  // now, not when the transport's notice arrives
 }
 
-void JsonRpcPeer::on_line(std::string line, bool own) {
+void JsonRpcPeer::on_line(std::string line) {
   auto parsed = proto::parse_message(line);
   if (!parsed) {
     const proto::Rejection& r = parsed.error();
     log::debug("{}: rejected a message: {}", options_.name, r.error.message);
-    if (options_.reply_to_malformed) send_line(proto::serialize_error(r.id, r.error));
+    if (options_.reply_to_malformed) send_response(proto::serialize_error(r.id, r.error));
     return;
   }
   if (auto* resp = std::get_if<proto::Response>(&*parsed)) {
@@ -132,7 +162,7 @@ void JsonRpcPeer::on_line(std::string line, bool own) {
     if (resp->ok) {
       done(std::move(resp->result));
     } else {
-      resp->error.received = !own;  // the transport's own error: its kind is ours, not the far end's
+      resp->error.received = true;  // the far end's: its data.kind is its own claim (request_failed: ours)
       done(std::move(resp->error));
     }
     return;
@@ -144,13 +174,13 @@ void JsonRpcPeer::on_line(std::string line, bool own) {
   auto& req = std::get<proto::Request>(*parsed);
   std::string key = proto::id_key(req.id);
   if (incoming_.count(key)) {
-    send_line(proto::serialize_error(
+    send_response(proto::serialize_error(
         req.id, RpcError::make(ErrorCode::kInvalidRequest, proto::kind::kDuplicateId,
                                "id " + key.substr(2) + " is already used by a request still in flight; use a new id")));
     return;
   }
   if (incoming_.size() >= options_.max_in_flight) {
-    send_line(proto::serialize_error(
+    send_response(proto::serialize_error(
         req.id, RpcError::make(ErrorCode::kInvalidRequest, proto::kind::kTooLarge,
                                "too many requests in flight (" + std::to_string(options_.max_in_flight) +
                                    "); wait for some answers before sending more")));

@@ -18,6 +18,13 @@ namespace oppx {
 
 class JsonRpcPeer;
 
+// What a request's transport may need to know about it (Message).
+struct RequestOptions {
+  bool repeatable = true;
+  bool slow_first_byte = false;
+  std::string label;
+};
+
 class Reply {
  public:
   Reply(Reply&& other) noexcept;
@@ -66,10 +73,13 @@ class JsonRpcPeer : public std::enable_shared_from_this<JsonRpcPeer> {
   ~JsonRpcPeer();
 
   void start();
-  void notify(std::string_view method, const boost::json::value& params);
-  // Sends a request; `done` runs once with the result, the error, or kind "disconnected".
+  // `cancels`: the id of the request this notification cancels, if it does (the transport may
+  // then end that request's exchange).
+  void notify(std::string_view method, const boost::json::value& params, const boost::json::value& cancels = nullptr);
+  // Sends a request; `done` runs once with the result, the error, or kind "disconnected". An
+  // error the far end sent has `received` set; one the transport made (on_request_failed) not.
   boost::json::value call(std::string_view method, const boost::json::value& params,
-                          std::function<void(CallResult)> done);
+                          std::function<void(CallResult)> done, RequestOptions request = {});
   // Drops a call still waiting for its answer without running its `done` (its caller went away);
   // a late answer with that id is then skipped as unknown.
   void forget(const boost::json::value& id);
@@ -84,10 +94,11 @@ class JsonRpcPeer : public std::enable_shared_from_this<JsonRpcPeer> {
  private:
   friend class Reply;
   JsonRpcPeer(std::unique_ptr<Transport> transport, Options options);
-  // `own`: made by the transport itself (Transport::Handlers::on_own_line), not by the far end.
-  void on_line(std::string line, bool own = false);
+  void on_line(std::string line);
+  void request_failed(const boost::json::value& id, proto::RpcError error);
   void on_closed(const TransportError& e);
-  void send_line(std::string line);
+  void send(Message m);
+  void send_response(std::string line);
   void reply_done(const boost::json::value& id);
 
   std::unique_ptr<Transport> transport_;

@@ -38,9 +38,9 @@ class MemoryTransport final : public Transport {
     abort();
   }
   void start(Handlers h) override { end_->handlers = std::move(h); }
-  bool send(std::string message) override {
+  bool send(Message message) override {
     if (end_->closed) return false;
-    if (auto other = end_->other.lock()) other->deliver(std::move(message));
+    if (auto other = end_->other.lock()) other->deliver(std::move(message.text));
     return true;
   }
   void close() override { abort(); }

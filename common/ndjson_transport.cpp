@@ -301,7 +301,7 @@ class NdjsonTransport final : public Transport {
   explicit NdjsonTransport(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
   ~NdjsonTransport() override { impl_->detach(); }
   void start(Handlers h) override { impl_->start(std::move(h)); }
-  bool send(std::string m) override { return impl_->send(std::move(m)); }
+  bool send(Message m) override { return impl_->send(std::move(m.text)); }
   void close() override { impl_->close(); }
   void abort() override { impl_->abort(); }
 

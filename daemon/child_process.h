@@ -2,7 +2,8 @@
 // a terminal never reaches it and `npx` → `node` ends together), with fds 0–2 only, SIGPIPE and
 // the signal mask reset, in a PID namespace of its own, and no orphans even when the daemon is
 // killed: see child_process.cpp.
-// The only file that creates processes is child_process.cpp.
+// The only file that creates processes is child_process.cpp; its only caller is Subprocess
+// (daemon/subprocess.h), which owns each running child.
 #pragma once
 
 #include <boost/system/result.hpp>

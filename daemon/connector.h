@@ -1,11 +1,11 @@
-// One MCP connector: over stdio its child process and the JSON-RPC peer on its pipes (stderr
-// drained into mcp-<name>.log), over streamable HTTP the peer on an HTTP transport; the MCP
-// handshake (initialize, tools/list with pages), calls with timeouts, and its state with the
-// reason and steps (daemon/diagnose.h) when it is not running; a program that stops is started
-// again with backoff, and for a call when that is safe. Runs on the daemon's io_context; nothing
-// blocks.
+// One MCP connector: its state with the reason and steps (daemon/diagnose.h) when it is not
+// running, calls with time limits, and its restart policy: a program that stops is started again
+// with backoff, and for a call when that is safe. It reaches its server through a link made by a
+// factory (daemon/link.h: a stdio child or an HTTP session) and speaks MCP over it with an
+// McpClient (daemon/mcp_client.h). Runs on the daemon's io_context as callbacks; nothing blocks.
 #pragma once
 
+#include "daemon/link.h"
 #include "daemon/mcp_config.h"
 #include "proto/jsonrpc.h"
 
@@ -31,7 +31,7 @@ namespace oppx::daemon {
 enum class ConnectorState { kStarting, kRunning, kFailed, kStopped, kWaiting, kDisabled, kUnsupported };
 std::string_view state_name(ConnectorState s);
 
-// What stopped a connector, as the diagnosis names it (SPEC §3).
+// What stopped a connector, as the diagnosis names it (docs/protocol.md, `mcp/list`: reason_kind).
 namespace down {
 inline constexpr std::string_view kNotInstalled = "not_installed";
 inline constexpr std::string_view kStopped = "stopped";
@@ -71,17 +71,20 @@ class Connector {
 
   // `log_path`: a program's stderr log; for an HTTP connector, the daemon's log (named in its steps).
   static std::shared_ptr<Connector> create(boost::asio::io_context& io, ConnectorDef def, std::string log_path);
+  // The same with the links made by `factory` (tests; a connector on a link of its own).
+  static std::shared_ptr<Connector> create(boost::asio::io_context& io, ConnectorDef def, std::string log_path,
+                                           LinkFactory factory);
   ~Connector();
 
   // Starts the child with the asking client's environment; `on_change` runs at every state change.
   // A start asked for by a user (this one) also clears the crash-loop count.
   void start(const EnvMap& env, std::chrono::milliseconds timeout);
   void stop();
+  // Stops it if it runs and keeps it `waiting` for consent, with `reason` saying how to give it.
+  void hold(std::string reason);
   // Calls a tool. A program found stopped, or stopping during the call, is started again once and
   // the call repeated, but only when the call never reached it or the tool is read-only
   // (annotations.readOnlyHint); else the error (kind connector_down) says it may or may not have run.
-  // Stops it if it runs and keeps it `waiting` for consent, with `reason` saying how to give it.
-  void hold(std::string reason);
   void call(const std::string& tool, boost::json::value arguments, std::chrono::milliseconds timeout,
             std::function<void(CallResult)> done);
   CancelCall call(const std::string& tool, boost::json::value arguments, CallOptions options,

@@ -280,8 +280,8 @@ std::string telling_line(const std::deque<std::string>& lines, bool errors_only)
   return "";
 }
 
-LastWords read_last_words(const std::deque<std::string>& lines, const ConnectorDef& def, bool errors_only) {
-  LastWords w{telling_line(lines, errors_only), {}, {}};
+StderrReading read_stderr_lines(const std::deque<std::string>& lines, const ConnectorDef& def, bool errors_only) {
+  StderrReading w{telling_line(lines, errors_only), {}, {}};
   std::string_view code = npm_code(w.line);
   if (code == "E404") {
     w.kind = down::kNotInstalled;

@@ -1,5 +1,5 @@
-// Why a connector is down and the steps back, in the user's words (SPEC §3, the seed's "When a
-// connector stops working"): from the kind the connector gave, its message and its definition.
+// Why a connector is down and the steps back, in the user's words (docs/protocol.md, `mcp/list`:
+// reason, reason_kind, steps): from the kind the connector gave, its message and its definition.
 // Pure functions: no I/O, so every kind and every way of adding a connector has a unit test.
 #pragma once
 
@@ -40,9 +40,9 @@ inline constexpr std::size_t kKeptStderrLines = 40;
 // "Exception ignored in: …" at shutdown is noise), else the last one that reads like an error
 // ("Error: …", "… No such file or directory"; stack frames and notices such as npm's "A complete
 // log of this run can be found in: …" skipped), else the last one that is not a version banner
-// ("Node.js v20.20.2") or a notice. With `errors_only` (a stop by a signal, where the last words
+// ("Node.js v20.20.2") or a notice. With `errors_only` (a stop by a signal, where the last lines
 // are whatever it printed at start, such as "Starting default (STDIO) server...") no fallback to
-// the last words. Empty when none fits.
+// the last line. Empty when none fits.
 std::string telling_line(const std::deque<std::string>& lines, bool errors_only);
 
 // What a program's last stderr lines say about its stop, read narrowly: the telling line and,
@@ -50,12 +50,12 @@ std::string telling_line(const std::deque<std::string>& lines, bool errors_only)
 // ETARGET (no such version) or a script its runtime cannot find (says_script_missing), login for
 // mcp-remote whose login failed (its "Authentication required", a rejected client registration,
 // an HTTP 401/403). Anything else is left to diagnose() on the telling line.
-struct LastWords {
+struct StderrReading {
   std::string line;       // as written: escaped when shown
   std::string_view kind;  // a down:: value, or empty
   std::string meaning;    // what the line means, when it is terse ("npm error code E404"), else empty
 };
-LastWords read_last_words(const std::deque<std::string>& lines, const ConnectorDef& def, bool errors_only);
+StderrReading read_stderr_lines(const std::deque<std::string>& lines, const ConnectorDef& def, bool errors_only);
 
 // The program ran but its own runtime says the script or module it was given is missing (node's
 // "Cannot find module", python's "can't open file" or "ModuleNotFoundError", a shell's

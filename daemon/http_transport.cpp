@@ -5,6 +5,9 @@
 // MCP-Protocol-Version header and in whether a server may end a stream early. The HTTP itself
 // (connections, TLS, limits, redirects) is the one client of common/http_client.h; the MCP session
 // (its id, version header, re-initialize, resumption) is here.
+// Where callbacks end and coroutines begin: send(), close() and the Handlers are plain callbacks
+// (the JSON-RPC peer's side); behind send() each message runs in its own coroutine (co_spawn
+// with a logging completion handler), which reports back only through the Handlers.
 #include "daemon/http_transport.h"
 
 #include "common/budget.h"
@@ -83,14 +86,15 @@ struct Answer {
   http::Url at;
 };
 
-struct Ask {
+// One HTTP request of an exchange (a message's POST, a stream's GET, the session's DELETE).
+struct HttpAsk {
   std::string method = "POST";
   std::string body;
   std::string last_event_id;
   bool initialize = false;  // no session id and no protocol version header on it
   std::string request_key;  // for cancellation: the request this exchange carries
-  // SPEC §3: sent again on a new connection after one closed unanswered only when it is safe to
-  // run twice (everything but a tools/call of a tool not marked read-only).
+  // Sent again on a new connection after one closed unanswered only when it is safe to run twice
+  // (docs/protocol.md, `tools/call`: repeated only when unsent or read-only), as its Message says.
   bool repeatable = true;
   // The answer may rightly start late, so its first byte is not held to the headers limit: a
   // tools/call (the tool may work long first), the server stream's GET and a stream's resumption
@@ -113,14 +117,15 @@ struct State : std::enable_shared_from_this<State> {
   http::Client client;
   Transport::Handlers handlers;
   bool stopped = false, closing = false;
-  std::string session_id, protocol_version, init_line, initialized_line;
-  std::string session_origin;  // the session id goes only where it came from (a redirect may move it)
+  std::string session_id, protocol_version;
+  Message init_message, initialized_message;  // remembered for a re-initialize
+  std::string session_origin;                 // the session id goes only where it came from (a redirect may move it)
   bool reiniting = false;
   asio::steady_timer reinit_done;  // cancelled when a re-initialize ends, waking who waits on it
   std::map<std::string, std::shared_ptr<http::Exchange>> by_request;
   std::set<std::string> cancelled;
   std::size_t running = 0;
-  std::deque<std::string> waiting;
+  std::deque<Message> waiting;
   std::uint64_t listen_gen = 0;  // the server stream of the current session; older ones end
   // The server stream (GET) is opened before anything else goes out after notifications/initialized
   // (a server's list_changed right after it is lost otherwise): until its GET is answered, or
@@ -135,10 +140,13 @@ struct State : std::enable_shared_from_this<State> {
   void deliver(std::string line) {
     if (!stopped && handlers.on_line) handlers.on_line(std::move(line));
   }
-  // What the transport made itself (the error answer to a request it could not carry): out of
-  // band, so that no server's answer can pass for it.
-  void deliver_own(std::string line) {
-    if (!stopped && handlers.on_own_line) handlers.on_own_line(std::move(line));
+  // The error answer to a request it could not carry, made here: out of band, so that no
+  // server's answer can pass for it.
+  void request_failed(const json::value& id, const Failure& f) {
+    if (stopped || !handlers.on_request_failed) return;
+    auto e = proto::RpcError::make(proto::ErrorCode::kInternal, f.kind, f.message);
+    if (f.http_status) e.data["http_status"] = static_cast<std::int64_t>(f.http_status);  // as it reads on a wire
+    handlers.on_request_failed(id, std::move(e));
   }
   void finish(std::string kind, std::string message) {
     if (stopped) return;
@@ -156,7 +164,7 @@ struct State : std::enable_shared_from_this<State> {
 
 // Opens one exchange with the MCP endpoint: the configured headers (to its origin only), the
 // session's, and the answer's headers read; the body is left for the caller.
-awaitable<Outcome<Answer>> open(std::shared_ptr<State> st, Ask ask, Clock::time_point deadline) {
+awaitable<Outcome<Answer>> open(std::shared_ptr<State> st, HttpAsk ask, Clock::time_point deadline) {
   http::Request req;
   req.method = ask.method;
   req.url = st->target.url;
@@ -214,35 +222,11 @@ std::string server_words(std::string_view body) {
   return "";
 }
 
-struct Outgoing {
-  bool request = false;
-  json::value id;
-  std::string method;
-  std::string key;   // proto::id_key(id) for requests
-  std::string tool;  // params.name of a tools/call
-};
-
-Outgoing classify(std::string_view line) {
-  Outgoing m;
-  error_code ec;
-  json::value v = json::parse(line, ec);
-  if (ec || !v.is_object()) return m;
-  auto& o = v.as_object();
-  if (auto* meth = o.if_contains("method"); meth && meth->is_string()) m.method = std::string(meth->as_string());
-  if (auto* id = o.if_contains("id");
-      id && !m.method.empty() && (id->is_string() || id->is_int64() || id->is_uint64())) {
-    m.request = true;
-    m.id = *id;
-    m.key = proto::id_key(*id);
-  }
-  if (auto* p = o.if_contains("params"); p && p->is_object() && m.method == "tools/call") {
-    if (auto* n = p->as_object().if_contains("name"); n && n->is_string()) m.tool = std::string(n->as_string());
-  }
-  return m;
-}
+// The key of a request's id (proto::id_key); empty for other messages.
+std::string request_key(const Message& m) { return m.is_request() ? proto::id_key(m.id) : std::string(); }
 
 // Sees each message of an answer: notes the response to `key` and the version it negotiated.
-struct Watch {
+struct AnswerSeen {
   std::string key;
   bool initialize = false;
   bool answered = false;
@@ -263,7 +247,7 @@ struct Watch {
 };
 
 // Hands on each message of a JSON body or an event's data; false when it is not JSON.
-bool take_messages(State& st, std::string_view text, Watch& w, bool deliver) {
+bool take_messages(State& st, std::string_view text, AnswerSeen& w, bool deliver) {
   error_code ec;
   json::value v = json::parse(text, ec);
   if (ec) return false;
@@ -283,17 +267,15 @@ bool take_messages(State& st, std::string_view text, Watch& w, bool deliver) {
   return true;
 }
 
-awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, Outgoing m, bool deliver,
-                                  bool may_reinit);
+awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool deliver, bool may_reinit);
 
-// SPEC §3: a request that went out before its connection closed unanswered may have run, and its
+// A request that went out before its connection closed unanswered may have run, and its
 // error says so (whatever came after: a refused new connection reads as if it never arrived).
 // One not safe to run twice was not sent again; the connector does not repeat it either.
-Failure said_sent(Failure f, const Outgoing& m, bool repeatable) {
-  if (!f.sent || !m.request) return f;
-  std::string what = m.tool.empty() ? m.method : "the call to " + escape_controls(m.tool.substr(0, 100));
-  f.message += fmt::format("; {} had been sent, so it may or may not have run", what);
-  if (!repeatable) f.message += "; it was not sent again, since the tool is not marked read-only";
+Failure with_sent_note(Failure f, const Message& m) {
+  if (!f.sent || !m.is_request()) return f;
+  f.message += fmt::format("; {} had been sent, so it may or may not have run", m.label.empty() ? m.method : m.label);
+  if (!m.repeatable) f.message += "; it was not sent again, since the tool is not marked read-only";
   return f;
 }
 
@@ -308,14 +290,14 @@ awaitable<bool> reinitialize(std::shared_ptr<State> st, std::string stale) {
     (void)co_await st->reinit_done.async_wait(kTuple);  // woken by cancel() when it ends
     co_return !st->stopped && !st->session_id.empty();
   }
-  if (st->init_line.empty()) co_return false;
+  if (st->init_message.text.empty()) co_return false;
   st->reiniting = true;
   st->reinit_done.expires_at(Clock::time_point::max());
   st->session_id.clear();
   log::info("http transport: {} forgot the session; initializing again", st->target.origin);
-  auto r = co_await exchange(st, st->init_line, classify(st->init_line), false, false);
-  if (r && !st->initialized_line.empty()) {
-    auto n = co_await exchange(st, st->initialized_line, classify(st->initialized_line), false, false);
+  auto r = co_await exchange(st, st->init_message, false, false);
+  if (r && !st->initialized_message.text.empty()) {
+    auto n = co_await exchange(st, st->initialized_message, false, false);
     if (!n) log::warn("http transport: notifications/initialized after a new session failed: {}", n.error().message);
     if (n) {
       start_listening(st);
@@ -332,7 +314,7 @@ awaitable<bool> reinitialize(std::shared_ptr<State> st, std::string stale) {
 // before the response to a request (MCP: "Resumability and Redelivery"). The resumptions are
 // counted over the whole request, not in a row: a server that sends an event and drops, again
 // and again, would otherwise be resumed until the total limit.
-awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch* w, bool deliver,
+awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, AnswerSeen* w, bool deliver,
                                      Clock::time_point deadline) {
   std::string last_id;
   std::optional<std::uint64_t> retry;
@@ -401,7 +383,7 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch*
     asio::steady_timer timer(st->io, wait);
     co_await timer.async_wait(kTuple);
     if (st->stopped) co_return fail("cancelled", "the connector was stopped");
-    Ask ask;
+    HttpAsk ask;
     ask.method = "GET";
     ask.last_event_id = last_id;
     ask.request_key = w->key;
@@ -419,19 +401,18 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Watch*
 
 // One message out and its whole answer in. `deliver` false: the answer is consumed here (the
 // re-initialize that the peer never sees).
-awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, Outgoing m, bool deliver,
-                                  bool may_reinit) {
+awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool deliver, bool may_reinit) {
   auto deadline = Clock::now() + st->opt.timeouts.total;
-  Ask ask;
-  ask.body = line;
+  HttpAsk ask;
+  ask.body = m.text;
   ask.initialize = m.method == "initialize";
-  ask.request_key = m.key;
-  ask.slow_first_byte = m.method == "tools/call";
-  ask.repeatable = !ask.slow_first_byte || (st->opt.read_only && st->opt.read_only(m.tool));
+  ask.request_key = request_key(m);
+  ask.slow_first_byte = m.slow_first_byte;
+  ask.repeatable = m.repeatable;
   std::string session = st->session_id;
   auto got = co_await open(st, ask, deadline);
   if (st->stopped) co_return fail("cancelled", "the connector was stopped");
-  if (!got) co_return said_sent(got.error(), m, ask.repeatable);
+  if (!got) co_return with_sent_note(got.error(), m);
   Answer a = *got;
   const std::string& origin = a.at.origin;
   if (a.status >= 200 && a.status < 300 && ask.initialize && a.session_id) {
@@ -445,9 +426,9 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
     st->session_id = *a.session_id;
     st->session_origin = a.at.origin;
   }
-  if (a.status == 202 || a.status == 204 || ((a.status == 200) && a.ex->finished() && !m.request)) {
+  if (a.status == 202 || a.status == 204 || ((a.status == 200) && a.ex->finished() && !m.is_request())) {
     a.ex->release();
-    if (m.request)
+    if (m.is_request())
       co_return fail("protocol", fmt::format("{} answered HTTP {} to a {} request, with no response in it", origin,
                                              a.status, m.method));
     co_return Outcome<void>{};
@@ -463,7 +444,7 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
     bool lost_session =
         !session.empty() && (a.status == 404 || (a.status == 400 && body && body->find("ession") != std::string::npos));
     if (lost_session && may_reinit) {
-      if (co_await reinitialize(st, session)) co_return co_await exchange(st, line, m, deliver, false);
+      if (co_await reinitialize(st, session)) co_return co_await exchange(st, std::move(m), deliver, false);
       co_return fail("protocol",
                      fmt::format("{} forgot the session (HTTP {}) and starting a new one failed", origin, a.status),
                      a.status);
@@ -478,7 +459,7 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
     co_return fail("protocol", fmt::format("{} answered HTTP {}{} to {}{}", origin, a.status, words, m.method, hint),
                    a.status);
   }
-  Watch w{m.key, ask.initialize};
+  AnswerSeen w{ask.request_key, ask.initialize};
   if (a.media_type == "text/event-stream") {
     auto r = co_await read_stream(st, a, &w, deliver, deadline);
     if (!r) co_return r.error();
@@ -496,15 +477,9 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, std::string line, O
                                            "server's MCP endpoint?",
                                            origin, html ? "an HTML page" : what, html ? " (" + what + ")" : ""));
   }
-  if (m.request && !w.answered)
+  if (m.is_request() && !w.answered)
     co_return fail("protocol", fmt::format("{} ended its answer to {} without a response in it", origin, m.method));
   co_return Outcome<void>{};
-}
-
-std::string error_line(const json::value& id, const Failure& f) {
-  auto e = proto::RpcError::make(proto::ErrorCode::kInternal, f.kind, f.message);
-  if (f.http_status) e.data["http_status"] = f.http_status;
-  return proto::serialize_error(id, e);
 }
 
 // MCP "Listening for Messages from the Server": a GET opens a stream for what the server sends
@@ -534,7 +509,7 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
   std::optional<std::uint64_t> retry;
   int failures = 0;
   while (live(*st, gen) && failures < st->opt.max_resumes) {
-    Ask ask;
+    HttpAsk ask;
     ask.method = "GET";
     ask.last_event_id = last_id;
     ask.slow_first_byte = true;  // a server may send the headers only with its first event
@@ -572,7 +547,7 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
         }
         for (auto& e : events) {
           if (e.type != "message" || e.data.find_first_not_of(" \t\r\n") == std::string::npos) continue;
-          Watch w;
+          AnswerSeen w;
           if (!take_messages(*st, e.data, w, true))
             log::warn("http transport: {} sent an event that is not JSON; skipped", a.at.origin);
           progress = true;
@@ -622,11 +597,11 @@ awaitable<void> wait_for_stream(std::shared_ptr<State> st) {
 
 void run_waiting(const std::shared_ptr<State>& st);
 
-awaitable<void> post(std::shared_ptr<State> st, std::string line) {
-  Outgoing m = classify(line);
-  if (m.method == "initialize") st->init_line = line;
-  if (m.method == "notifications/initialized") st->initialized_line = line;
-  auto r = co_await exchange(st, line, m, true, true);
+awaitable<void> post(std::shared_ptr<State> st, Message m) {
+  if (m.method == "initialize") st->init_message = m;
+  if (m.method == "notifications/initialized") st->initialized_message = m;
+  const std::string key = request_key(m);
+  auto r = co_await exchange(st, m, true, true);
   if (m.method == "notifications/initialized") {
     if (r && !st->stopped && !st->closing) {
       start_listening(st);
@@ -635,54 +610,45 @@ awaitable<void> post(std::shared_ptr<State> st, std::string line) {
     st->holding = false;  // what waited for the server stream goes now
     run_waiting(st);
   }
-  st->by_request.erase(m.key);
-  bool cancelled = !m.key.empty() && st->cancelled.erase(m.key);
+  st->by_request.erase(key);
+  bool cancelled = !key.empty() && st->cancelled.erase(key);
   if (!r && !st->stopped) {
-    if (m.request) {
+    if (m.is_request()) {
       log::warn("http transport: {} failed: {}", m.method, r.error().message);
-      st->deliver_own(
-          error_line(m.id, cancelled ? fail("cancelled", m.method + " was cancelled by its caller") : r.error()));
+      st->request_failed(m.id, cancelled ? fail("cancelled", m.method + " was cancelled by its caller") : r.error());
     } else {
       log::warn("http transport: sending {} failed: {}", m.method.empty() ? "a response" : m.method, r.error().message);
     }
   }
 }
 
-awaitable<void> run_queue(std::shared_ptr<State> st, std::string line) {
+awaitable<void> run_queue(std::shared_ptr<State> st, Message m) {
   for (;;) {
-    co_await post(st, std::move(line));
+    co_await post(st, std::move(m));
     if (st->waiting.empty() || st->holding || st->stopped || st->closing) break;
-    line = std::move(st->waiting.front());
+    m = std::move(st->waiting.front());
     st->waiting.pop_front();
   }
   --st->running;
 }
 
-void run(const std::shared_ptr<State>& st, std::string line) {
+void run(const std::shared_ptr<State>& st, Message m) {
   ++st->running;
-  asio::co_spawn(st->io, run_queue(st, std::move(line)), logged("a POST to " + st->target.origin));
+  asio::co_spawn(st->io, run_queue(st, std::move(m)), logged("a POST to " + st->target.origin));
 }
 
 // Sends what waits, as many at once as kMaxInFlight allows.
 void run_waiting(const std::shared_ptr<State>& st) {
   while (!st->waiting.empty() && st->running < kMaxInFlight && !st->stopped && !st->closing) {
-    std::string line = std::move(st->waiting.front());
+    Message m = std::move(st->waiting.front());
     st->waiting.pop_front();
-    run(st, std::move(line));
+    run(st, std::move(m));
   }
 }
 
 // A caller gave up on a request: its exchange is ended, so no connection stays held for it.
-void cancel_request(State& st, std::string_view line) {
-  error_code ec;
-  json::value v = json::parse(line, ec);
-  const json::value* id = nullptr;
-  if (!ec && v.is_object()) {
-    if (auto* p = v.as_object().if_contains("params"); p && p->is_object())
-      id = p->as_object().if_contains("requestId");
-  }
-  if (!id) return;
-  std::string key = proto::id_key(*id);
+void cancel_request(State& st, const json::value& id) {
+  std::string key = proto::id_key(id);
   if (auto it = st.by_request.find(key); it != st.by_request.end()) {
     st.cancelled.insert(key);
     it->second->abort();
@@ -691,7 +657,7 @@ void cancel_request(State& st, std::string_view line) {
 
 awaitable<void> end_session(std::shared_ptr<State> st) {
   if (!st->session_id.empty()) {
-    Ask ask;
+    HttpAsk ask;
     ask.method = "DELETE";
     auto got = co_await open(st, ask, Clock::now() + st->opt.close_timeout);
     if (got) {
@@ -711,17 +677,15 @@ class HttpTransport : public Transport {
     if (!st_->closing) st_->finish("closed", "closed");
   }
   void start(Handlers handlers) override { st_->handlers = std::move(handlers); }
-  bool send(std::string message) override {
+  bool send(Message message) override {
     if (st_->stopped || st_->closing) return false;
-    if (message.find("\"notifications/cancelled\"") != std::string::npos) cancel_request(*st_, message);
+    if (!message.cancels.is_null()) cancel_request(*st_, message.cancels);
     if (st_->holding || st_->running >= kMaxInFlight) {
       st_->waiting.push_back(std::move(message));
       return true;
     }
     // What follows notifications/initialized waits for the server stream (wait_for_stream).
-    if (message.find("\"notifications/initialized\"") != std::string::npos &&
-        classify(message).method == "notifications/initialized")
-      st_->holding = true;
+    if (message.method == "notifications/initialized") st_->holding = true;
     run(st_, std::move(message));
     return true;
   }

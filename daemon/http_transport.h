@@ -1,8 +1,9 @@
 // The MCP "streamable HTTP" transport (MCP 2025-11-25, Transports) as an oppx::Transport: each
 // message sent is one POST; answers come back as JSON or as an event stream and are handed on
-// as lines. A failed POST of a request becomes a JSON-RPC error reply for that id, with
-// error.data.kind "login" | "unreachable" | "timeout" | "protocol" and data.http_status when
-// there was one. Beast and OpenSSL stay in http_transport.cpp; this header is light.
+// as lines. A request whose POST failed is answered out of band (on_request_failed) with
+// data.kind "login" | "unreachable" | "timeout" | "protocol" | "cancelled" and data.http_status
+// when there was one. Whether a request may be sent again, and whether its answer may start
+// late, is what its Message says. Beast and OpenSSL stay in http_transport.cpp; this header is light.
 #pragma once
 
 #include "common/http.h"
@@ -46,9 +47,6 @@ struct HttpOptions {
   int max_polls = 100;
   std::size_t max_idle_connections = 4;
   std::chrono::milliseconds close_timeout{2'000};  // the DELETE that ends the session
-  // Whether a tool is read-only (the connector's annotations.readOnlyHint, as for a stdio call):
-  // only then is a tools/call that a server closed the connection on unanswered sent again.
-  std::function<bool(const std::string& tool)> read_only;
   // Called once when the server stream of a session opens after messages went ahead without it
   // (it was slow or failed first): what the server announced meanwhile (list_changed) was lost.
   std::function<void()> on_late_stream;

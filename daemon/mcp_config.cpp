@@ -270,6 +270,17 @@ boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view 
       cfg.connectors.back().file = path;
       continue;
     }
+    if (name == "playwright") {
+      // The name of the browser oppxd starts itself for each session (SPEC §5): this entry is ignored.
+      cfg.connectors.push_back(unusable(
+          name, entry,
+          fmt::format("{}: mcpServers.playwright is ignored: oppx runs its own Playwright browser for each session "
+                      "under that name", path),
+          "Use `oppx browser on` (or `/browser start` in the chat) for the browser; rename this entry in " + path +
+              " to run your own beside it."));
+      cfg.connectors.back().file = path;
+      continue;
+    }
     d->file = path;
     cfg.connectors.push_back(std::move(*d));
   }

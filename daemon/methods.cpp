@@ -6,7 +6,9 @@
 #include "common/log.h"
 #include "common/proc.h"
 #include "daemon/child_process.h"
+#include "daemon/browser.h"
 #include "daemon/connectors.h"
+#include "daemon/methods_browser.h"
 #include "daemon/methods_config.h"
 #include "daemon/methods_permissions.h"
 #include "proto/decode.h"
@@ -126,15 +128,29 @@ proto::RpcError unknown_connector(const std::string& name) {
 // A reply that several callbacks may want to use; the first one wins.
 using SharedReply = std::shared_ptr<Reply>;
 
+// The connectors `root` sees, and the session's browser when it has one.
+json::object list_with_browser(Server& s, const std::string& root, const std::weak_ptr<SessionBrowser>& browser) {
+  json::object o = s.connectors().list_json(root);
+  if (auto b = browser_list_entry(browser.lock())) o["connectors"].as_array().emplace_back(std::move(*b));
+  return o;
+}
+
 void mcp_list(Server& s, const NameParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
   s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
-  if (!p.wait) return reply.ok(s.connectors().list_json(root));
+  std::weak_ptr<SessionBrowser> browser = session_browser(client, std::string(kBrowserName));
+  if (!p.wait) return reply.ok(list_with_browser(s, root, browser));
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().when_settled(root, "", [&s, shared, root] { shared->ok(s.connectors().list_json(root)); });
+  s.connectors().when_settled(root, "", [&s, shared, root, browser] { shared->ok(list_with_browser(s, root, browser)); });
 }
 
 void mcp_tools(Server& s, const NameParams& p, Reply reply, Client& client) {
+  if (auto b = session_browser(client, p.name)) {
+    json::object o = b->status_json();
+    o["name"] = p.name;
+    o["tools"] = b->tools();
+    return reply.ok(std::move(o));
+  }
   std::string root = request_root(p.cwd, client);
   s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
   if (!s.connectors().find(p.name, root)) return reply.fail(unknown_connector(p.name));
@@ -154,7 +170,66 @@ void mcp_tools(Server& s, const NameParams& p, Reply reply, Client& client) {
   s.connectors().when_settled(root, p.name, answer);
 }
 
+// Sends one call to `c` and answers with its result as the model sees it: `browser_folder`, for
+// the session's browser, is where the files its results link are read from.
+void send_call(const std::shared_ptr<Connector>& c, const CallParams& p, const SharedReply& shared,
+               const std::shared_ptr<Connector::CancelCall>& cancel, const std::weak_ptr<JsonRpcPeer>& peer,
+               CallOptions options, std::string browser_folder) {
+  if (!p.progress_token.is_null()) {
+    options.on_progress = [peer, id = shared->id(), token = p.progress_token](const json::object& progress) {
+      auto client = peer.lock();
+      if (!client) return;
+      json::object note{{"id", id}, {"progress_token", token}};
+      for (const char* k : {"progress", "total", "message"}) {
+        if (const json::value* v = progress.if_contains(k)) note[k] = *v;
+      }
+      client->notify("tools/progress", note);
+    };
+  }
+  *cancel = c->call(p.tool, p.arguments, std::move(options),
+                    [shared, p, folder = std::move(browser_folder)](Connector::CallResult r) {
+                      if (!r) return shared->fail(r.error());
+                      if (!folder.empty()) inline_browser_files(*r, folder);
+                      bool truncated = false;
+                      std::string text = result_text(*r, kResultLimit, &truncated);
+                      bool is_error = r->is_object() && r->as_object().contains("isError") &&
+                                      r->as_object().at("isError") == json::value(true);
+                      // The model sees this as reference text from outside, never as instructions.
+                      shared->ok(json::object{{"connector", p.connector},
+                                              {"tool", p.tool},
+                                              {"arguments", p.arguments},
+                                              {"text", text},
+                                              {"isError", is_error},
+                                              {"truncated", truncated},
+                                              {"untrusted", true}});
+                    });
+}
+
+// A call to the session's browser: it runs once started (browser/start), with only its offered tools.
+void browser_call(const std::shared_ptr<SessionBrowser>& b, const CallParams& p, Reply reply, Client& client) {
+  auto c = b->connector();
+  if (!c || b->state() == "off")
+    return reply.fail(proto::RpcError::make(proto::ErrorCode::kInternal, "connector_down",
+                                            "this session's browser is not started: browser/start first"));
+  if (!offered_browser_tool(p.tool)) {
+    auto e = proto::RpcError::make(proto::ErrorCode::kInvalidParams, "not_offered",
+                                   p.tool + " is not offered: it reaches your files, runs code without a question, or "
+                                            "answers with images");
+    e.data["field"] = "params.tool";
+    return reply.fail(std::move(e));
+  }
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  auto cancel = std::make_shared<Connector::CancelCall>();
+  shared->on_cancel([cancel] {
+    if (*cancel) (*cancel)();
+  });
+  CallOptions options;
+  options.timeout = std::chrono::milliseconds(p.timeout_ms);
+  send_call(c, p, shared, cancel, client.peer, std::move(options), b->folder());
+}
+
 void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
+  if (auto b = session_browser(client, p.connector)) return browser_call(b, p, std::move(reply), client);
   std::string root = request_root(p.cwd, client);
   s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
   if (!s.connectors().find(p.connector, root)) return reply.fail(unknown_connector(p.connector));
@@ -175,7 +250,7 @@ void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
   };
   auto wait = std::make_shared<StartWait>();
   s.connectors().when_settled(
-      root, p.connector, [&s, shared, p, root, cancel, peer = client.peer, id = shared->id(), limit, asked_at, wait] {
+      root, p.connector, [&s, shared, p, root, cancel, peer = client.peer, limit, asked_at, wait] {
         if (wait->answered) return;
         wait->answered = true;
         if (wait->timer) wait->timer->cancel();
@@ -187,32 +262,7 @@ void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked_at);
         options.timeout = std::max(limit - waited, std::chrono::milliseconds(1));
         options.asked = limit;
-        if (!p.progress_token.is_null()) {
-          options.on_progress = [peer, id, token = p.progress_token](const json::object& progress) {
-            auto client = peer.lock();
-            if (!client) return;
-            json::object note{{"id", id}, {"progress_token", token}};
-            for (const char* k : {"progress", "total", "message"}) {
-              if (const json::value* v = progress.if_contains(k)) note[k] = *v;
-            }
-            client->notify("tools/progress", note);
-          };
-        }
-        *cancel = c->call(p.tool, p.arguments, std::move(options), [shared, p](Connector::CallResult r) {
-          if (!r) return shared->fail(r.error());
-          bool truncated = false;
-          std::string text = result_text(*r, kResultLimit, &truncated);
-          bool is_error =
-              r->is_object() && r->as_object().contains("isError") && r->as_object().at("isError") == json::value(true);
-          // The model sees this as reference text from outside, never as instructions.
-          shared->ok(json::object{{"connector", p.connector},
-                                  {"tool", p.tool},
-                                  {"arguments", p.arguments},
-                                  {"text", text},
-                                  {"isError", is_error},
-                                  {"truncated", truncated},
-                                  {"untrusted", true}});
-        });
+        send_call(c, p, shared, cancel, peer, std::move(options), {});
       });
   if (wait->answered) return;  // not starting: the call went out at once
   wait->timer.emplace(s.io(), limit);
@@ -307,6 +357,7 @@ void register_methods(Router& r, Server& s) {
         [](const SessionParams& p, Reply reply, Client& c) { session_open(p, std::move(reply), c); });
   r.add("permissions/judge", decode_judge_params,
         [&s](const JudgeParams& p, Reply reply, Client& c) { permissions_judge(s, p, std::move(reply), c); });
+  register_browser_methods(r, s);
 }
 
 }  // namespace oppx::daemon

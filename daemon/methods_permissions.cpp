@@ -2,7 +2,9 @@
 // request's folder (params.cwd, else the client's); a client cannot name another file.
 #include "daemon/methods_permissions.h"
 
+#include "daemon/browser.h"
 #include "daemon/connectors.h"
+#include "daemon/methods_browser.h"
 #include "daemon/methods_config.h"
 #include "daemon/permissions.h"
 #include "daemon/server.h"
@@ -13,6 +15,8 @@
 
 #include <algorithm>
 #include <memory>
+
+#include <unistd.h>
 
 namespace oppx::daemon {
 
@@ -101,7 +105,8 @@ Decoded<SessionParams> decode_session_params(const json::value& params) {
 void session_open(const SessionParams& p, Reply reply, Client& client) {
   static std::uint64_t opened = 0;
   Session session{
-      std::to_string(client.id) + "-" + std::to_string(++opened), p.cwd, request_root(p.cwd, client), p.mode, {}};
+      std::to_string(::getpid()) + "-" + std::to_string(client.id) + "-" + std::to_string(++opened), p.cwd,
+      request_root(p.cwd, client), p.mode, {}, {}};
   json::object o{{"session", session.id},
                  {"cwd", session.cwd},
                  {"project", session.root},
@@ -188,9 +193,17 @@ void permissions_judge(Server& s, const JudgeParams& p, Reply reply, Client& cli
   if (!p.command.empty()) {
     j = s.permissions().judge_command(project, p.command, session_allows(client, project));
   } else {
-    // Read-only as the connector itself says (its tools list), never as the caller claims.
-    if (auto c = s.connectors().find(p.connector, project)) read_only = c->read_only(p.tool);
+    // Read-only as the connector itself says (its tools list), never as the caller claims. The
+    // session's browser answers for `playwright`; its browser_evaluate is asked every time.
+    auto browser = browser_connector(client, p.connector);
+    if (browser) {
+      read_only = browser->read_only(p.tool);
+    } else if (auto c = s.connectors().find(p.connector, project)) {
+      read_only = c->read_only(p.tool);
+    }
     j = s.permissions().judge_tool(project, p.connector, p.tool, read_only, session_allows(client, project));
+    if (browser && asked_every_time(p.tool) && j.verdict == Verdict::kAllow)
+      j = {Verdict::kAsk, {}, p.tool + " runs JavaScript the model wrote: it is asked every time"};
   }
   json::object o{{"decision", verdict_name(j.verdict)}, {"why", j.why}, {"project", project}};
   if (!j.rule.empty()) o["rule"] = j.rule;

@@ -17,13 +17,16 @@
 
 namespace oppx::daemon {
 
+class SessionBrowser;
+
 // A session (session/open): what lives as long as the connection that opened it. Its allows are
-// never saved; the browser will live here too.
+// never saved; its browser (daemon/browser.h) ends with it.
 struct Session {
   std::string id;
   std::string cwd, root;           // the working folder and its repository root
   std::string mode;                // "chat", "print", "plan" or "editor"
   std::vector<std::string> allow;  // rules allowed for this session only
+  std::shared_ptr<SessionBrowser> browser;  // after browser/start
 };
 
 // Who is asking: one per connection.

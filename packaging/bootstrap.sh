@@ -51,7 +51,7 @@ esac
 
 # 1. Debian packages: ask dpkg first, so that nothing calls apt when all are there.
 apt_packages=(g++ cmake ninja-build pkg-config libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libfmt-dev libssl-dev libgtest-dev util-linux procps ca-certificates openssl tmux)
+  libfmt-dev libssl-dev libgtest-dev util-linux procps ca-certificates openssl tmux chromium)
 # The fuzz targets (fuzz/) need clang and its libFuzzer; only that preset pays for them.
 if [ "$preset" = fuzz ]; then
   apt_packages+=(clang-14 libfuzzer-14-dev)
@@ -106,6 +106,8 @@ else
   # needs, in a prefix of its own: the system's node is left as it is.
   npm_install node22
   npm_install conformance
+  # Playwright's MCP server for the browser tests (they drive Debian's chromium with it).
+  npm_install playwright
   [ ${#up_to_date[@]} -eq 0 ] || say "npm packages up to date in ${up_to_date[*]}"
 fi
 
@@ -121,9 +123,9 @@ if [ -f "$cache" ]; then
     reason="it was made for another source folder"
   fi
   if [ -n "$reason" ]; then
-    say "wiping $rel/ ($reason); keeping the npm packages (build/npm, build/node22, build/conformance)"
+    say "wiping $rel/ ($reason); keeping the npm packages (build/npm, build/node22, build/conformance, build/playwright)"
     find "$bin" -mindepth 1 -maxdepth 1 ! -path "$root/build/npm" ! -path "$root/build/node22" \
-      ! -path "$root/build/conformance" -exec rm -rf {} +
+      ! -path "$root/build/conformance" ! -path "$root/build/playwright" -exec rm -rf {} +
   fi
 fi
 if [ -f "$cache" ]; then

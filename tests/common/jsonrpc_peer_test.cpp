@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 
 namespace oppx {
 namespace {
@@ -93,8 +94,8 @@ TEST(JsonRpcPeer, AReusedIdInFlightIsRefused) {
   server->start();
   std::vector<std::string> lines;
   client_end->start({[&](std::string l) { lines.push_back(l); }, [](const TransportError&) {}});
-  client_end->send(R"({"jsonrpc":"2.0","id":5,"method":"hold"})");
-  client_end->send(R"({"jsonrpc":"2.0","id":5,"method":"hold"})");
+  client_end->send({.text = R"({"jsonrpc":"2.0","id":5,"method":"hold"})"});
+  client_end->send({.text = R"({"jsonrpc":"2.0","id":5,"method":"hold"})"});
   ASSERT_TRUE(test::run_until(io, [&] { return lines.size() == 1 && held.size() == 1; }));
   auto err = proto::parse_message(lines[0]);
   ASSERT_TRUE(err);
@@ -133,6 +134,72 @@ TEST(JsonRpcPeer, NotificationsAndUnknownResponsesAreNotReplies) {
   p.client->call("ping", nullptr, [&](JsonRpcPeer::CallResult res) { r = std::move(res); });
   ASSERT_TRUE(test::run_until(p.io, [&] { return r.has_value(); }));
   EXPECT_EQ(p.notes, std::vector<std::string>{"notifications/hello"});
+}
+
+// A transport that keeps what is sent and lets the test play the far end and the transport.
+class RecordingTransport final : public Transport {
+ public:
+  explicit RecordingTransport(std::vector<Message>* sent, Handlers* handlers) : sent_(sent), handlers_(handlers) {}
+  void start(Handlers h) override { *handlers_ = std::move(h); }
+  bool send(Message m) override {
+    sent_->push_back(std::move(m));
+    return true;
+  }
+  void close() override {}
+  void abort() override {}
+
+ private:
+  std::vector<Message>* sent_;
+  Handlers* handlers_;
+};
+
+TEST(JsonRpcPeer, EachMessageSaysWhatItIsSoNoTransportParsesIt) {
+  std::vector<Message> sent;
+  Transport::Handlers far;
+  JsonRpcPeer::Options o;
+  o.name = "client";
+  o.on_request = [](proto::Request, Reply reply) { reply.ok(nullptr); };
+  auto peer = JsonRpcPeer::create(std::make_unique<RecordingTransport>(&sent, &far), std::move(o));
+  peer->start();
+  RequestOptions slow_write;
+  slow_write.repeatable = false;
+  slow_write.slow_first_byte = true;
+  slow_write.label = "the call to write";
+  json::value id = peer->call(
+      "tools/call", json::object{}, [](JsonRpcPeer::CallResult) {}, slow_write);
+  peer->notify("notifications/cancelled", json::object{{"requestId", id}}, id);
+  far.on_line(R"({"jsonrpc":"2.0","id":"s1","method":"ping"})");
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[0].kind, Message::Kind::kRequest);
+  EXPECT_EQ(sent[0].method, "tools/call");
+  EXPECT_EQ(sent[0].id, id);
+  EXPECT_FALSE(sent[0].repeatable);
+  EXPECT_TRUE(sent[0].slow_first_byte);
+  EXPECT_EQ(sent[0].label, "the call to write");
+  EXPECT_EQ(sent[1].kind, Message::Kind::kNotification);
+  EXPECT_EQ(sent[1].cancels, id);
+  EXPECT_EQ(sent[2].kind, Message::Kind::kResponse);
+  EXPECT_NE(sent[2].text.find("\"s1\""), std::string::npos);
+}
+
+TEST(JsonRpcPeer, OnlyTheTransportsOwnErrorsAreNotReceivedFromTheFarEnd) {
+  std::vector<Message> sent;
+  Transport::Handlers far;
+  JsonRpcPeer::Options o;
+  o.name = "client";
+  auto peer = JsonRpcPeer::create(std::make_unique<RecordingTransport>(&sent, &far), std::move(o));
+  peer->start();
+  std::optional<JsonRpcPeer::CallResult> claimed, own;
+  json::value a = peer->call("tools/call", nullptr, [&](JsonRpcPeer::CallResult r) { claimed = std::move(r); });
+  json::value b = peer->call("tools/call", nullptr, [&](JsonRpcPeer::CallResult r) { own = std::move(r); });
+  // The far end claims a kind in its error line; the transport reports its own failure apart.
+  far.on_line(proto::serialize_error(a, proto::RpcError::make(proto::ErrorCode::kInternal, "login", "claimed")));
+  far.on_request_failed(b, proto::RpcError::make(proto::ErrorCode::kInternal, "login", "refused (HTTP 401)"));
+  ASSERT_TRUE(claimed && own);
+  EXPECT_TRUE(claimed->error().received);
+  EXPECT_FALSE(own->error().received);
+  EXPECT_EQ(own->error().kind, "login");
+  EXPECT_EQ(peer->calls_waiting(), 0u);
 }
 
 }  // namespace

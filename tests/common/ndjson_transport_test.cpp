@@ -81,7 +81,7 @@ TEST(NdjsonTransport, APeerThatNeverReadsOverflowsTheQueue) {
   std::string msg(1000, 'y');
   bool refused = false;
   for (int i = 0; i < 10000 && !refused; ++i) {
-    refused = !p.transport->send(msg);
+    refused = !p.transport->send({.text = msg});
     p.io.poll();
   }
   EXPECT_TRUE(refused);
@@ -108,13 +108,13 @@ TEST(NdjsonTransport, EndOfStreamIsReportedOnce) {
 
 TEST(NdjsonTransport, CloseWritesWhatIsQueuedFirst) {
   Pair p;
-  for (int i = 0; i < 100; ++i) p.transport->send("{\"n\":" + std::to_string(i) + "}");
+  for (int i = 0; i < 100; ++i) p.transport->send({.text = "{\"n\":" + std::to_string(i) + "}"});
   p.transport->close();
   ASSERT_TRUE(test::run_until(p.io, [&] { return p.closed.has_value(); }));
   std::string got = p.read_far();
   EXPECT_EQ(std::count(got.begin(), got.end(), '\n'), 100);
   EXPECT_NE(got.find("{\"n\":99}\n"), std::string::npos);
-  EXPECT_FALSE(p.transport->send("late"));
+  EXPECT_FALSE(p.transport->send({.text = "late"}));
 }
 
 // What handlers send while one read's lines are handled goes out in one write: the far end of
@@ -127,7 +127,7 @@ TEST(NdjsonTransport, WhatABatchOfLinesSendsGoesOutInOneWrite) {
   auto out = make_ndjson_transport(io, out_pair[0], out_pair[0], {});
   out->start({[](std::string) {}, [](const TransportError&) {}});
   auto in = make_ndjson_transport(io, in_pair[0], in_pair[0], {});
-  in->start({[&out](std::string l) { out->send("got " + l); }, [](const TransportError&) {}});
+  in->start({[&out](std::string l) { out->send({.text = "got " + l}); }, [](const TransportError&) {}});
   auto record = [&] {
     char buf[4096];
     for (int i = 0; i < 1000; ++i) {

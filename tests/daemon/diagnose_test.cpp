@@ -139,7 +139,7 @@ TEST(Diagnose, ALiteralTokenIsNeverRepeated) {
   EXPECT_NE(s.find("-H 'X-Api-Key: <new token>'"), std::string::npos) << s;
 }
 
-TEST(Diagnose, AStoppedProgramWhoseLastWordsAreUnauthorizedNeedsALogin) {
+TEST(Diagnose, AStoppedProgramWhoseLastStderrLineIsUnauthorizedNeedsALogin) {
   auto def = command("api", "node", {"server.js"});
   def.env = {{"API_TOKEN", "${MY_API_TOKEN}"}};
   Diagnosis d = diagnose(down::kStopped, "its program stopped (exit status 1): Error: 401 Unauthorized", def, "/l");
@@ -306,13 +306,13 @@ TEST(Diagnose, NpmsErrorCodeIsTheTellingLineAndE404IsNotInstalled) {
       "/home/ana/.npm/_logs/2026-12-03T23_11_18_662Z-debug-0.log"};
   auto def = command("zzz", "npx", {"-y", "@modelcontextprotocol/server-doesnotexist-zzz"});
   EXPECT_EQ(telling_line(npm, false), "npm error code E404");
-  LastWords w = read_last_words(npm, def, false);
+  StderrReading w = read_stderr_lines(npm, def, false);
   EXPECT_EQ(w.line, "npm error code E404");
   EXPECT_EQ(w.kind, down::kNotInstalled);
   EXPECT_EQ(w.meaning, "the package does not exist on the registry: check its name");
   // npm before version 10 wrote "npm ERR!".
   EXPECT_EQ(
-      read_last_words({"npm ERR! code E404", "npm ERR! 404 Not Found - GET https://r.example/x"}, def, false).kind,
+      read_stderr_lines({"npm ERR! code E404", "npm ERR! 404 Not Found - GET https://r.example/x"}, def, false).kind,
       down::kNotInstalled);
   // Its steps correct the name; installing Node.js would not help.
   Diagnosis d = diagnose(down::kNotInstalled,
@@ -325,10 +325,10 @@ TEST(Diagnose, NpmsErrorCodeIsTheTellingLineAndE404IsNotInstalled) {
             "package.");
   EXPECT_EQ(d.steps[1], "Then run `oppx mcp reconnect zzz`.");
   // Another code names itself, and decides nothing.
-  LastWords net =
-      read_last_words({"npm error code ENOTFOUND", "npm error syscall getaddrinfo", "npm error errno ENOTFOUND",
-                       "npm error A complete log of this run can be found in: /home/ana/.npm/_logs/x-debug-0.log"},
-                      def, false);
+  StderrReading net =
+      read_stderr_lines({"npm error code ENOTFOUND", "npm error syscall getaddrinfo", "npm error errno ENOTFOUND",
+                         "npm error A complete log of this run can be found in: /home/ana/.npm/_logs/x-debug-0.log"},
+                        def, false);
   EXPECT_EQ(net.line, "npm error code ENOTFOUND");
   EXPECT_EQ(net.kind, "");
 }
@@ -385,7 +385,7 @@ TEST(Diagnose, AnMcpRemoteWhoseLoginFailedNeedsALoginNotTheLastLineOfItsDump) {
   dump("[20330] Fatal error: " + rejected);
   while (err.size() > kKeptStderrLines) err.pop_front();
   auto def = command("linear", "npx", {"-y", "mcp-remote", "https://mcp.example.com/mcp"});
-  LastWords w = read_last_words(err, def, false);
+  StderrReading w = read_stderr_lines(err, def, false);
   EXPECT_EQ(w.line, "[20330] Fatal error: " + rejected);
   EXPECT_EQ(w.kind, down::kLogin);
   Diagnosis d = diagnose(w.kind, "its program stopped (exit status 1): " + w.line, def, "/l");
@@ -393,14 +393,14 @@ TEST(Diagnose, AnMcpRemoteWhoseLoginFailedNeedsALoginNotTheLastLineOfItsDump) {
   EXPECT_NE(joined(d).find("rm -rf ~/.mcp-auth"), std::string::npos) << joined(d);
   // mcp-remote's own words after a 401, alone, say the same.
   EXPECT_EQ(
-      read_last_words({"[1] Authentication required. Initializing auth...", "[1] Fatal error: aborted"}, def, false)
+      read_stderr_lines({"[1] Authentication required. Initializing auth...", "[1] Fatal error: aborted"}, def, false)
           .kind,
       down::kLogin);
   // The same lines from a program that is not mcp-remote decide nothing (narrow).
-  EXPECT_EQ(read_last_words(err, command("x", "node", {"server.js"}), false).kind, "");
+  EXPECT_EQ(read_stderr_lines(err, command("x", "node", {"server.js"}), false).kind, "");
   // mcp-remote's start words are no login trouble.
   EXPECT_EQ(
-      read_last_words({"[1] Discovering OAuth server configuration...", "[1] Error: spawn ENOENT"}, def, false).kind,
+      read_stderr_lines({"[1] Discovering OAuth server configuration...", "[1] Error: spawn ENOENT"}, def, false).kind,
       "");
 }
 

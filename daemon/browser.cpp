@@ -1,0 +1,298 @@
+// The session browser: finding Node.js, the installed server and a browser; the server's command
+// line; the offered tools; the linked files put into results; the connector's start, watched until
+// it runs or fails. Callbacks only, on the daemon's loop.
+#include "daemon/browser.h"
+
+#include "common/fs.h"
+#include "common/paths.h"
+#include "common/playwright.h"
+#include "daemon/child_process.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace oppx::daemon {
+
+namespace json = boost::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> path_env(const EnvMap& env) {
+  auto it = env.find("PATH");
+  return {"PATH=" + (it == env.end() ? std::string("/usr/local/bin:/usr/bin:/bin") : it->second)};
+}
+
+std::string on_path(const EnvMap& env, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    if (std::string p = find_program(n, path_env(env)); !p.empty()) return p;
+  }
+  return {};
+}
+
+// Playwright's own Chromium build, when one was downloaded into the engine folder.
+std::string chrome_for_testing() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(playwright::browsers_dir(), ec)) {
+    if (!entry.path().filename().string().starts_with("chromium-")) continue;
+    for (const char* sub : {"chrome-linux64/chrome", "chrome-linux/chrome"}) {
+      fs::path exe = entry.path() / sub;
+      if (::access(exe.c_str(), X_OK) == 0) return exe.string();
+    }
+  }
+  return {};
+}
+
+std::string real(const std::string& p) {
+  char buf[PATH_MAX];
+  return ::realpath(p.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+// The file a link names (…/page-1.yml or …/console-1.log#L4), read when it lies in `folder`.
+std::optional<std::string> read_linked(const std::string& path, const std::string& real_folder) {
+  std::string r = real(path);
+  if (r.empty() || real_folder.empty() || !r.starts_with(real_folder + "/")) return std::nullopt;
+  std::ifstream f(r);
+  if (!f) return std::nullopt;
+  constexpr std::size_t kCap = 256 * 1024;  // the result is cut far below this anyway
+  std::string text(kCap, '\0');
+  f.read(text.data(), static_cast<std::streamsize>(kCap));
+  text.resize(static_cast<std::size_t>(f.gcount()));
+  return text;
+}
+
+std::string from_line(const std::string& text, long line) {
+  std::size_t at = 0;
+  for (long i = 1; i < line && at != std::string::npos; ++i) {
+    at = text.find('\n', at);
+    if (at != std::string::npos) ++at;
+  }
+  return at == std::string::npos ? std::string() : text.substr(at);
+}
+
+void trim_end(std::string& s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+}
+
+// One line of a result: its link into `folder` replaced by the file's text.
+std::string inline_line(const std::string& line, const std::string& folder, const std::string& real_folder) {
+  auto at = line.find(folder + "/");
+  if (at == std::string::npos) return line;
+  auto end = line.find_first_of(") \t", at);
+  std::string target = line.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  long from = 1;
+  if (auto hash = target.find("#L"); hash != std::string::npos) {
+    from = std::strtol(target.c_str() + hash + 2, nullptr, 10);
+    target.resize(hash);
+  }
+  auto text = read_linked(target, real_folder);
+  if (!text) return line;
+  if (target.ends_with(".yml") || target.ends_with(".yaml")) {
+    trim_end(*text);
+    return "- Snapshot:\n```yaml\n" + *text + "\n```";
+  }
+  std::string entries = from_line(*text, std::max(from, 1L));
+  trim_end(entries);
+  std::string label = line.substr(0, at);
+  while (!label.empty() && (label.back() == ' ' || label.back() == ':' || label.back() == '(' || label.back() == '['))
+    label.pop_back();
+  if (label.empty() || label == "-") label = "- Console";
+  return label + ":\n" + (entries.empty() ? std::string("(none)") : entries);
+}
+
+}  // namespace
+
+json::object BrowserProblem::to_json() const {
+  json::array s;
+  for (const auto& step : steps) s.emplace_back(step);
+  return json::object{{"reason_kind", kind}, {"reason", message}, {"steps", std::move(s)}};
+}
+
+boost::system::result<BrowserChoice, BrowserProblem> choose_browser(const EnvMap& env) {
+  std::string chrome = on_path(env, {"google-chrome", "google-chrome-stable"});
+  if (chrome.empty() && ::access("/opt/google/chrome/chrome", X_OK) == 0) chrome = "/opt/google/chrome/chrome";
+  if (!chrome.empty()) return BrowserChoice{"chrome", chrome};
+  if (std::string c = on_path(env, {"chromium", "chromium-browser"}); !c.empty()) return BrowserChoice{"chromium", c};
+  if (std::string c = chrome_for_testing(); !c.empty()) return BrowserChoice{"chrome-for-testing", c};
+  return BrowserProblem{
+      "no_browser",
+      "no Google Chrome or Chromium was found (on PATH, or Playwright's own in " + playwright::browsers_dir() + ")",
+      {"install Chromium (Debian: `sudo apt install chromium`) or Google Chrome, then `/browser "
+       "start` (or `oppx browser status` to check)",
+       "or let Playwright download its Chrome for Testing: `PLAYWRIGHT_BROWSERS_PATH=" + playwright::browsers_dir() +
+           " npx --prefix " + playwright::engine_dir() + " playwright install chromium`"}};
+}
+
+boost::system::result<ConnectorDef, BrowserProblem> browser_definition(const EnvMap& env, const std::string& folder,
+                                                                       const std::string& cwd) {
+  std::string node = on_path(env, {"node"});
+  if (node.empty())
+    return BrowserProblem{
+        "no_node",
+        fmt::format("the browser needs Node.js {}+ (`node` on PATH), and none was found", playwright::kNodeMajorNeeded),
+        {"install Node.js (Debian: `sudo apt install nodejs npm`), then `oppx browser install`"}};
+  std::string installed = playwright::installed_version();
+  if (installed.empty())
+    return BrowserProblem{"not_installed",
+                          fmt::format("Playwright's MCP server is not installed in {}", playwright::engine_dir()),
+                          {"`oppx browser install` (npm, about 20 MB), or answer y when the chat offers the browser"}};
+  if (installed != playwright::kMcpVersion)
+    return BrowserProblem{"outdated",
+                          fmt::format("{} {} is installed in {}; this oppx uses {}", playwright::kMcpPackage, installed,
+                                      playwright::engine_dir(), playwright::kMcpVersion),
+                          {"`oppx browser install --update`"}};
+  auto browser = choose_browser(env);
+  if (!browser) return browser.error();
+
+  ConnectorDef d;
+  d.name = std::string(kBrowserName);
+  d.command = node;
+  d.args = {
+      playwright::cli_js(), "--headless", "--isolated",   "--image-responses", "omit",         "--codegen", "none",
+      "--console-level",    "warning",    "--file-paths", "absolute",          "--output-dir", folder};
+  if (browser->kind == "chrome") {
+    d.args.insert(d.args.end(), {"--browser", "chrome"});
+  } else if (browser->kind == "chromium") {
+    d.args.insert(d.args.end(), {"--executable-path", browser->path});
+  } else {
+    d.args.insert(d.args.end(), {"--browser", "chromium"});
+  }
+  if (::geteuid() == 0) d.args.emplace_back("--no-sandbox");  // Chromium refuses to start as root with it on
+  d.env = {{"PLAYWRIGHT_BROWSERS_PATH", playwright::browsers_dir()}};
+  d.cwd = cwd;
+  d.canonical = fmt::format("{{\"browser\":\"{}\",\"folder\":\"{}\"}}", browser->path, folder);
+  d.file = "(oppx's browser)";
+  return d;
+}
+
+bool offered_browser_tool(std::string_view tool) {
+  static constexpr std::array<std::string_view, 4> kNever{"browser_run_code_unsafe", "browser_file_upload",
+                                                          "browser_drop", "browser_take_screenshot"};
+  return std::find(kNever.begin(), kNever.end(), tool) == kNever.end();
+}
+
+bool asked_every_time(std::string_view tool) { return tool == "browser_evaluate"; }
+
+void inline_browser_files(json::value& result, const std::string& folder) {
+  json::object* o = result.if_object();
+  json::value* c = o ? o->if_contains("content") : nullptr;
+  if (!c || !c->is_array()) return;
+  json::array* content = &c->as_array();
+  std::string real_folder = real(folder);
+  for (auto& part : *content) {
+    json::object* p = part.if_object();
+    if (!p || !p->contains("text") || !p->at("text").is_string()) continue;
+    std::string text(p->at("text").as_string());
+    if (text.find(folder + "/") == std::string::npos) continue;
+    std::string out;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      if (!out.empty()) out += '\n';
+      out += inline_line(line, folder, real_folder);
+    }
+    (*p)["text"] = out;
+  }
+}
+
+SessionBrowser::SessionBrowser(boost::asio::io_context& io, std::string session, std::string cwd)
+    : io_(io),
+      session_(std::move(session)),
+      cwd_(std::move(cwd)),
+      folder_(paths::cache_dir() + "/browser/" + session_) {}
+
+SessionBrowser::~SessionBrowser() { stop(); }
+
+void SessionBrowser::start(const EnvMap& env, Started done) {
+  if (connector_ && connector_->state() == ConnectorState::kRunning) {
+    return boost::asio::post(io_, [done = std::move(done)] { done(std::nullopt); });
+  }
+  waiting_.push_back(std::move(done));
+  if (connector_ && connector_->state() == ConnectorState::kStarting) return;
+  if (auto r = ensure_private_dir(folder_); !r) {
+    return settle(BrowserProblem{"connector_down",
+                                 "cannot make the browser's folder " + folder_ + ": " + r.error(),
+                                 {"check the permissions of " + paths::cache_dir()}});
+  }
+  auto def = browser_definition(env, folder_, cwd_.empty() ? folder_ : cwd_);
+  if (!def) return settle(def.error());
+  connector_ = Connector::create(io_, std::move(*def), folder_ + "/server.log");
+  std::weak_ptr<Connector> weak = connector_;
+  connector_->on_change([this, weak] {
+    auto c = weak.lock();
+    if (!c || c != connector_ || waiting_.empty()) return;
+    if (c->state() == ConnectorState::kRunning) return settle(std::nullopt);
+    if (c->state() == ConnectorState::kFailed || c->state() == ConnectorState::kStopped)
+      settle(BrowserProblem{"connector_down", c->reason().empty() ? "the browser's server stopped" : c->reason(),
+                            c->steps()});
+  });
+  connector_->start(env, start_timeout(env));
+}
+
+void SessionBrowser::settle(std::optional<BrowserProblem> problem) {
+  problem_ = problem;
+  auto waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& w : waiting) {
+    boost::asio::post(io_, [w = std::move(w), problem] { w(problem); });
+  }
+}
+
+void SessionBrowser::stop() {
+  if (connector_) {
+    connector_->on_change(nullptr);
+    connector_->stop();
+  }
+  connector_.reset();
+  if (!waiting_.empty())
+    settle(BrowserProblem{"connector_down", "the browser was stopped before it was ready", {"`/browser start`"}});
+  problem_.reset();
+}
+
+std::string SessionBrowser::state() const {
+  if (!connector_) return problem_ ? "failed" : "off";
+  switch (connector_->state()) {
+    case ConnectorState::kRunning:
+      return "running";
+    case ConnectorState::kStarting:
+      return "starting";
+    case ConnectorState::kFailed:
+      return "failed";
+    default:
+      return "off";
+  }
+}
+
+json::array SessionBrowser::tools() const {
+  json::array out;
+  if (!connector_) return out;
+  for (const auto& t : connector_->tools()) {
+    const json::value* name = t.is_object() ? t.as_object().if_contains("name") : nullptr;
+    if (name && name->is_string() && offered_browser_tool(name->as_string())) out.push_back(t);
+  }
+  return out;
+}
+
+json::object SessionBrowser::status_json() const {
+  json::object o{{"state", state()}, {"folder", folder_}, {"tools", tools().size()}};
+  if (connector_) {
+    o["pid"] = connector_->pid();
+    o["log"] = connector_->log_path();
+    if (!connector_->reason().empty()) o["reason"] = connector_->reason();
+  } else if (problem_) {
+    for (auto& [k, v] : problem_->to_json()) o[k] = v;
+  }
+  return o;
+}
+
+}  // namespace oppx::daemon

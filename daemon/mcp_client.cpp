@@ -1,0 +1,298 @@
+// McpClient: the session's phases are kNew → kInitializing → kListing → kReady, and kClosed,
+// after which no handler runs and late answers are dropped. The JSON-RPC peer's callbacks hold
+// a weak_ptr to the client, so a client closed or destroyed with calls in flight ends cleanly.
+#include "daemon/mcp_client.h"
+
+#include "common/log.h"
+#include "common/text.h"
+#include "daemon/connector.h"
+#include "daemon/diagnose.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace oppx::daemon {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using proto::ErrorCode;
+using proto::RpcError;
+
+namespace {
+
+constexpr int kMaxToolPages = 50;
+
+// The HTTP link turns a lost login or an unreachable server into an error of that kind; those
+// take the connector down. Anything else (a timeout, a bad answer) fails one call.
+bool takes_it_down(const RpcError& e) { return e.kind == down::kLogin || e.kind == down::kUnreachable; }
+
+}  // namespace
+
+void move_server_kind_to_data(JsonRpcPeer::CallResult& r) {
+  if (r || !r.error().received) return;
+  proto::RpcError e = r.error();
+  if (!e.kind.empty()) e.data["server_kind"] = e.kind;
+  e.kind.clear();
+  r = JsonRpcPeer::CallResult(boost::system::in_place_error, std::move(e));
+}
+
+struct McpClient::Timer {
+  explicit Timer(asio::io_context& io) : t(io) {}
+  asio::steady_timer t;
+};
+
+struct McpClient::Pages {
+  json::array tools;
+  std::set<std::string> names, cursors;
+  int count = 0;
+};
+
+McpClient::McpClient(asio::io_context& io, Options options, Handlers handlers)
+    : io_(io),
+      options_(std::move(options)),
+      handlers_(std::move(handlers)),
+      list_changed_timer_(std::make_unique<Timer>(io)) {}
+
+McpClient::~McpClient() { close(false); }
+
+std::shared_ptr<McpClient> McpClient::create(asio::io_context& io, std::unique_ptr<Transport> transport,
+                                             Options options, Handlers handlers) {
+  std::shared_ptr<McpClient> c(new McpClient(io, std::move(options), std::move(handlers)));
+  std::weak_ptr<McpClient> w = c;
+  JsonRpcPeer::Options o;
+  o.name = "mcp:" + c->options_.name;
+  o.reply_to_malformed = false;  // junk from a server is logged and skipped, never answered
+  o.on_request = [w, &io](proto::Request req, Reply reply) {
+    if (req.method == "ping") return reply.ok(json::object{});
+    if (req.method == "initialize") {
+      // No server sends a client initialize: this one is ours, sent back. Answered like any
+      // request we do not serve; the failure is posted, as failing ends the peer calling us.
+      reply.fail(
+          RpcError::make(ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound, "oppx does not support initialize"));
+      return asio::post(io, [w] {
+        auto self = w.lock();
+        if (!self || self->phase_ == Phase::kReady || self->phase_ == Phase::kClosed) return;
+        self->failed(down::kConfig,
+                     fmt::format("it sent oppx's own initialize request back: {} is not an MCP server (a program "
+                                 "that echoes its input, like cat, is not one); correct its command",
+                                 self->options_.name));
+      });
+    }
+    // MCP: sampling, roots and elicitation were not offered in initialize; never leave them hanging.
+    reply.fail(RpcError::make(ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound,
+                              "oppx does not support " + req.method));
+  };
+  o.on_notification = [w](proto::Notification n) {
+    auto self = w.lock();
+    if (!self || self->phase_ == Phase::kClosed) return;
+    // Before the first tools/list is sent a notice changes nothing (server-everything sends one
+    // before it even answers initialize); one while that list is on its way means fetch again.
+    if (n.method == "notifications/tools/list_changed" && self->listing_or_ready()) {
+      self->list_changed();
+    } else if (n.method == "notifications/progress" && n.params.is_object()) {
+      self->progress(n.params.as_object());
+    }
+  };
+  o.on_closed = [w](const TransportError& e) {
+    auto self = w.lock();
+    if (!self || self->phase_ == Phase::kClosed || !self->handlers_.on_closed) return;
+    auto on_closed = self->handlers_.on_closed;
+    on_closed(e);
+  };
+  c->peer_ = JsonRpcPeer::create(std::move(transport), std::move(o));
+  c->peer_->start();
+  return c;
+}
+
+void McpClient::start() {
+  phase_ = Phase::kInitializing;
+  json::object params{{"protocolVersion", kMcpVersions[0]},
+                      {"capabilities", json::object{}},
+                      {"clientInfo", json::object{{"name", "oppx"}, {"version", OPPX_VERSION}}}};
+  peer_->call("initialize", params, [w = weak_from_this()](CallResult r) {
+    auto self = w.lock();
+    if (self && self->phase_ == Phase::kInitializing) self->initialized(std::move(r));
+  });
+}
+
+void McpClient::initialized(CallResult r) {
+  move_server_kind_to_data(r);
+  // A program's output ended: its link reports the stop, with its exit status and last stderr lines.
+  if (!r && r.error().kind == proto::kind::kDisconnected && options_.quiet_on_disconnect) return;
+  if (!r && (takes_it_down(r.error()) || r.error().kind == down::kTimeout))
+    return failed(r.error().kind, r.error().message);
+  if (!r && !r.error().received) {
+    // The link's own error (never a server's claim) with the status the URL answered.
+    // A copy kept: result::error() returns one, and a pointer into a temporary would dangle.
+    const RpcError e = r.error();
+    const json::value* status = e.data.if_contains("http_status");
+    int code = status && status->is_int64() ? static_cast<int>(status->as_int64()) : 0;
+    if (url_is_wrong(code))
+      return failed(down::kConfig, "its URL is not the server's MCP endpoint: " + e.message, code);
+    return failed(down::kStopped, "initialize failed: " + e.message);
+  }
+  if (!r) return failed(down::kStopped, "it refused initialize: " + r.error().message);
+  std::string version;
+  if (auto* v = r->is_object() ? r->as_object().if_contains("protocolVersion") : nullptr; v && v->is_string())
+    version = std::string(v->as_string());
+  if (std::find(std::begin(kMcpVersions), std::end(kMcpVersions), version) == std::end(kMcpVersions))
+    return failed(down::kStopped, fmt::format("it speaks MCP protocol \"{}\", which oppx does not support", version));
+  phase_ = Phase::kListing;
+  peer_->notify("notifications/initialized", nullptr);
+  fetch_tools();
+}
+
+void McpClient::refetch_tools() {
+  if (phase_ != Phase::kClosed && listing_or_ready()) fetch_tools();
+}
+
+void McpClient::fetch_tools() {
+  if (fetching_) {
+    fetch_again_ = true;  // a burst of list_changed gives one more fetch, not one per notice
+    return;
+  }
+  fetching_ = true;
+  fetch_page(std::make_shared<Pages>(), "");
+}
+
+// Pages end at the last one, at a cursor seen before, or at kMaxToolPages.
+void McpClient::fetch_page(std::shared_ptr<Pages> acc, std::string cursor) {
+  json::value params = cursor.empty() ? json::value(nullptr) : json::value(json::object{{"cursor", cursor}});
+  peer_->call("tools/list", params, [w = weak_from_this(), acc](CallResult r) {
+    auto self = w.lock();
+    if (self && self->phase_ != Phase::kClosed) self->page(acc, std::move(r));
+  });
+}
+
+void McpClient::page(std::shared_ptr<Pages> acc, CallResult r) {
+  move_server_kind_to_data(r);
+  if (!r && r.error().kind == proto::kind::kDisconnected && options_.quiet_on_disconnect) {
+    fetching_ = false;  // as for initialize: the link reports it
+    return;
+  }
+  if (!r || !r->is_object() || !r->as_object().contains("tools") || !r->as_object().at("tools").is_array()) {
+    fetching_ = false;
+    if (!r && takes_it_down(r.error())) return failed(r.error().kind, r.error().message);
+    return failed(down::kStopped,
+                  "its tools/list answer was unusable" + (r ? std::string() : ": " + r.error().message));
+  }
+  for (auto& t : r->as_object().at("tools").as_array()) {
+    const json::value* name = t.is_object() ? t.as_object().if_contains("name") : nullptr;
+    if (name && name->is_string() && acc->names.insert(std::string(name->as_string())).second) acc->tools.push_back(t);
+  }
+  ++acc->count;
+  const json::value* next = r->as_object().if_contains("nextCursor");
+  if (next && next->is_string() && !next->as_string().empty()) {
+    std::string c(next->as_string());
+    if (!acc->cursors.insert(c).second) {
+      log::warn("connector {}: tools/list gave the cursor {} twice; its list ends there", options_.name,
+                escape_controls(c.substr(0, 80)));
+    } else if (acc->count >= kMaxToolPages) {
+      log::warn("connector {}: tools/list has more than {} pages; the rest is left out", options_.name, kMaxToolPages);
+    } else {
+      return fetch_page(acc, std::move(c));
+    }
+  }
+  fetching_ = false;
+  phase_ = Phase::kReady;
+  auto keep = shared_from_this();  // on_tools may close this client
+  if (handlers_.on_tools) handlers_.on_tools(std::move(acc->tools));
+  if (fetch_again_ && phase_ != Phase::kClosed) {
+    fetch_again_ = false;
+    fetch_tools();
+  }
+}
+
+// Servers may send list_changed in bursts (one per tool they add): the first notice arms a
+// short timer, the ones within it ride along, and one fetch follows.
+void McpClient::list_changed() {
+  if (list_changed_armed_) return;
+  list_changed_armed_ = true;
+  list_changed_timer_->t.expires_after(options_.list_changed_debounce);
+  list_changed_timer_->t.async_wait([w = weak_from_this()](boost::system::error_code ec) {
+    auto self = w.lock();
+    if (!self || ec) return;  // cancelled by close(), which also disarmed it
+    self->list_changed_armed_ = false;
+    self->refetch_tools();
+  });
+}
+
+void McpClient::progress(const json::object& params) {
+  const json::value* token = params.if_contains("progressToken");
+  if (!token || !token->is_string()) return;  // we only ever send string tokens
+  auto it = progress_.find(std::string(token->as_string()));
+  if (it == progress_.end()) return;  // a call that ended, or a token that is not ours
+  json::object p = params;
+  p.erase("progressToken");
+  auto fn = it->second;
+  fn(p);
+}
+
+json::value McpClient::call_tool(const std::string& tool, const json::value& arguments, bool read_only,
+                                 std::function<void(const json::object&)> on_progress,
+                                 std::function<void(CallResult)> done) {
+  json::object params{{"name", tool}, {"arguments", arguments}};
+  std::string token;
+  if (on_progress) {
+    token = fmt::format("oppx-{}", ++next_progress_);
+    params["_meta"] = json::object{{"progressToken", token}};
+    progress_.emplace(token, std::move(on_progress));
+  }
+  // A tool may work long before it answers; a call is safe to send twice only when it is read-only.
+  RequestOptions request;
+  request.repeatable = read_only;
+  request.slow_first_byte = true;
+  request.label = "the call to " + escape_controls(std::string_view(tool).substr(0, 100));
+  auto answered = [w = weak_from_this(), token, done = std::move(done)](CallResult r) {
+    if (auto self = w.lock(); self && !token.empty()) {
+      self->progress_.erase(token);
+      std::erase_if(self->token_of_call_, [&token](const auto& e) { return e.second == token; });
+    }
+    move_server_kind_to_data(r);
+    done(std::move(r));
+  };
+  json::value id = peer_->call("tools/call", params, std::move(answered), std::move(request));
+  // Unless it already ended (a transport that could not take it answers at once).
+  if (!token.empty() && progress_.count(token)) token_of_call_[proto::id_key(id)] = token;
+  return id;
+}
+
+void McpClient::cancel(const json::value& id, std::string_view why) {
+  if (!peer_ || id.is_null()) return;
+  if (auto it = token_of_call_.find(proto::id_key(id)); it != token_of_call_.end()) {
+    progress_.erase(it->second);
+    token_of_call_.erase(it);
+  }
+  peer_->forget(id);
+  peer_->notify("notifications/cancelled", json::object{{"requestId", id}, {"reason", why}}, id);
+}
+
+void McpClient::failed(std::string_view kind, std::string why, int http_status) {
+  if (phase_ == Phase::kClosed || !handlers_.on_failed) return;
+  auto on_failed = handlers_.on_failed;
+  on_failed(kind, std::move(why), http_status);
+}
+
+void McpClient::close(bool graceful) {
+  if (phase_ == Phase::kClosed) return;
+  phase_ = Phase::kClosed;
+  handlers_ = {};
+  list_changed_timer_->t.cancel();
+  list_changed_armed_ = false;
+  if (!peer_) return;
+  auto peer = std::move(peer_);
+  if (graceful) {
+    peer->close();
+  } else {
+    peer->abort();
+  }
+}
+
+}  // namespace oppx::daemon

@@ -1,0 +1,111 @@
+// McpClient: the MCP client side of one session over any transport (a stdio link, an HTTP link,
+// an in-memory pair in tests): initialize and the protocol version check, the paginated
+// tools/list and its refetch on list_changed (debounced), tools/call with progress routed by
+// token, cancellation, and a refusal for every server request we did not offer (MCP 2025-11-25,
+// "Lifecycle" and "Tools"; docs/protocol.md). It knows nothing of restarts or processes: the
+// connector owns one per run. Callbacks run on the io_context; none of them blocks.
+#pragma once
+
+#include "common/jsonrpc_peer.h"
+#include "common/transport.h"
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace oppx::daemon {
+
+// The MCP versions oppx speaks, newest first: initialize asks for the first.
+inline constexpr const char* kMcpVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+
+class McpClient : public std::enable_shared_from_this<McpClient> {
+ public:
+  using CallResult = JsonRpcPeer::CallResult;
+  struct Options {
+    std::string name;  // the connector's, for log lines
+    // The link reports a lost connection itself (a stdio program's stop, with its exit status):
+    // a disconnected initialize or tools/list is then no failure of ours to report.
+    bool quiet_on_disconnect = false;
+    std::chrono::milliseconds list_changed_debounce{200};
+  };
+  struct Handlers {
+    // The complete tool list: after initialize (the session is ready), then after each change.
+    std::function<void(boost::json::array tools)> on_tools;
+    // initialize or tools/list failed: `kind` is a down:: value.
+    std::function<void(std::string_view kind, std::string why, int http_status)> on_failed;
+    // The transport ended (its kind as TransportError says).
+    std::function<void(const TransportError&)> on_closed;
+  };
+
+  static std::shared_ptr<McpClient> create(boost::asio::io_context& io, std::unique_ptr<Transport> transport,
+                                           Options options, Handlers handlers);
+  ~McpClient();
+
+  // Sends initialize; once the version is one of kMcpVersions, notifications/initialized and the
+  // tools/list pages follow, and then on_tools.
+  void start();
+  // Sends tools/call; `done` runs once. Errors the server sent carry no kind of ours (its kind is
+  // kept as data.server_kind): only errors made on our side (disconnected, the HTTP link's login,
+  // unreachable, timeout) carry the kinds the daemon acts on. With `on_progress`, the server is
+  // asked for progress and each notifications/progress for this call arrives there.
+  // Returns the request's id.
+  // `read_only`: the tool is marked read-only, so the request may be sent again by a link whose
+  // connection closed before the answer (it may have run).
+  boost::json::value call_tool(const std::string& tool, const boost::json::value& arguments, bool read_only,
+                               std::function<void(const boost::json::object&)> on_progress,
+                               std::function<void(CallResult)> done);
+  // Gives up a call: the server is told (notifications/cancelled) and a late answer is skipped;
+  // its `done` never runs.
+  void cancel(const boost::json::value& id, std::string_view why);
+  // Fetches the tools again (when the list may have changed unannounced), if it is ready or listing.
+  void refetch_tools();
+  // Ends the session: `graceful` writes what is queued first (and an HTTP link ends its session).
+  // No handler runs after this.
+  void close(bool graceful);
+
+  bool ready() const { return phase_ == Phase::kReady; }
+  std::size_t calls_waiting() const { return peer_ ? peer_->calls_waiting() : 0; }
+
+ private:
+  enum class Phase { kNew, kInitializing, kListing, kReady, kClosed };
+  struct Pages;
+  McpClient(boost::asio::io_context& io, Options options, Handlers handlers);
+  void initialized(CallResult r);
+  void fetch_tools();
+  void fetch_page(std::shared_ptr<Pages> acc, std::string cursor);
+  void page(std::shared_ptr<Pages> acc, CallResult r);
+  void list_changed();
+  void progress(const boost::json::object& params);
+  void failed(std::string_view kind, std::string why, int http_status = 0);
+  bool listing_or_ready() const { return phase_ == Phase::kReady || fetching_; }
+
+  struct Timer;
+  boost::asio::io_context& io_;
+  Options options_;
+  Handlers handlers_;
+  std::shared_ptr<JsonRpcPeer> peer_;
+  std::unique_ptr<Timer> list_changed_timer_;
+  Phase phase_ = Phase::kNew;
+  bool fetching_ = false, fetch_again_ = false, list_changed_armed_ = false;
+  std::unordered_map<std::string, std::function<void(const boost::json::object&)>> progress_;  // by token
+  std::unordered_map<std::string, std::string> token_of_call_;  // proto::id_key of a call → its token
+  std::uint64_t next_progress_ = 0;
+};
+
+// An error that the server sent is the server's, whatever its data.kind says: its kind is moved
+// to data.server_kind, so that only errors made on our side carry the kinds the daemon acts on.
+void move_server_kind_to_data(JsonRpcPeer::CallResult& r);
+
+}  // namespace oppx::daemon

@@ -1,0 +1,123 @@
+// browser/status, browser/start and browser/stop: the session's headless browser, started and
+// stopped on a client's request and ended with its session. Callbacks on the daemon's loop.
+#include "daemon/methods_browser.h"
+
+#include "common/playwright.h"
+#include "daemon/browser.h"
+#include "daemon/connector.h"
+#include "daemon/server.h"
+#include "proto/jsonrpc.h"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+
+#include <unistd.h>
+
+namespace oppx::daemon {
+
+namespace json = boost::json;
+
+namespace {
+
+struct NoParams {};
+boost::system::result<NoParams, std::string> browser_params(const json::value& params) {
+  if (!params.is_null() && !params.is_object()) return {boost::system::in_place_error, "params: expected an object"};
+  return NoParams{};
+}
+
+proto::RpcError needs_session() {
+  return proto::RpcError::make(proto::ErrorCode::kInvalidParams, "no_session",
+                               "the browser belongs to a session: send session/open first");
+}
+
+proto::RpcError problem_error(const BrowserProblem& p) {
+  auto e = proto::RpcError::make(proto::ErrorCode::kInternal, p.kind, p.message);
+  for (auto& [k, v] : p.to_json()) e.data[k] = v;
+  return e;
+}
+
+void allow_for_session(Session& session, bool on) {
+  auto& list = session.allow;
+  auto it = std::find(list.begin(), list.end(), kBrowserSessionRule);
+  if (on && it == list.end()) list.emplace_back(kBrowserSessionRule);
+  if (!on && it != list.end()) list.erase(it);
+}
+
+void status(const Client& client, Reply reply) {
+  EnvMap env(client.env.begin(), client.env.end());
+  std::string installed = playwright::installed_version();
+  json::object o{{"version", playwright::kMcpVersion},
+                 {"installed", installed.empty() ? json::value(nullptr) : json::value(installed)},
+                 {"engine", playwright::engine_dir()},
+                 {"sandbox", ::geteuid() == 0 ? "off (Chromium refuses it as root)" : "on"}};
+  if (auto b = choose_browser(env)) {
+    o["browser"] = json::object{{"kind", b->kind}, {"path", b->path}};
+  } else {
+    o["browser"] = b.error().to_json();
+  }
+  if (!client.session) {
+    o["session"] = nullptr;
+  } else if (client.session->browser) {
+    o["session"] = client.session->browser->status_json();
+  } else {
+    o["session"] = json::object{{"state", "off"}};
+  }
+  reply.ok(std::move(o));
+}
+
+void start(Server& s, Reply reply, Client& client) {
+  if (!client.session) return reply.fail(needs_session());
+  Session& session = *client.session;
+  if (!session.browser) session.browser = std::make_shared<SessionBrowser>(s.io(), session.id, session.cwd);
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  std::weak_ptr<SessionBrowser> weak = session.browser;
+  EnvMap env(client.env.begin(), client.env.end());
+  session.browser->start(env, [shared, weak, &client](std::optional<BrowserProblem> problem) {
+    auto browser = weak.lock();
+    if (!browser || !client.session || client.session->browser != browser) return;  // its session ended
+    if (problem) return shared->fail(problem_error(*problem));
+    allow_for_session(*client.session, true);
+    json::object o = browser->status_json();
+    o["session_allow"] = kBrowserSessionRule;
+    shared->ok(std::move(o));
+  });
+}
+
+void stop(Reply reply, Client& client) {
+  if (!client.session) return reply.fail(needs_session());
+  Session& session = *client.session;
+  bool was = session.browser && session.browser->state() != "off";
+  session.browser.reset();  // stops its server, and Chromium with it
+  allow_for_session(session, false);
+  reply.ok(json::object{{"state", "off"}, {"was_running", was}});
+}
+
+}  // namespace
+
+std::shared_ptr<SessionBrowser> session_browser(const Client& client, const std::string& name) {
+  if (name != kBrowserName || !client.session) return nullptr;
+  return client.session->browser;
+}
+
+std::shared_ptr<Connector> browser_connector(const Client& client, const std::string& name) {
+  auto b = session_browser(client, name);
+  return b ? b->connector() : nullptr;
+}
+
+std::optional<json::object> browser_list_entry(const std::shared_ptr<SessionBrowser>& b) {
+  if (!b || b->state() == "off") return std::nullopt;
+  json::object o = b->status_json();
+  o["name"] = kBrowserName;
+  o["source"] = "browser";
+  o["type"] = "stdio";
+  return o;
+}
+
+void register_browser_methods(Router& r, Server& s) {
+  r.add("browser/status", browser_params, [](NoParams, Reply reply, Client& c) { status(c, std::move(reply)); });
+  r.add("browser/start", browser_params, [&s](NoParams, Reply reply, Client& c) { start(s, std::move(reply), c); });
+  r.add("browser/stop", browser_params, [](NoParams, Reply reply, Client& c) { stop(std::move(reply), c); });
+}
+
+}  // namespace oppx::daemon

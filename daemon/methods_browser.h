@@ -1,0 +1,28 @@
+// Handlers of browser/status, browser/start and browser/stop (docs/protocol.md), and how the
+// other methods find the session's browser: `playwright` in mcp/list, mcp/tools, tools/call and
+// permissions/judge is the asking session's own, never a shared connector.
+#pragma once
+
+#include "daemon/router.h"
+
+#include <boost/json/object.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace oppx::daemon {
+
+class Connector;
+class Server;
+class SessionBrowser;
+
+void register_browser_methods(Router& r, Server& s);
+
+// The session's browser when `name` is `playwright` and the client's session has one started.
+std::shared_ptr<SessionBrowser> session_browser(const Client& client, const std::string& name);
+std::shared_ptr<Connector> browser_connector(const Client& client, const std::string& name);
+// The mcp/list entry of a session's browser, when it was started.
+std::optional<boost::json::object> browser_list_entry(const std::shared_ptr<SessionBrowser>& browser);
+
+}  // namespace oppx::daemon

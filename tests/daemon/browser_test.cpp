@@ -1,0 +1,287 @@
+// The session browser through the daemon, on the real Playwright MCP server (build/playwright) and
+// Debian's chromium: a page served on 127.0.0.1 opened, a button clicked twice (two clicks), the
+// console read, the offered tools and permissions; and that no browser process outlives its
+// session: the connection closing, `oppx daemon stop`, and kill -9 of the daemon.
+#include "daemon/browser.h"
+#include "tests/support/harness.h"
+
+#include <boost/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <fstream>
+#include <set>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace oppx::test {
+namespace {
+
+namespace json = boost::json;
+
+// The engine folder of the test's HOME points at the pinned server the bootstrap installed.
+void link_engine(const TempHome& home) {
+  std::string data = home.root() + "/data";
+  ::mkdir(data.c_str(), 0700);
+  ::mkdir((data + "/oppx").c_str(), 0700);
+  ASSERT_EQ(::symlink(OPPX_PLAYWRIGHT_DIR, (data + "/oppx/playwright").c_str()), 0);
+}
+
+// Every process below `root` (by parent pid), read from /proc.
+std::set<pid_t> descendants(pid_t root) {
+  std::multimap<pid_t, pid_t> children;
+  if (DIR* d = ::opendir("/proc")) {
+    while (dirent* e = ::readdir(d)) {
+      pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+      if (pid <= 0) continue;
+      std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+      auto close = stat.rfind(')');
+      if (close == std::string::npos) continue;
+      int ppid = 0;
+      char state = 0;
+      if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2) children.emplace(ppid, pid);
+    }
+    ::closedir(d);
+  }
+  std::set<pid_t> out;
+  std::vector<pid_t> todo{root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    auto [b, e] = children.equal_range(p);
+    for (auto it = b; it != e; ++it) {
+      if (out.insert(it->second).second) todo.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+bool is_chromium(pid_t pid) {
+  std::string cmd = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+  return cmd.find("chrom") != std::string::npos;
+}
+
+bool all_gone(const std::set<pid_t>& pids) {
+  for (pid_t p : pids) {
+    if (process_alive(p)) return false;
+  }
+  return true;
+}
+
+struct Page {
+  Process server{{"node", OPPX_TEST_SUPPORT "/browser_page.js"}};
+  std::string url;
+  Page() {
+    if (!server.wait_for_stdout("\n", 10s)) return;
+    url = "http://127.0.0.1:" + server.out().substr(5, server.out().find('\n') - 5) + "/";
+  }
+};
+
+struct BrowserSession : ::testing::Test {
+  TempHome home;
+  std::string repo = home.root() + "/repo";
+  std::optional<SyncClient> c;
+  void SetUp() override {
+    link_engine(home);
+    ::mkdir(repo.c_str(), 0700);
+    ::mkdir((repo + "/.git").c_str(), 0700);
+    c = hello_client(home);
+    ASSERT_TRUE(c);
+    ASSERT_TRUE(call("session/open", {{"mode", "chat"}}));
+  }
+  boost::system::result<json::value, proto::RpcError> call(std::string_view method, json::object params,
+                                                           std::chrono::milliseconds limit = 60s) {
+    params["cwd"] = repo;
+    return c->call(method, params, limit);
+  }
+  std::string tool(const std::string& name, json::object args) {
+    auto r = call("tools/call", {{"connector", "playwright"}, {"tool", name}, {"arguments", std::move(args)}});
+    if (!r) return "ERROR " + r.error().kind + ": " + r.error().message;
+    return std::string(r->at("text").as_string());
+  }
+  pid_t server_pid() {
+    auto s = call("browser/status", {});
+    if (!s) return -1;
+    const json::value& session = s->at("session");
+    return session.is_object() && session.as_object().contains("pid")
+               ? static_cast<pid_t>(session.at("pid").to_number<std::int64_t>())
+               : -1;
+  }
+  // The browser started and a page open in it: the server's processes, Chromium among them.
+  std::set<pid_t> open_page(const std::string& url) {
+    auto started = call("browser/start", {});
+    EXPECT_TRUE(started) << started.error().message;
+    std::string text = tool("browser_navigate", {{"url", url}});
+    EXPECT_NE(text.find("Counter"), std::string::npos) << text;
+    pid_t server = server_pid();
+    std::set<pid_t> tree = descendants(server);
+    tree.insert(server);
+    EXPECT_TRUE(std::any_of(tree.begin(), tree.end(), is_chromium)) << "no Chromium below the server";
+    return tree;
+  }
+};
+
+TEST_F(BrowserSession, OpensAPageClicksTwiceReadsTheConsoleAndEndsWithTheConnection) {
+  Page page;
+  ASSERT_FALSE(page.url.empty()) << page.server.err();
+  auto started = call("browser/start", {});
+  ASSERT_TRUE(started) << started.error().message;
+  EXPECT_EQ(started->at("state"), "running");
+  EXPECT_EQ(started->at("tools"), 21);
+
+  // The offered tools: 21 of the server's 25, without the four that are never offered.
+  auto tools = call("mcp/tools", {{"name", "playwright"}});
+  ASSERT_TRUE(tools);
+  std::set<std::string> names;
+  for (const auto& t : tools->at("tools").as_array()) names.insert(std::string(t.at("name").as_string()));
+  EXPECT_EQ(names.size(), 21u);
+  for (const char* hidden :
+       {"browser_run_code_unsafe", "browser_file_upload", "browser_drop", "browser_take_screenshot"})
+    EXPECT_FALSE(names.count(hidden)) << hidden;
+  EXPECT_TRUE(names.count("browser_navigate") && names.count("browser_click") && names.count("browser_evaluate"));
+  auto refused = call("tools/call", {{"connector", "playwright"}, {"tool", "browser_take_screenshot"}});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, "not_offered");
+
+  // The list shows it as this session's; permissions: the session allows it, evaluate is asked.
+  auto list = call("mcp/list", {});
+  ASSERT_TRUE(list);
+  bool listed = false;
+  for (const auto& e : list->at("connectors").as_array()) {
+    if (e.at("name") == "playwright") listed = e.at("state") == "running" && e.at("source") == "browser";
+  }
+  EXPECT_TRUE(listed) << json::serialize(*list);
+  EXPECT_EQ(call("permissions/judge", {{"connector", "playwright"}, {"tool", "browser_click"}})->at("decision"),
+            "allow");
+  auto evaluate = call("permissions/judge", {{"connector", "playwright"}, {"tool", "browser_evaluate"}});
+  EXPECT_EQ(evaluate->at("decision"), "ask");
+  EXPECT_NE(std::string(evaluate->at("why").as_string()).find("asked every time"), std::string::npos);
+  ASSERT_TRUE(call("permissions/deny", {{"rule", "playwright.browser_click"}}));
+  EXPECT_EQ(call("permissions/judge", {{"connector", "playwright"}, {"tool", "browser_click"}})->at("decision"),
+            "deny");
+  ASSERT_TRUE(call("permissions/remove", {{"rule", "playwright.browser_click"}}));
+
+  // The snapshot and the console entries the server wrote to files are in the result.
+  std::string opened = tool("browser_navigate", {{"url", page.url}});
+  EXPECT_NE(opened.find("button \"Add\""), std::string::npos) << opened;
+  EXPECT_NE(opened.find("widget failed to load"), std::string::npos) << opened;
+  EXPECT_EQ(opened.find(".yml"), std::string::npos) << "the snapshot stayed a link: " << opened;
+  auto ref_at = opened.find("button \"Add\" [ref=");
+  ASSERT_NE(ref_at, std::string::npos);
+  std::string ref = opened.substr(ref_at + 18, opened.find(']', ref_at) - ref_at - 18);
+  std::string first = tool("browser_click", {{"element", "Add button"}, {"target", ref}});
+  EXPECT_EQ(first.find("ERROR"), std::string::npos) << first;
+  tool("browser_click", {{"element", "Add button"}, {"target", ref}});
+  std::string after = tool("browser_snapshot", {});
+  EXPECT_NE(after.find("clicks: 2"), std::string::npos) << after;
+  std::string console = tool("browser_console_messages", {{"level", "error"}});
+  EXPECT_NE(console.find("widget failed to load"), std::string::npos) << console;
+
+  // The connection closes: the server and every Chromium process of it end.
+  pid_t server = server_pid();
+  std::set<pid_t> tree = descendants(server);
+  tree.insert(server);
+  ASSERT_TRUE(std::any_of(tree.begin(), tree.end(), is_chromium));
+  c.reset();
+  EXPECT_TRUE(eventually([&] { return all_gone(tree); }, 15s)) << "a browser process outlived its session";
+}
+
+TEST_F(BrowserSession, EndsWithTheDaemonStop) {
+  Page page;
+  ASSERT_FALSE(page.url.empty());
+  std::set<pid_t> tree = open_page(page.url);
+  ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return all_gone(tree); }, 15s)) << "a browser process outlived the daemon";
+}
+
+TEST_F(BrowserSession, EndsWhenTheDaemonIsKilled) {
+  Page page;
+  ASSERT_FALSE(page.url.empty());
+  std::set<pid_t> tree = open_page(page.url);
+  auto pid = daemon_pid(home.socket());
+  ASSERT_TRUE(pid);
+  ASSERT_EQ(::kill(static_cast<pid_t>(*pid), SIGKILL), 0);
+  EXPECT_TRUE(eventually([&] { return all_gone(tree); }, 15s)) << "a browser process outlived a killed daemon";
+}
+
+TEST_F(BrowserSession, IsKeptAcrossAReconnectOfEveryConnector) {
+  auto started = call("browser/start", {});
+  ASSERT_TRUE(started) << started.error().message;
+  pid_t server = server_pid();
+  ASSERT_TRUE(call("mcp/reconnect", {}));
+  EXPECT_EQ(server_pid(), server);
+  EXPECT_TRUE(process_alive(server));
+}
+
+TEST(Browser, SaysWhatIsMissing) {
+  TempHome home;
+  auto c = hello_client(home);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->call("session/open", json::object{{"mode", "chat"}, {"cwd", home.root()}}, 10s));
+  auto r = c->call("browser/start", json::object{}, 30s);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, "not_installed");
+  EXPECT_NE(json::serialize(r.error().data).find("oppx browser install"), std::string::npos);
+
+  // Installed, but no Chrome or Chromium on PATH (node alone): the message says what to install.
+  link_engine(home);
+  std::string bin = home.root() + "/bin";
+  ::mkdir(bin.c_str(), 0700);
+  std::string node = run({"sh", "-c", "command -v node"}).out;
+  node.erase(node.find_last_not_of('\n') + 1);
+  ASSERT_EQ(::symlink(node.c_str(), (bin + "/node").c_str()), 0);
+  std::string path = ::getenv("PATH");
+  ::setenv("PATH", bin.c_str(), 1);
+  auto other = hello_client(home.socket());
+  ::setenv("PATH", path.c_str(), 1);
+  ASSERT_TRUE(other);
+  ASSERT_TRUE(other->call("session/open", json::object{{"mode", "chat"}, {"cwd", home.root()}}, 10s));
+  auto none = other->call("browser/start", json::object{}, 30s);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().kind, "no_browser");
+  EXPECT_NE(json::serialize(none.error().data).find("apt install chromium"), std::string::npos);
+  // Without a session there is no browser to start.
+  auto bare = hello_client(home.socket());
+  auto no_session = bare->call("browser/start", json::object{}, 10s);
+  ASSERT_FALSE(no_session);
+  EXPECT_EQ(no_session.error().kind, "no_session");
+}
+
+TEST(Browser, AUserConnectorNamedPlaywrightIsIgnoredWithANote) {
+  TempHome home;
+  home.write_mcp_config(stdio_entry("playwright", "npx", {"@playwright/mcp@latest"}));
+  auto r = oppx({"mcp", "list", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto list = json::parse(r.out);
+  const json::object& entry = list.at("connectors").as_array().at(0).as_object();
+  EXPECT_EQ(entry.at("state"), "unsupported");
+  EXPECT_NE(json::serialize(entry).find("is ignored: oppx runs its own Playwright browser"), std::string::npos)
+      << json::serialize(entry);
+}
+
+TEST(Browser, ResultsGetTheSnapshotAndConsoleFilesOfItsFolderOnly) {
+  TempHome home;
+  std::string folder = home.root() + "/cache/browser-session";
+  ASSERT_EQ(::system(("mkdir -p " + folder).c_str()), 0);
+  std::ofstream(folder + "/page-1.yml") << "- button \"Add\" [ref=e3]\n";
+  std::ofstream(folder + "/console-1.log") << "[ERROR] first\n[ERROR] second\n";
+  std::ofstream(home.root() + "/secret.yml") << "password: hunter2\n";
+  json::value result = json::object{
+      {"content",
+       json::array{json::object{{"type", "text"},
+                                {"text", "### Page\n- Page URL: http://x/\n### Snapshot\n- [Snapshot](" + folder +
+                                             "/page-1.yml)\n### Events\n- New console entries: " + folder +
+                                             "/console-1.log#L2\n- [Other](" + home.root() + "/secret.yml)"}}}}};
+  daemon::inline_browser_files(result, folder);
+  std::string text(result.at("content").at(0).at("text").as_string());
+  EXPECT_NE(text.find("```yaml\n- button \"Add\" [ref=e3]\n```"), std::string::npos) << text;
+  EXPECT_NE(text.find("- New console entries:\n[ERROR] second"), std::string::npos) << text;
+  EXPECT_EQ(text.find("[ERROR] first"), std::string::npos) << text;
+  EXPECT_EQ(text.find("hunter2"), std::string::npos) << "a file outside the folder was read";
+  EXPECT_NE(text.find("secret.yml)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oppx::test
