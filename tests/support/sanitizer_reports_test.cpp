@@ -57,6 +57,23 @@ TEST(SanitizerReports, ChildrenGetTheFolderAndKeepTheOtherOptions) {
   }
 }
 
+// Most tests (the browser's among them) start their daemon through the CLI, as users do: the
+// daemon that `oppx daemon start` spawns must still write its reports where the harness reads.
+TEST(SanitizerReports, ADaemonTheCliStartsWritesToTheFolder) {
+  TempHome home;
+  ASSERT_TRUE(hello_client(home));
+  auto pid = daemon_pid(home.socket());
+  ASSERT_TRUE(pid);
+  // Each entry after a NUL, the first one too.
+  std::string environ_text = '\0' + read_file("/proc/" + std::to_string(*pid) + "/environ");
+  for (const char* name : {"ASAN_OPTIONS=", "UBSAN_OPTIONS=", "LSAN_OPTIONS="}) {
+    auto at = environ_text.find('\0' + std::string(name));
+    ASSERT_NE(at, std::string::npos) << name;
+    std::string value(environ_text.c_str() + at + 1);
+    EXPECT_NE(value.find("log_path=" + home.sanitizer_dir() + "/report"), std::string::npos) << value;
+  }
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 // A leak planted in oppxd (daemon/main.cpp, AddressSanitizer builds only) is reported once the
 // harness has stopped the detached daemon, in a file the harness reads.
@@ -72,6 +89,19 @@ TEST(SanitizerReports, SeesTheLeakOfADetachedDaemonAtItsExit) {
   home.stop_daemon();
   std::string found = sanitizer_reports(home.sanitizer_dir());
   EXPECT_NE(found.find("ERROR: LeakSanitizer"), std::string::npos) << found;
+  EXPECT_NE(found.find("plant_leak_for_the_harness_test"), std::string::npos) << found;
+  ASSERT_EQ(std::system(("rm -f '" + home.sanitizer_dir() + "'/report.*").c_str()), 0);
+}
+
+// The same leak in a daemon that the CLI started, as hello_client does for most tests.
+TEST(SanitizerReports, SeesTheLeakOfADaemonTheCliStarted) {
+  TempHome home;
+  ::setenv("OPPXD_TEST_PLANT_LEAK", "1", 1);
+  auto c = hello_client(home);
+  ::unsetenv("OPPXD_TEST_PLANT_LEAK");
+  ASSERT_TRUE(c);
+  home.stop_daemon();
+  std::string found = sanitizer_reports(home.sanitizer_dir());
   EXPECT_NE(found.find("plant_leak_for_the_harness_test"), std::string::npos) << found;
   ASSERT_EQ(std::system(("rm -f '" + home.sanitizer_dir() + "'/report.*").c_str()), 0);
 }
