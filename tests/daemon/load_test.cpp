@@ -105,10 +105,12 @@ std::vector<std::string> load_round(const std::string& socket, const std::vector
       for (std::size_t k = 0; k < clients.size(); ++k) {
         std::string lines;
         for (int j = 0; j < kCallsPerClient; ++j) {
-          json::object params{{"connector", connector_of(ids[k], j).name},
-                              {"tool", "echo"},
-                              {"arguments", json::object{{"message", token(ids[k], j)}}},
-                              {"timeout_ms", kHangMs}};
+          const Connector& to = connector_of(ids[k], j);
+          json::object params{
+              {"connector", to.name}, {"tool", "echo"}, {"arguments", json::object{{"message", token(ids[k], j)}}}};
+          // Only the calls that never get an answer have a short limit: the others have the
+          // default one, so that a slow machine (or a sanitizer build) does not fail them.
+          if (to.kind == Kind::kHang) params["timeout_ms"] = kHangMs;
           lines += json::serialize(json::object{
                        {"jsonrpc", "2.0"}, {"id", 100 + j}, {"method", "tools/call"}, {"params", params}}) +
                    "\n";
@@ -118,7 +120,7 @@ std::vector<std::string> load_round(const std::string& socket, const std::vector
       for (std::size_t k = 0; k < clients.size(); ++k) {
         std::vector<bool> seen(kCallsPerClient, false);
         for (int got = 0; got < kCallsPerClient;) {
-          auto line = clients[k].read_line(60s);
+          auto line = clients[k].read_line(150s);
           if (!line) {
             problem("client " + std::to_string(ids[k]) + " got " + std::to_string(got) + " of its replies");
             break;
@@ -222,9 +224,10 @@ TEST(Load, TwoHundredClientsWithTenCallsInFlightEachGetTheirOwnRepliesAndLeaveNo
         << "round " << round << ": the daemon holds " << fds << " fds, " << idle_fds << " idle";
     if (round == 1) first_rss = rss;
     // The first round grows the allocator's pools to what the load needs; the second must find
-    // them big enough. A leak of what each call holds would grow it by 2000 times that.
+    // them big enough. 2000 calls a round: 8 MiB is 4 KiB kept per call (AddressSanitizer's
+    // allocator alone moved it by up to 2.2 MiB between rounds).
     if (round == 2) {
-      EXPECT_LE(rss, first_rss + 4096) << "RSS " << idle_rss << " KiB idle, " << first_rss << " after one round, "
+      EXPECT_LE(rss, first_rss + 8192) << "RSS " << idle_rss << " KiB idle, " << first_rss << " after one round, "
                                        << rss << " after two";
     }
     std::printf("round %d: %d fds (%d idle), RSS %lld KiB (%lld idle)\n", round, fds, idle_fds,
