@@ -275,7 +275,8 @@ boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view 
       cfg.connectors.push_back(unusable(
           name, entry,
           fmt::format("{}: mcpServers.playwright is ignored: oppx runs its own Playwright browser for each session "
-                      "under that name", path),
+                      "under that name",
+                      path),
           "Use `oppx browser on` (or `/browser start` in the chat) for the browser; rename this entry in " + path +
               " to run your own beside it."));
       cfg.connectors.back().file = path;
