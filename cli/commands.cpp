@@ -11,8 +11,8 @@ namespace oppx::cli {
 const std::vector<Command>& command_table() {
   static const std::vector<Command> table = [] {
     std::vector<Command> t;
-    for (auto part : {chat_commands(), print_commands(), mcp_commands(), permissions_commands(), browser_commands(), daemon_commands(),
-                      demo_commands(), help_commands()})
+    for (auto part : {chat_commands(), print_commands(), mcp_commands(), permissions_commands(), browser_commands(),
+                      daemon_commands(), demo_commands(), help_commands()})
       t.insert(t.end(), part.begin(), part.end());
     return t;
   }();

@@ -141,7 +141,8 @@ void mcp_list(Server& s, const NameParams& p, Reply reply, Client& client) {
   std::weak_ptr<SessionBrowser> browser = session_browser(client, std::string(kBrowserName));
   if (!p.wait) return reply.ok(list_with_browser(s, root, browser));
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().when_settled(root, "", [&s, shared, root, browser] { shared->ok(list_with_browser(s, root, browser)); });
+  s.connectors().when_settled(root, "",
+                              [&s, shared, root, browser] { shared->ok(list_with_browser(s, root, browser)); });
 }
 
 void mcp_tools(Server& s, const NameParams& p, Reply reply, Client& client) {
@@ -213,8 +214,9 @@ void browser_call(const std::shared_ptr<SessionBrowser>& b, const CallParams& p,
                                             "this session's browser is not started: browser/start first"));
   if (!offered_browser_tool(p.tool)) {
     auto e = proto::RpcError::make(proto::ErrorCode::kInvalidParams, "not_offered",
-                                   p.tool + " is not offered: it reaches your files, runs code without a question, or "
-                                            "answers with images");
+                                   p.tool +
+                                       " is not offered: it reaches your files, runs code without a question, or "
+                                       "answers with images");
     e.data["field"] = "params.tool";
     return reply.fail(std::move(e));
   }

@@ -104,9 +104,12 @@ Decoded<SessionParams> decode_session_params(const json::value& params) {
 
 void session_open(const SessionParams& p, Reply reply, Client& client) {
   static std::uint64_t opened = 0;
-  Session session{
-      std::to_string(::getpid()) + "-" + std::to_string(client.id) + "-" + std::to_string(++opened), p.cwd,
-      request_root(p.cwd, client), p.mode, {}, {}};
+  Session session{std::to_string(::getpid()) + "-" + std::to_string(client.id) + "-" + std::to_string(++opened),
+                  p.cwd,
+                  request_root(p.cwd, client),
+                  p.mode,
+                  {},
+                  {}};
   json::object o{{"session", session.id},
                  {"cwd", session.cwd},
                  {"project", session.root},

@@ -23,9 +23,9 @@ class SessionBrowser;
 // never saved; its browser (daemon/browser.h) ends with it.
 struct Session {
   std::string id;
-  std::string cwd, root;           // the working folder and its repository root
-  std::string mode;                // "chat", "print", "plan" or "editor"
-  std::vector<std::string> allow;  // rules allowed for this session only
+  std::string cwd, root;                    // the working folder and its repository root
+  std::string mode;                         // "chat", "print", "plan" or "editor"
+  std::vector<std::string> allow;           // rules allowed for this session only
   std::shared_ptr<SessionBrowser> browser;  // after browser/start
 };
 
