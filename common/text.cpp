@@ -32,6 +32,23 @@ std::size_t decode(std::string_view s, std::size_t i, char32_t* c) {
   return 0;
 }
 
+// The length of the well-formed UTF-8 sequence at s[i] (RFC 3629: no overlong form, no
+// surrogate, nothing past U+10FFFF), 0 when there is none: the sequences a JSON parser accepts.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  auto b = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+  auto cont = [&](std::size_t k, unsigned lo = 0x80, unsigned hi = 0xBF) { return b(k) >= lo && b(k) <= hi; };
+  unsigned c = b(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c == 0xE0) return cont(1, 0xA0) && cont(2) ? 3 : 0;
+  if (c == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;
+  if (c >= 0xE1 && c <= 0xEF) return cont(1) && cont(2) ? 3 : 0;
+  if (c == 0xF0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+  if (c >= 0xF1 && c <= 0xF3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  if (c == 0xF4) return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+
 }  // namespace
 
 std::string escape_controls(std::string_view s, bool keep_newlines_and_tabs) {
@@ -58,16 +75,42 @@ std::string escape_controls(std::string_view s, bool keep_newlines_and_tabs) {
 std::string json_escape_controls(std::string_view json_text) {
   std::string out;
   out.reserve(json_text.size());
-  for (std::size_t i = 0; i < json_text.size(); ++i) {
+  for (std::size_t i = 0; i < json_text.size();) {
     unsigned char c = static_cast<unsigned char>(json_text[i]);
-    char32_t cp = c;
-    std::size_t n = c >= 0xC0 ? decode(json_text, i, &cp) : 1;
-    if (c < 0x20 || c == 0x7f || (n > 1 && invisible(cp))) {
-      out += fmt::format("\\u{:04x}", static_cast<std::uint32_t>(cp));
-      i += n - 1;
+    // A serializer copies a string's bytes as they are, invalid UTF-8 too, which no JSON parser
+    // takes; such a byte (only ever inside a string) becomes U+FFFD, the replacement character.
+    std::size_t n = utf8_length(json_text, i);
+    if (n == 0) {
+      out += "\\ufffd";
+      ++i;
       continue;
     }
-    out += static_cast<char>(c);
+    char32_t cp = c;
+    if (n == 2 || n == 3) decode(json_text, i, &cp);
+    if (c < 0x20 || c == 0x7f || (n > 1 && invisible(cp))) {
+      out += fmt::format("\\u{:04x}", static_cast<std::uint32_t>(cp));
+    } else {
+      out.append(json_text.substr(i, n));
+    }
+    i += n;
+  }
+  return out;
+}
+
+std::string valid_utf8(std::string s) {
+  std::size_t i = 0;
+  for (std::size_t n; i < s.size() && (n = utf8_length(s, i)) != 0;) i += n;
+  if (i == s.size()) return s;
+  std::string out(s, 0, i);
+  while (i < s.size()) {
+    std::size_t n = utf8_length(s, i);
+    if (n == 0) {
+      out += "\xef\xbf\xbd";
+      ++i;
+    } else {
+      out.append(s, i, n);
+      i += n;
+    }
   }
   return out;
 }
@@ -78,16 +121,11 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::string mask_secrets(std::string_view text, const std::vector<std::string>& secrets) {
-  constexpr std::size_t kShortest = 3, kAnywhere = 8;
+namespace {
+
+std::string mask_secrets_once(std::string_view text, const std::vector<std::string_view>& by_length) {
+  constexpr std::size_t kAnywhere = 8;
   auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-  std::vector<std::string_view> by_length;
-  for (auto& s : secrets) {
-    if (s.size() >= kShortest) by_length.emplace_back(s);
-  }
-  if (by_length.empty()) return std::string(text);
-  // The longest first: a secret that holds another is hidden whole.
-  std::sort(by_length.begin(), by_length.end(), [](auto a, auto b) { return a.size() > b.size(); });
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
@@ -109,6 +147,26 @@ std::string mask_secrets(std::string_view text, const std::vector<std::string>& 
       out += text[i++];
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::string mask_secrets(std::string_view text, const std::vector<std::string>& secrets) {
+  constexpr std::size_t kShortest = 3;
+  std::vector<std::string_view> by_length;
+  for (auto& s : secrets) {
+    if (s.size() >= kShortest) by_length.emplace_back(s);
+  }
+  if (by_length.empty()) return std::string(text);
+  // The longest first: a secret that holds another is hidden whole.
+  std::sort(by_length.begin(), by_length.end(), [](auto a, auto b) { return a.size() > b.size(); });
+  // Again until nothing changes: a short secret glued to a long one ("LONGSECRETpin") stands alone
+  // once the long one is hidden ("***pin"), and must go too. Each pass that changes the text makes
+  // it shorter or adds a '*', so this ends.
+  std::string out = mask_secrets_once(text, by_length);
+  for (std::string again = mask_secrets_once(out, by_length); again != out; again = mask_secrets_once(out, by_length))
+    out = std::move(again);
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <string>
@@ -94,6 +95,17 @@ void detach_stdio() {
   ::dup2(null, STDERR_FILENO);
   if (null > STDERR_FILENO) ::close(null);
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+// AddressSanitizer builds only: the test of the test harness (tests/support/sanitizer_reports_test)
+// plants a leak with this variable to prove that a detached daemon's leaks at exit reach it.
+[[gnu::noinline]] void plant_leak_for_the_harness_test() {
+  if (!std::getenv("OPPXD_TEST_PLANT_LEAK")) return;
+  char* volatile leaked = new char[48];
+  leaked[0] = 'x';
+  leaked = nullptr;
+}
+#endif
 
 }  // namespace
 
@@ -188,6 +200,9 @@ int main(int argc, char** argv) {
     if (auto eq = kv.find('='); eq != std::string_view::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
   }
   server.connectors().refresh(env, "", daemon::Connectors::Restart::kMay);
+#if defined(__SANITIZE_ADDRESS__)
+  plant_leak_for_the_harness_test();  // here: in the daemon, not in the parent that waited for it
+#endif
   io.run();
   log::info("stopped");
   return 0;

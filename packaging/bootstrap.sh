@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets a Debian 12 machine up to build and test oppx, then builds it. Idempotent: a second run
 # installs nothing, configures nothing and only lets Ninja check that the build is up to date.
-#   usage: packaging/bootstrap.sh [--preset NAME]     (default preset: default, into build/)
+#   usage: packaging/bootstrap.sh [--preset NAME]     (default preset: default, into build/;
+#          the others: asan, tsan, fuzz, into build-NAME/)
 # Run as root when Debian packages are missing. The npm packages go into build/npm, build/node22
 # and build/conformance, never globally.
 set -euo pipefail
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
       shift
       ;;
     -h | --help)
-      sed -n '2,5s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+      sed -n '2,6s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
       exit 0
       ;;
     *)
@@ -43,12 +44,18 @@ cd "$root"
 case "$preset" in
   default) bin=$root/build ;;
   asan) bin=$root/build-asan ;;
-  *) die "no preset named \"$preset\"; the presets are default and asan (CMakePresets.json)" ;;
+  tsan) bin=$root/build-tsan ;;
+  fuzz) bin=$root/build-fuzz ;;
+  *) die "no preset named \"$preset\"; the presets are default, asan, tsan and fuzz (CMakePresets.json)" ;;
 esac
 
 # 1. Debian packages: ask dpkg first, so that nothing calls apt when all are there.
 apt_packages=(g++ cmake ninja-build pkg-config libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libfmt-dev libssl-dev libgtest-dev util-linux procps ca-certificates openssl tmux chromium)
+# The fuzz targets (fuzz/) need clang and its libFuzzer; only that preset pays for them.
+if [ "$preset" = fuzz ]; then
+  apt_packages+=(clang-14 libfuzzer-14-dev)
+fi
 missing=()
 for p in "${apt_packages[@]}"; do
   if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" != "install ok installed" ]; then
@@ -130,4 +137,8 @@ fi
 
 say "building $rel/ (preset $preset)"
 cmake --build --preset "$preset"
-say "done: $rel/oppx is ready"
+if [ "$preset" = fuzz ]; then
+  say "done: the fuzz targets are in $rel/ (fuzz/run.sh SECONDS runs them)"
+else
+  say "done: $rel/oppx is ready"
+fi

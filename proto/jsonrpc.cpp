@@ -2,6 +2,8 @@
 // method a string, id a string or integer) and liberal elsewhere: unknown members are ignored.
 #include "proto/jsonrpc.h"
 
+#include "common/text.h"
+
 #include <boost/json/parser.hpp>
 #include <boost/json/serialize.hpp>
 
@@ -118,22 +120,23 @@ std::string serialize_request(const json::value& id, std::string_view method, co
                     json::serialize(json::string_view(method.data(), method.size()));
   if (!params.is_null()) out += R"(,"params":)" + json::serialize(params);
   out += '}';
-  return out;
+  return valid_utf8(std::move(out));
 }
 
 std::string serialize_notification(std::string_view method, const json::value& params) {
   std::string out = R"({"jsonrpc":"2.0","method":)" + json::serialize(json::string_view(method.data(), method.size()));
   if (!params.is_null()) out += R"(,"params":)" + json::serialize(params);
   out += '}';
-  return out;
+  return valid_utf8(std::move(out));
 }
 
 std::string serialize_result(const json::value& id, const json::value& result) {
-  return R"({"jsonrpc":"2.0","id":)" + json::serialize(id) + R"(,"result":)" + json::serialize(result) + '}';
+  return valid_utf8(R"({"jsonrpc":"2.0","id":)" + json::serialize(id) + R"(,"result":)" + json::serialize(result) +
+                    '}');
 }
 
 std::string serialize_error(const json::value& id, const RpcError& error) {
-  return json::serialize(json::object{{"jsonrpc", "2.0"}, {"id", id}, {"error", error.to_json()}});
+  return valid_utf8(json::serialize(json::object{{"jsonrpc", "2.0"}, {"id", id}, {"error", error.to_json()}}));
 }
 
 std::string id_key(const json::value& id) {

@@ -83,5 +83,29 @@ TEST_F(TerminalOutput, ARepositoryCannotWriteEscapesToTheTerminal) {
   shown({"mcp", "list", "--json"});
 }
 
+// A server's last words that are not UTF-8 reached the daemon's reply as they were, so the reply
+// was no JSON to any parser and `oppx mcp list` waited for an answer it could not read. The
+// daemon's lines are UTF-8 now (U+FFFD for such bytes) and the reason reads as JSON.
+TEST_F(TerminalOutput, AServersStderrThatIsNotUtf8LeavesTheListReadable) {
+  home.write_mcp_config(stdio_entry("bad", "sh", {"-c", "printf 'boom \\377\\376 end\\n' >&2; exit 3"}));
+  std::string reason;
+  EXPECT_TRUE(when_connectors_change(
+      home.socket(),
+      [&] {
+        Result r = oppx({"mcp", "list", "--json"}, 10s);
+        boost::system::error_code ec;
+        json::value v = json::parse(r.out, ec);
+        if (ec || !v.is_object()) return false;
+        for (auto& c : v.at("connectors").as_array()) {
+          if (auto* why = c.as_object().if_contains("reason"); why && why->is_string()) reason = why->as_string();
+        }
+        return reason.find("boom") != std::string::npos;
+      },
+      30s))
+      << "no readable reason in `oppx mcp list --json`";
+  EXPECT_NE(reason.find("boom \ufffd\ufffd end"), std::string::npos) << reason;
+  EXPECT_EQ(shown({"mcp", "list"}).find('\xff'), std::string::npos);
+}
+
 }  // namespace
 }  // namespace oppx::test

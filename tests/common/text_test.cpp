@@ -45,5 +45,23 @@ TEST(MaskSecrets, LongOnesAnywhereShortOnesAsWordsTinyOnesNot) {
   EXPECT_EQ(mask_secrets("", {"secret-value"}), "");
 }
 
+// Found by fuzz/secret_mask: a short secret glued to a long one stood alone once the long one was
+// hidden, and was shown.
+TEST(MaskSecrets, AShortOneLeftStandingByAHiddenOneIsHiddenToo) {
+  EXPECT_EQ(mask_secrets("LONGSECRETpin and pinLONGSECRET", {"LONGSECRET", "pin"}), "****** and ******");
+  EXPECT_EQ(mask_secrets("LONGSECRETpinned", {"LONGSECRET", "pin"}), "***pinned") << "still part of a word";
+  EXPECT_EQ(mask_secrets("a***b ***", {"***"}), "a***b ***") << "a secret that is the mask changes nothing";
+}
+
+// Found by fuzz/terminal_escape: a string holding bytes that are not UTF-8 (a server's stderr, a
+// file name) made `--json` output that no JSON parser takes.
+TEST(JsonEscapeControls, BytesThatAreNotUtf8BecomeTheReplacementCharacter) {
+  EXPECT_EQ(json_escape_controls("[\"a\xff\xc2\"]"), "[\"a\\ufffd\\ufffd\"]");
+  EXPECT_EQ(json_escape_controls("\"\xe0\x82\x9b \xed\xa0\x80 \xf4\x90\x80\x80\""),
+            "\"\\ufffd\\ufffd\\ufffd \\ufffd\\ufffd\\ufffd \\ufffd\\ufffd\\ufffd\\ufffd\"")
+      << "overlong forms, surrogates and code points past U+10FFFF are not UTF-8 either";
+  EXPECT_EQ(json_escape_controls("\"é ✓ 😀 \u200b\""), "\"é ✓ 😀 \\u200b\"") << "UTF-8 stays as it is";
+}
+
 }  // namespace
 }  // namespace oppx

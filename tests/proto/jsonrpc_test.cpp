@@ -80,6 +80,22 @@ TEST(JsonRpc, SerialisesOneLineWithKind) {
   EXPECT_EQ(id_key(json::value(7)), "i:7");
 }
 
+// Found while fixing what fuzz/terminal_escape found: a string holding bytes that are not UTF-8
+// (a server's stderr line) made the whole line unreadable to every JSON parser.
+TEST(JsonRpc, SerialisedLinesAreUtf8EvenWhenAStringIsNot) {
+  const std::string bad = "boom \xff\xfe end \xe2\x9c";
+  for (const std::string& line :
+       {serialize_error(json::value(1), RpcError::make(ErrorCode::kInternal, kind::kInternal, bad)),
+        serialize_result(json::value(2), json::value(bad)),
+        serialize_request(json::value(3), "m", json::array{json::value(bad)}),
+        serialize_notification("n", json::array{json::value(bad)})}) {
+    auto back = parse_message(line);
+    ASSERT_TRUE(back) << line;
+    EXPECT_NE(line.find("boom \ufffd\ufffd end \ufffd\ufffd"), std::string::npos) << line;
+  }
+  EXPECT_EQ(serialize_result(json::value(4), json::value("é ✓ 😀")), R"({"jsonrpc":"2.0","id":4,"result":"é ✓ 😀"})");
+}
+
 TEST(DaemonApi, HelloParamsNameTheFailingField) {
   auto missing = decode_hello_params(json::parse(R"({"client":"x"})"));
   ASSERT_FALSE(missing);

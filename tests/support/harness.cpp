@@ -3,6 +3,7 @@
 
 #include "cli/daemon_client.h"
 #include "proto/daemon_api.h"
+#include "tests/support/sanitizer_reports.h"
 
 #include <gtest/gtest.h>
 
@@ -49,12 +50,29 @@ TempHome::TempHome() {
   ::setenv("XDG_CACHE_HOME", (root_ + "/cache").c_str(), 1);
   ::setenv("XDG_DATA_HOME", (root_ + "/data").c_str(), 1);
   ::unsetenv("OPPX_SOCKET");
+  ::mkdir(sanitizer_dir().c_str(), 0700);
+  send_sanitizer_reports_to(sanitizer_dir());
 }
 
 TempHome::~TempHome() {
+  stop_daemon();
+  if (std::string reports = sanitizer_reports(sanitizer_dir()); !reports.empty()) {
+    ADD_FAILURE() << "sanitizer reports from the test's processes:\n" << reports;
+  }
   // Folders a test made unreadable are opened up again so they can be removed.
   std::string cmd = "chmod -R u+rwx '" + root_ + "' 2>/dev/null; rm -rf '" + root_ + "'";
   (void)!std::system(cmd.c_str());
+}
+
+void TempHome::stop_daemon() const {
+  auto pid = daemon_pid(socket());
+  if (!pid) return;
+  auto c = SyncClient::connect(socket());
+  if (c) (void)c->call("daemon/shutdown", json::object{}, 5s);
+  if (!cli::wait_for_exit(*pid, 30s)) {
+    ADD_FAILURE() << "the test's oppxd (pid " << *pid << ") did not exit after daemon/shutdown";
+    ::kill(static_cast<pid_t>(*pid), SIGKILL);
+  }
 }
 
 std::optional<SyncClient> hello_client(const TempHome& home) {

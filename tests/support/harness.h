@@ -23,7 +23,9 @@ using namespace std::chrono_literals;
 
 // A temp folder standing in for HOME, with run/ (0700, the XDG_RUNTIME_DIR), state/, config/.
 // The constructor points this process's HOME and XDG_* at it, so in-process code and every child
-// see only it; the destructor removes it.
+// see only it, and the sanitizer reports of every child at sanitizer/. The destructor stops a
+// daemon still answering on socket() with daemon/shutdown (so that its leaks are reported), fails
+// the test on any sanitizer report, and removes the folder.
 class TempHome {
  public:
   TempHome();
@@ -31,7 +33,11 @@ class TempHome {
   const std::string& root() const { return root_; }
   std::string socket() const { return root_ + "/run/oppx/oppxd.sock"; }
   std::string log() const { return root_ + "/state/oppx/oppxd.log"; }
+  std::string sanitizer_dir() const { return root_ + "/sanitizer"; }
   std::string read_log() const;
+  // Ends the daemon answering on socket(), if any, with daemon/shutdown, and waits for its exit:
+  // a normal exit, after which LeakSanitizer has written its report.
+  void stop_daemon() const;
   // Writes $XDG_CONFIG_HOME/oppx/mcp.json as {"mcpServers":{<servers>}}, atomically (rename).
   void write_mcp_config(const std::string& servers) const;
 

@@ -1,0 +1,62 @@
+// Fuzz target: an mcp.json (daemon/mcp_config): parsed, then every definition expanded with
+// ${VAR} and ${VAR:-default} against a fixed environment, its variables listed and its values
+// masked for display. Properties: a parse error starts with the file's name; an expansion error
+// never holds a variable's value; a successful expansion leaves no "${NAME}" of a set variable.
+#include "daemon/mcp_config.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+
+using namespace oppx::daemon;
+
+const EnvMap kEnv{
+    {"HOME", "/home/fuzz"}, {"TOKEN", "tok-Secret-Value-1234"}, {"MULTI", "line1\nSecond-Secret-Line"}, {"EMPTY", ""}};
+
+[[noreturn]] void broken(const std::string& what) {
+  std::fprintf(stderr, "mcp_config: %s\n", what.c_str());
+  std::abort();
+}
+
+// `file`: the whole input; a value the file itself holds (in a variable's name, say) is no leak.
+void check_expand(std::string_view s, std::string_view file) {
+  auto r = oppx::daemon::expand(s, kEnv);
+  if (!r) {
+    std::string told = r.error().describe() + " " + r.error().variable;
+    for (std::string_view value : {"tok-Secret-Value-1234", "Second-Secret-Line"}) {
+      if (told.find(value) != std::string::npos && file.find(value) == std::string_view::npos)
+        broken("an expansion error shows a variable's value: " + told);
+    }
+    return;
+  }
+  if (r->find("${TOKEN}") != std::string::npos && s.find("${TOKEN}") == std::string_view::npos)
+    broken("expansion made a reference that was not in the text");
+  (void)oppx::daemon::mask_value(s);
+  (void)oppx::daemon::mask_url(*r);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  auto config = parse_mcp_config(text, "mcp.json");
+  if (!config) {
+    if (config.error().rfind("mcp.json", 0) != 0)
+      broken("an error that does not start with the file: " + config.error());
+    return 0;
+  }
+  for (const ConnectorDef& def : config->connectors) {
+    if (!valid_name(def.name) && def.unsupported.empty()) broken("a connector with an invalid name is usable");
+    check_expand(def.command, text);
+    for (auto& a : def.args) check_expand(a, text);
+    for (auto& [k, v] : def.env) check_expand(v, text);
+    check_expand(def.url, text);
+    for (auto& [k, v] : def.headers) check_expand(v, text);
+    check_expand(def.cwd, text);
+    (void)referenced_variables(def);
+    (void)mask_args(def.args);
+    (void)file_name_of(def);
+  }
+  return 0;
+}
