@@ -180,7 +180,9 @@ int main(int argc, char** argv) {
   via = Through{};
   for (int i = 0; i < runs; ++i) through_oppxd(home.socket(), home.root(), url, via);
 
-  // The SDK client on a server it starts itself, with the flags oppxd uses.
+  // The SDK client on a server it starts itself, with the flags oppxd uses; from the bench's HOME,
+  // where that server writes its files (it has no session folder to write into).
+  if (::chdir(home.root().c_str()) != 0) return 1;
   std::string chromium = oppx::bench::capture({"sh", "-c", "command -v chromium || command -v google-chrome"});
   while (!chromium.empty() && chromium.back() == '\n') chromium.pop_back();
   std::vector<double> sdk_connect, sdk_snapshot, sdk_click;
