@@ -80,6 +80,10 @@ SyncClient::~SyncClient() {
 bool SyncClient::write_raw(std::string_view bytes) {
   if (!write_mutex_) return false;  // moved from
   std::lock_guard lock(*write_mutex_);
+  return write_locked(bytes);
+}
+
+bool SyncClient::write_locked(std::string_view bytes) {
   while (!bytes.empty()) {
     ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
@@ -134,7 +138,15 @@ boost::system::result<json::value, RpcError> SyncClient::call(std::string_view m
     std::atomic<std::int64_t>& slot;
     ~InFlight() { slot = 0; }
   } in_flight{in_flight_};
-  if (!write_raw(proto::serialize_request(id, method, params) + "\n")) {
+  bool written = false;
+  if (write_mutex_) {
+    // The id is in flight from the moment its request is written, under the lock that a cancel
+    // takes too: a cancel either comes after the whole request or finds nothing to cancel.
+    std::lock_guard lock(*write_mutex_);
+    written = write_locked(proto::serialize_request(id, method, params) + "\n");
+    if (written) in_flight_ = number;
+  }
+  if (!written) {
     // A daemon that refused this connection wrote why before it closed: that line is the answer.
     if (auto line = read_line(std::chrono::milliseconds(100))) {
       if (auto e = connection_error(*line)) return std::move(*e);
@@ -142,7 +154,6 @@ boost::system::result<json::value, RpcError> SyncClient::call(std::string_view m
     return RpcError::make(ErrorCode::kInternal, proto::kind::kDisconnected,
                           "the daemon closed the connection before " + std::string(method) + " was sent");
   }
-  in_flight_ = number;
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     auto line = read_line(std::max(left, std::chrono::milliseconds(0)));
@@ -176,9 +187,11 @@ boost::system::result<json::value, RpcError> SyncClient::call(std::string_view m
 }
 
 bool SyncClient::cancel_in_flight() {
+  if (!write_mutex_) return false;
+  std::lock_guard lock(*write_mutex_);
   std::int64_t id = in_flight_.load();
   if (id == 0) return false;
-  return write_raw(proto::serialize_notification(proto::kCancelRequest, json::object{{"id", id}}) + "\n");
+  return write_locked(proto::serialize_notification(proto::kCancelRequest, json::object{{"id", id}}) + "\n");
 }
 
 }  // namespace oppx

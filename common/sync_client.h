@@ -56,6 +56,7 @@ class SyncClient {
 
  private:
   explicit SyncClient(int fd) : fd_(fd) {}
+  bool write_locked(std::string_view bytes);  // with write_mutex_ held
   int fd_ = -1;
   std::int64_t next_id_ = 1;
   std::string buffer_;
