@@ -223,10 +223,15 @@ TEST(Load, TwoHundredClientsWithTenCallsInFlightEachGetTheirOwnRepliesAndLeaveNo
     EXPECT_TRUE(poll_until([&] { return (fds = open_fds(pid)) <= idle_fds; }))
         << "round " << round << ": the daemon holds " << fds << " fds, " << idle_fds << " idle";
     if (round == 1) first_rss = rss;
-    // The first round grows the allocator's pools to what the load needs; the second must find
-    // them big enough. 2000 calls a round: 8 MiB is 4 KiB kept per call (AddressSanitizer's
-    // allocator alone moved it by up to 2.2 MiB between rounds).
-    if (round == 2) {
+      // The first round grows the allocator's pools to what the load needs; the second must find
+      // them big enough. 2000 calls a round: 8 MiB is 4 KiB kept per call. Not under
+      // AddressSanitizer: its quarantine keeps freed memory (CI saw +16 MiB in round 2).
+#if defined(__SANITIZE_ADDRESS__)
+    constexpr bool kCheckRss = false;
+#else
+    constexpr bool kCheckRss = true;
+#endif
+    if (round == 2 && kCheckRss) {
       EXPECT_LE(rss, first_rss + 8192) << "RSS " << idle_rss << " KiB idle, " << first_rss << " after one round, "
                                        << rss << " after two";
     }
