@@ -204,10 +204,14 @@ bool Process::wait_for_stdout(const std::string& text, std::chrono::milliseconds
   return wait_for(out_, out_fd_, text, timeout);
 }
 
+bool Process::wait_for_stdout_after(std::size_t from, const std::string& text, std::chrono::milliseconds timeout) {
+  return wait_for(out_, out_fd_, text, timeout, from);
+}
+
 bool Process::wait_for(const std::string& stream, const int& fd, const std::string& text,
-                       std::chrono::milliseconds timeout) {
+                       std::chrono::milliseconds timeout, std::size_t from) {
   auto deadline = Clock::now() + timeout;
-  while (stream.find(text) == std::string::npos) {
+  while (stream.size() < from || stream.find(text, from) == std::string::npos) {
     if (fd < 0 || Clock::now() >= deadline) return false;
     pump(static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
   }

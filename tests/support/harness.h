@@ -75,12 +75,15 @@ class Process {
   // Reads stderr until it contains `text`; false at the deadline or at the end of the stream.
   bool wait_for_stderr(const std::string& text, std::chrono::milliseconds timeout = 10s);
   bool wait_for_stdout(const std::string& text, std::chrono::milliseconds timeout = 10s);
+  // The same, for `text` printed after the first `from` bytes of stdout.
+  bool wait_for_stdout_after(std::size_t from, const std::string& text, std::chrono::milliseconds timeout);
   const std::string& err() const { return err_; }
   const std::string& out() const { return out_; }
 
  private:
   void pump(int timeout_ms);
-  bool wait_for(const std::string& stream, const int& fd, const std::string& text, std::chrono::milliseconds timeout);
+  bool wait_for(const std::string& stream, const int& fd, const std::string& text, std::chrono::milliseconds timeout,
+                std::size_t from = 0);
   pid_t pid_ = -1;
   int out_fd_ = -1;
   int err_fd_ = -1;
