@@ -7,6 +7,7 @@
 #include "common/paths.h"
 #include "common/sse.h"
 #include "common/text.h"
+#include "proto/jsonrpc.h"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -409,7 +410,7 @@ ModelResult<Completion> ModelClient::complete(json::object body,
     return std::nullopt;
   };
   auto fo = [this](const http::Failure& f) { return failure_of(f); };
-  auto got = exchange(request("POST", "/v1/chat/completions", json::serialize(body)), &on_event, fo, &cancelled_);
+  auto got = exchange(request("POST", "/v1/chat/completions", proto::json_text(body)), &on_event, fo, &cancelled_);
   if (cancelled_.load()) return ModelError{"cancelled", "the request was cancelled", {}, 0};
   if (!got) return got.error();
   if (got->head.status != 200) {

@@ -4,8 +4,7 @@
 #include "cli/output.h"
 
 #include "common/text.h"
-
-#include <boost/json/serialize.hpp>
+#include "proto/jsonrpc.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -48,6 +47,6 @@ bool escape_terminal_output() {
   return true;
 }
 
-std::string json_line(const boost::json::value& v) { return json_escape_controls(boost::json::serialize(v)) + "\n"; }
+std::string json_line(const boost::json::value& v) { return json_escape_controls(proto::json_text(v)) + "\n"; }
 
 }  // namespace oppx::cli

@@ -259,7 +259,7 @@ bool take_messages(State& st, std::string_view text, AnswerSeen& w, bool deliver
     // Known before the peer sees the answer: the messages it sends next carry the version.
     if (w.initialize && st.protocol_version != w.version && proto::mcp::supported(w.version))
       st.protocol_version = w.version;
-    if (deliver) st.deliver(json::serialize(m));
+    if (deliver) st.deliver(proto::json_text(m));
   };
   if (v.is_array()) {
     for (auto& m : v.as_array()) one(m);

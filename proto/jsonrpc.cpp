@@ -7,6 +7,8 @@
 #include <boost/json/parser.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <cmath>
+
 namespace oppx::proto {
 
 RpcError RpcError::make(ErrorCode code, std::string_view kind, std::string message) {
@@ -113,30 +115,52 @@ boost::system::result<Message, Rejection> parse_message(std::string_view line) {
   return Message{std::move(r)};
 }
 
+namespace {
+
+void finite_only(json::value& v) {
+  if (v.is_double() && !std::isfinite(v.get_double())) {
+    v = nullptr;
+  } else if (v.is_array()) {
+    for (json::value& x : v.get_array()) finite_only(x);
+  } else if (v.is_object()) {
+    for (auto& kv : v.get_object()) finite_only(kv.value());
+  }
+}
+
+}  // namespace
+
+std::string json_text(const json::value& v) {
+  std::string out = json::serialize(v);
+  // Only a non-finite double writes these words outside a string; the copy is made only then.
+  if (out.find("Infinity") == std::string::npos && out.find("NaN") == std::string::npos) return out;
+  json::value finite = v;
+  finite_only(finite);
+  return json::serialize(finite);
+}
+
 // The envelope is written around the serialised parts, so that params and results (a tool's
 // whole answer) are not deep-copied into a new object first.
 std::string serialize_request(const json::value& id, std::string_view method, const json::value& params) {
-  std::string out = R"({"jsonrpc":"2.0","id":)" + json::serialize(id) + R"(,"method":)" +
+  std::string out = R"({"jsonrpc":"2.0","id":)" + json_text(id) + R"(,"method":)" +
                     json::serialize(json::string_view(method.data(), method.size()));
-  if (!params.is_null()) out += R"(,"params":)" + json::serialize(params);
+  if (!params.is_null()) out += R"(,"params":)" + json_text(params);
   out += '}';
   return valid_utf8(std::move(out));
 }
 
 std::string serialize_notification(std::string_view method, const json::value& params) {
   std::string out = R"({"jsonrpc":"2.0","method":)" + json::serialize(json::string_view(method.data(), method.size()));
-  if (!params.is_null()) out += R"(,"params":)" + json::serialize(params);
+  if (!params.is_null()) out += R"(,"params":)" + json_text(params);
   out += '}';
   return valid_utf8(std::move(out));
 }
 
 std::string serialize_result(const json::value& id, const json::value& result) {
-  return valid_utf8(R"({"jsonrpc":"2.0","id":)" + json::serialize(id) + R"(,"result":)" + json::serialize(result) +
-                    '}');
+  return valid_utf8(R"({"jsonrpc":"2.0","id":)" + json_text(id) + R"(,"result":)" + json_text(result) + '}');
 }
 
 std::string serialize_error(const json::value& id, const RpcError& error) {
-  return valid_utf8(json::serialize(json::object{{"jsonrpc", "2.0"}, {"id", id}, {"error", error.to_json()}}));
+  return valid_utf8(json_text(json::object{{"jsonrpc", "2.0"}, {"id", id}, {"error", error.to_json()}}));
 }
 
 std::string id_key(const json::value& id) {

@@ -92,6 +92,11 @@ struct Rejection {
 
 boost::system::result<Message, Rejection> parse_message(std::string_view line);
 
+// A value as JSON text that every parser reads. Boost.JSON 1.81 reads a number too large for a
+// double (1e999) as infinity and writes it back as the bare word Infinity, which is not JSON; such
+// a number is written as null, as JavaScript's JSON.stringify writes it.
+std::string json_text(const json::value& v);
+
 // Serialisers return one line without its trailing newline.
 std::string serialize_request(const json::value& id, std::string_view method, const json::value& params);
 std::string serialize_notification(std::string_view method, const json::value& params);

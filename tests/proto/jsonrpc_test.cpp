@@ -6,6 +6,8 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace oppx::proto {
 namespace {
 
@@ -94,6 +96,20 @@ TEST(JsonRpc, SerialisedLinesAreUtf8EvenWhenAStringIsNot) {
     EXPECT_NE(line.find("boom \ufffd\ufffd end \ufffd\ufffd"), std::string::npos) << line;
   }
   EXPECT_EQ(serialize_result(json::value(4), json::value("é ✓ 😀")), R"({"jsonrpc":"2.0","id":4,"result":"é ✓ 😀"})");
+}
+
+// Found by fuzz/terminal_escape: Boost.JSON reads 1e999 as infinity and wrote it back as the bare
+// word Infinity, so a server's huge number made the daemon's line unreadable to its client.
+TEST(JsonRpc, ANumberTooLargeForADoubleIsWrittenAsNullNotAsInfinity) {
+  json::value huge = json::parse(R"({"big":11111111111111111111E11111126,"small":-1e999,"keep":[1.5,"Infinity"]})");
+  ASSERT_TRUE(std::isinf(huge.at("big").as_double()));
+  EXPECT_EQ(json_text(huge), R"({"big":null,"small":null,"keep":[1.5E0,"Infinity"]})");
+  for (const std::string& line : {serialize_result(json::value(1), huge), serialize_request(json::value(2), "m", huge),
+                                  serialize_notification("n", huge)}) {
+    auto back = parse_message(line);
+    ASSERT_TRUE(back) << line;
+  }
+  EXPECT_EQ(json_text(json::value("NaN and Infinity")), R"("NaN and Infinity")");
 }
 
 TEST(DaemonApi, HelloParamsNameTheFailingField) {
