@@ -4,12 +4,14 @@
 #include "daemon/browser.h"
 
 #include "common/fs.h"
+#include "common/log.h"
 #include "common/paths.h"
 #include "common/playwright.h"
 #include "daemon/child_process.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
 
 #include <fmt/format.h>
@@ -207,8 +209,102 @@ void inline_browser_files(json::value& result, const std::string& folder) {
   }
 }
 
-SessionBrowser::SessionBrowser(boost::asio::io_context& io, std::string session)
-    : io_(io), session_(std::move(session)), folder_(paths::cache_dir() + "/browser/" + session_) {}
+namespace {
+
+bool same_definition(const ConnectorDef& a, const ConnectorDef& b) {
+  return a.command == b.command && a.args == b.args && a.env == b.env && a.cwd == b.cwd && a.canonical == b.canonical;
+}
+
+}  // namespace
+
+std::chrono::milliseconds spare_idle(const EnvMap& env) {
+  constexpr std::chrono::milliseconds kDefault = std::chrono::minutes(10);
+  auto it = env.find("OPPX_BROWSER_SPARE_IDLE_MS");
+  if (it == env.end()) return kDefault;
+  char* end = nullptr;
+  long long ms = std::strtoll(it->second.c_str(), &end, 10);
+  if (end == it->second.c_str() || *end != '\0' || ms < 0 || ms > 86'400'000) return kDefault;
+  return std::chrono::milliseconds(ms);
+}
+
+struct BrowserSpare::Impl : std::enable_shared_from_this<BrowserSpare::Impl> {
+  explicit Impl(boost::asio::io_context& io) : io(io), idle_timer(io) {}
+
+  boost::asio::io_context& io;
+  boost::asio::steady_timer idle_timer;
+  std::shared_ptr<Connector> connector;
+  std::chrono::milliseconds idle{0};
+  int filled = 0;  // spares started so far: the n of spare-<n>.log
+
+  void drop() {
+    idle_timer.cancel();
+    if (!connector) return;
+    connector->on_change(nullptr);
+    connector->stop();
+    connector.reset();
+  }
+};
+
+BrowserSpare::BrowserSpare(boost::asio::io_context& io) : impl_(std::make_shared<Impl>(io)) {}
+
+BrowserSpare::~BrowserSpare() { stop(); }
+
+void BrowserSpare::stop() { impl_->drop(); }
+
+std::shared_ptr<Connector> BrowserSpare::take(const ConnectorDef& def) {
+  auto& c = impl_->connector;
+  if (!c || c->state() != ConnectorState::kRunning || !same_definition(c->def(), def)) return nullptr;
+  impl_->idle_timer.cancel();
+  c->on_change(nullptr);
+  log::info("browser: a session takes the spare server (pid {})", c->pid());
+  return std::move(c);
+}
+
+void BrowserSpare::fill(const ConnectorDef& def, const EnvMap& env) {
+  Impl& m = *impl_;
+  if (m.connector) {
+    if (same_definition(m.connector->def(), def)) return;
+    m.drop();  // another browser or server since: the old spare would never be taken
+  }
+  m.idle = spare_idle(env);
+  if (m.idle.count() == 0) return;
+  std::string dir = paths::cache_dir() + "/browser";
+  if (auto r = ensure_private_dir(dir); !r) return;
+  m.connector = Connector::create(m.io, def, fmt::format("{}/spare-{}.log", dir, ++m.filled));
+  m.connector->offer_roots({});  // the capability now (initialize); the session's folder once taken
+  std::weak_ptr<Impl> weak = impl_;
+  std::weak_ptr<Connector> which = m.connector;
+  m.connector->on_change([weak, which] {
+    auto self = weak.lock();
+    auto c = which.lock();
+    if (!self || !c || c != self->connector) return;
+    if (c->state() == ConnectorState::kFailed || c->state() == ConnectorState::kStopped) return self->drop();
+    if (c->state() != ConnectorState::kRunning) return;
+    // Unused from the moment it is ready.
+    self->idle_timer.expires_after(self->idle);
+    self->idle_timer.async_wait([weak, which](boost::system::error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->connector != which.lock()) return;
+      log::info("browser: the spare server was not used for {} ms; stopping it", self->idle.count());
+      self->drop();
+    });
+  });
+  log::info("browser: starting a spare server for the next session (log {})", m.connector->log_path());
+  m.connector->start(env, start_timeout(env));
+}
+
+json::object BrowserSpare::status_json() const {
+  const auto& c = impl_->connector;
+  if (!c) return json::object{{"state", "off"}};
+  json::object o{{"state", c->state() == ConnectorState::kRunning ? "running" : "starting"},
+                 {"pid", c->pid()},
+                 {"log", c->log_path()},
+                 {"idle_ms", impl_->idle.count()}};
+  return o;
+}
+
+SessionBrowser::SessionBrowser(boost::asio::io_context& io, std::string session, BrowserSpare* spare)
+    : io_(io), spare_(spare), session_(std::move(session)), folder_(paths::cache_dir() + "/browser/" + session_) {}
 
 SessionBrowser::~SessionBrowser() { stop(); }
 
@@ -225,7 +321,9 @@ void SessionBrowser::start(const EnvMap& env, Started done) {
   }
   auto def = browser_definition(env);
   if (!def) return settle(def.error());
-  connector_ = Connector::create(io_, std::move(*def), folder_ + "/server.log");
+  connector_ = spare_ ? spare_->take(*def) : nullptr;
+  bool warm = connector_ != nullptr;
+  if (!warm) connector_ = Connector::create(io_, *def, folder_ + "/server.log");
   connector_->offer_roots({folder_});
   std::weak_ptr<Connector> weak = connector_;
   connector_->on_change([this, weak] {
@@ -236,6 +334,11 @@ void SessionBrowser::start(const EnvMap& env, Started done) {
       settle(BrowserProblem{"connector_down", c->reason().empty() ? "the browser's server stopped" : c->reason(),
                             c->steps()});
   });
+  // Once this browser was used (a call ended), the next session's spare starts: not sooner, so
+  // that it does not slow this one's start and Chromium's. Later calls find it there (or taken by
+  // another session, and then start the next).
+  if (spare_) connector_->on_idle([spare = spare_, def = *def, env] { spare->fill(def, env); });
+  if (warm) return settle(std::nullopt);
   connector_->start(env, start_timeout(env));
 }
 
@@ -251,6 +354,7 @@ void SessionBrowser::settle(std::optional<BrowserProblem> problem) {
 void SessionBrowser::stop() {
   if (connector_) {
     connector_->on_change(nullptr);
+    connector_->on_idle(nullptr);
     connector_->stop();
   }
   connector_.reset();

@@ -13,6 +13,7 @@
 #include <boost/json/value.hpp>
 #include <boost/system/result.hpp>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -61,10 +62,40 @@ bool asked_every_time(std::string_view tool);
 // parts, when they lie inside `folder`; other links stay as they are.
 void inline_browser_files(boost::json::value& result, const std::string& folder);
 
+// One Playwright MCP server kept started with nothing open, for the next session's browser: the
+// server reads its roots and starts Chromium at its first tool call, so a session that takes the
+// spare pays only for Chromium's own start. It is filled in the background once a session's
+// browser was used (its first call ended), and stopped after `OPPX_BROWSER_SPARE_IDLE_MS` unused
+// (10 minutes; 0 keeps no spare), and with the daemon. Its log is browser/spare-<n>.log.
+class BrowserSpare {
+ public:
+  explicit BrowserSpare(boost::asio::io_context& io);
+  ~BrowserSpare();
+  BrowserSpare(const BrowserSpare&) = delete;
+  BrowserSpare& operator=(const BrowserSpare&) = delete;
+
+  // The spare when it runs the same definition (the same node, server and browser); it is no
+  // longer the spare then. Null otherwise (none, still starting, or another definition).
+  std::shared_ptr<Connector> take(const ConnectorDef& def);
+  // Starts a spare with `def` unless one runs or starts, with the environment of the client whose
+  // browser was used (its OPPX_BROWSER_SPARE_IDLE_MS too).
+  void fill(const ConnectorDef& def, const EnvMap& env);
+  void stop();
+  boost::json::object status_json() const;  // {"state": off|starting|running, "pid", "log", "idle_ms"}
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+// How long a spare is kept unused: OPPX_BROWSER_SPARE_IDLE_MS in `env`, else 10 minutes.
+std::chrono::milliseconds spare_idle(const EnvMap& env);
+
 class SessionBrowser {
  public:
-  // `session`: the session's id, its output folder's name under the cache folder.
-  SessionBrowser(boost::asio::io_context& io, std::string session);
+  // `session`: the session's id, its output folder's name under the cache folder. `spare`, when
+  // given, outlives the session browser (the daemon's): its server is taken when it matches.
+  SessionBrowser(boost::asio::io_context& io, std::string session, BrowserSpare* spare = nullptr);
   ~SessionBrowser();  // stops the server and, with it, its browser processes
   SessionBrowser(const SessionBrowser&) = delete;
   SessionBrowser& operator=(const SessionBrowser&) = delete;
@@ -85,6 +116,7 @@ class SessionBrowser {
   void settle(std::optional<BrowserProblem> problem);
 
   boost::asio::io_context& io_;
+  BrowserSpare* spare_;
   std::string session_, folder_;
   std::shared_ptr<Connector> connector_;
   std::optional<BrowserProblem> problem_;

@@ -44,7 +44,7 @@ void allow_for_session(Session& session, bool on) {
   if (!on && it != list.end()) list.erase(it);
 }
 
-void status(const Client& client, Reply reply) {
+void status(Server& s, const Client& client, Reply reply) {
   EnvMap env(client.env.begin(), client.env.end());
   std::string installed = playwright::installed_version();
   json::object o{{"version", playwright::kMcpVersion},
@@ -63,13 +63,14 @@ void status(const Client& client, Reply reply) {
   } else {
     o["session"] = json::object{{"state", "off"}};
   }
+  o["spare"] = s.browser_spare().status_json();
   reply.ok(std::move(o));
 }
 
 void start(Server& s, Reply reply, Client& client) {
   if (!client.session) return reply.fail(needs_session());
   Session& session = *client.session;
-  if (!session.browser) session.browser = std::make_shared<SessionBrowser>(s.io(), session.id);
+  if (!session.browser) session.browser = std::make_shared<SessionBrowser>(s.io(), session.id, &s.browser_spare());
   auto shared = std::make_shared<Reply>(std::move(reply));
   std::weak_ptr<SessionBrowser> weak = session.browser;
   EnvMap env(client.env.begin(), client.env.end());
@@ -115,7 +116,7 @@ std::optional<json::object> browser_list_entry(const std::shared_ptr<SessionBrow
 }
 
 void register_browser_methods(Router& r, Server& s) {
-  r.add("browser/status", browser_params, [](NoParams, Reply reply, Client& c) { status(c, std::move(reply)); });
+  r.add("browser/status", browser_params, [&s](NoParams, Reply reply, Client& c) { status(s, c, std::move(reply)); });
   r.add("browser/start", browser_params, [&s](NoParams, Reply reply, Client& c) { start(s, std::move(reply), c); });
   r.add("browser/stop", browser_params, [](NoParams, Reply reply, Client& c) { stop(std::move(reply), c); });
 }

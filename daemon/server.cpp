@@ -7,6 +7,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "daemon/browser.h"
 #include "daemon/connectors.h"
 #include "daemon/permissions.h"
 #include "proto/daemon_api.h"
@@ -66,6 +67,7 @@ struct Server::Impl {
       : owner(owner),
         io(io),
         options(std::move(options)),
+        browser_spare(io),
         connectors(io, paths::state_dir()),
         permissions(paths::state_dir() + "/permissions.json", &connectors.worker()),
         acceptor(io),
@@ -77,6 +79,7 @@ struct Server::Impl {
   asio::io_context& io;
   ServerOptions options;
   Router router;
+  BrowserSpare browser_spare;  // before the clients: their session browsers end first
   Connectors connectors;
   PermissionStore permissions;
   unix_socket::acceptor acceptor;
@@ -248,6 +251,7 @@ struct Server::Impl {
     acceptor.close(ec);
     for (auto& [id, peer] : clients) peer->close();
     connectors.stop_all();
+    browser_spare.stop();
   }
 };
 
@@ -289,6 +293,7 @@ void Server::stop(const std::string& reason) { impl_->stop(reason); }
 Router& Server::router() { return impl_->router; }
 Connectors& Server::connectors() { return impl_->connectors; }
 PermissionStore& Server::permissions() { return impl_->permissions; }
+BrowserSpare& Server::browser_spare() { return impl_->browser_spare; }
 asio::io_context& Server::io() { return impl_->io; }
 const ServerOptions& Server::options() const { return impl_->options; }
 std::int64_t Server::client_count() const {

@@ -20,6 +20,7 @@ class io_context;
 namespace oppx::daemon {
 
 class PermissionStore;
+class BrowserSpare;
 
 class Connectors;
 
@@ -48,6 +49,7 @@ class Server {
   Router& router();
   Connectors& connectors();
   PermissionStore& permissions();
+  BrowserSpare& browser_spare();  // the Playwright server kept for the next session (daemon/browser.h)
   boost::asio::io_context& io();
   const ServerOptions& options() const;
   std::int64_t client_count() const;

@@ -5,6 +5,7 @@
 #include "daemon/browser.h"
 #include "tests/support/browser_support.h"
 #include "tests/support/harness.h"
+#include "tests/support/waits.h"
 
 #include <boost/json.hpp>
 
@@ -51,6 +52,20 @@ struct BrowserSession : ::testing::Test {
     return session.is_object() && session.as_object().contains("pid")
                ? static_cast<pid_t>(session.at("pid").to_number<std::int64_t>())
                : -1;
+  }
+  // The spare server the daemon keeps for the next session, once it runs: its pid (-1 when it does
+  // not run within `limit`).
+  pid_t running_spare(std::chrono::milliseconds limit = 60s) {
+    pid_t pid = -1;
+    poll_until(
+        [&] {
+          auto s = call("browser/status", {});
+          if (!s || s->at("spare").at("state") != "running") return false;
+          pid = static_cast<pid_t>(s->at("spare").at("pid").to_number<std::int64_t>());
+          return true;
+        },
+        limit);
+    return pid;
   }
   // The browser started and a page open in it: the server's processes, Chromium among them.
   std::set<pid_t> open_page(const std::string& url) {
@@ -136,10 +151,14 @@ TEST_F(BrowserSession, OpensAPageClicksTwiceReadsTheConsoleAndEndsWithTheConnect
   EXPECT_TRUE(wait_for_exits(tree, 15s)) << "a browser process outlived its session";
 }
 
+// The daemon stops: the session's server, its Chromium and the spare server all end.
 TEST_F(BrowserSession, EndsWithTheDaemonStop) {
   Page page;
   ASSERT_FALSE(page.url.empty());
   std::set<pid_t> tree = open_page(page.url);
+  pid_t spare = running_spare();
+  ASSERT_GT(spare, 0) << "no spare server after the first call";
+  tree.insert(spare);
   ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
   EXPECT_TRUE(wait_for_exits(tree, 15s)) << "a browser process outlived the daemon";
 }
@@ -148,6 +167,9 @@ TEST_F(BrowserSession, EndsWhenTheDaemonIsKilled) {
   Page page;
   ASSERT_FALSE(page.url.empty());
   std::set<pid_t> tree = open_page(page.url);
+  pid_t spare = running_spare();
+  ASSERT_GT(spare, 0) << "no spare server after the first call";
+  tree.insert(spare);
   auto pid = daemon_pid(home.socket());
   ASSERT_TRUE(pid);
   ASSERT_EQ(::kill(static_cast<pid_t>(*pid), SIGKILL), 0);
@@ -161,6 +183,68 @@ TEST_F(BrowserSession, IsKeptAcrossAReconnectOfEveryConnector) {
   ASSERT_TRUE(call("mcp/reconnect", {}));
   EXPECT_EQ(server_pid(), server);
   EXPECT_TRUE(process_alive(server));
+}
+
+// The spare: started once a session's browser was used, with nothing open (no Chromium below it),
+// taken by the next session (the same pid, its files in that session's folder), then replaced.
+TEST_F(BrowserSession, TheNextSessionTakesTheSpareServerAndANewOneIsStarted) {
+  Page page;
+  ASSERT_FALSE(page.url.empty());
+  open_page(page.url);
+  pid_t spare = running_spare();
+  ASSERT_GT(spare, 0) << "no spare server after the first call";
+  std::set<pid_t> below = descendants(spare);
+  EXPECT_FALSE(std::any_of(below.begin(), below.end(), is_chromium)) << "the spare opened a browser";
+
+  auto second = hello_client(home);
+  ASSERT_TRUE(second);
+  ASSERT_TRUE(second->call("session/open", json::object{{"mode", "chat"}, {"cwd", repo}}, 10s));
+  auto started = second->call("browser/start", json::object{{"cwd", repo}}, 60s);
+  ASSERT_TRUE(started) << started.error().message;
+  EXPECT_EQ(started->at("pid"), spare) << json::serialize(*started);
+  EXPECT_TRUE(std::string(started->at("log").as_string()).ends_with("/spare-1.log")) << json::serialize(*started);
+  auto opened = second->call("tools/call",
+                             json::object{{"connector", "playwright"},
+                                          {"tool", "browser_navigate"},
+                                          {"arguments", json::object{{"url", page.url}}},
+                                          {"cwd", repo}},
+                             60s);
+  ASSERT_TRUE(opened) << opened.error().message;
+  EXPECT_NE(std::string(opened->at("text").as_string()).find("button \"Add\""), std::string::npos);
+  // Its files went to the second session's folder, the root it was given when taken.
+  std::string folder(started->at("folder").as_string());
+  EXPECT_NE(run({"sh", "-c", "ls " + folder + "/.playwright-mcp/*.yml"}).out, "") << folder;
+
+  // That call started the next spare.
+  pid_t next = running_spare();
+  EXPECT_GT(next, 0);
+  EXPECT_NE(next, spare);
+}
+
+// OPPX_BROWSER_SPARE_IDLE_MS: a spare nobody takes is stopped after that long unused.
+TEST_F(BrowserSession, AnUnusedSpareIsStoppedAfterItsIdleTime) {
+  ::setenv("OPPX_BROWSER_SPARE_IDLE_MS", "3000", 1);
+  c = hello_client(home);  // the spare's idle time is the environment of the client that used the browser
+  ::unsetenv("OPPX_BROWSER_SPARE_IDLE_MS");
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(call("session/open", {{"mode", "chat"}}));
+  Page page;
+  ASSERT_FALSE(page.url.empty());
+  open_page(page.url);
+  pid_t spare = running_spare();
+  ASSERT_GT(spare, 0) << "no spare server after the first call";
+  EXPECT_EQ(call("browser/status", {})->at("spare").at("idle_ms"), 3000);
+  EXPECT_TRUE(wait_for_exit(spare, 30s)) << "the unused spare was not stopped";
+  EXPECT_EQ(call("browser/status", {})->at("spare").at("state"), "off");
+}
+
+TEST(BrowserSpareIdle, ReadsItsVariableAndKeepsTheDefaultForNonsense) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(daemon::spare_idle({}), std::chrono::minutes(10));
+  EXPECT_EQ(daemon::spare_idle({{"OPPX_BROWSER_SPARE_IDLE_MS", "0"}}), milliseconds(0));
+  EXPECT_EQ(daemon::spare_idle({{"OPPX_BROWSER_SPARE_IDLE_MS", "2500"}}), milliseconds(2500));
+  for (const char* bad : {"", "ten", "-5", "12ms", "99999999999"})
+    EXPECT_EQ(daemon::spare_idle({{"OPPX_BROWSER_SPARE_IDLE_MS", bad}}), std::chrono::minutes(10)) << bad;
 }
 
 TEST(Browser, SaysWhatIsMissing) {
