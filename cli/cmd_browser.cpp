@@ -74,6 +74,14 @@ int status(Context& ctx) {
     }
   }
   fmt::print("Sandbox: {}\n", str(o, "sandbox"));
+  if (const json::value* sp = o.if_contains("spare"); sp && sp->is_object() && str(sp->as_object(), "state") != "off") {
+    const json::object& spare = sp->as_object();
+    const json::value* idle = spare.if_contains("idle_ms");
+    std::int64_t ms = idle && idle->is_int64() ? idle->as_int64() : 600000;
+    fmt::print("Spare:   a server {} (pid {}) for the next session's browser, stopped after {} unused\n",
+               str(spare, "state"), spare.contains("pid") ? json::serialize(spare.at("pid")) : "?",
+               ms >= 60000 ? fmt::format("{} min", ms / 60000) : fmt::format("{} s", ms / 1000));
+  }
   return kExitOk;
 }
 
