@@ -2,8 +2,8 @@
 // (a navigate to a page this benchmark serves on 127.0.0.1: Chromium starts then) and a click's
 // round trip, beside the same steps made by the official TypeScript SDK client on a Playwright MCP
 // server it starts itself (bench/browser_sdk.mjs, the same flags); and the peak memory (the sum
-// of RSS) of the browser's process tree. Needs packaging/bootstrap.sh's build/playwright and a
-// Chrome or Chromium.
+// of RSS) of the browser's process tree; then the same start with the daemon's spare server taken.
+// Needs packaging/bootstrap.sh's build/playwright and a Chrome or Chromium.
 //   usage: browser_start [--runs N] [--npm-dir DIR]
 #include "bench/bench_support.h"
 
@@ -21,6 +21,7 @@
 #include <map>
 #include <set>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace {
@@ -83,11 +84,24 @@ void fail(Through& t, const std::string& why) {
   if (t.failures++ == 0) t.first_error = why;
 }
 
-// One session: browser/start, navigate (the first snapshot), click.
-void through_oppxd(const std::string& socket, const std::string& cwd, const std::string& url, Through& t) {
+// Whether the daemon's spare server runs, waited for up to a minute.
+bool spare_running(oppx::SyncClient& c) {
+  auto deadline = Clock::now() + 60s;
+  while (Clock::now() < deadline) {
+    auto s = c.call("browser/status", json::object{}, 10s);
+    if (s && s->at("spare").at("state") == "running") return true;
+    std::this_thread::sleep_for(20ms);  // a benchmark's setup, not a measured step
+  }
+  return false;
+}
+
+// One session: browser/start, navigate (the first snapshot), click. `warm`: the daemon's spare
+// server is waited for first, so that this session takes it.
+void through_oppxd(const std::string& socket, const std::string& cwd, const std::string& url, Through& t, bool warm) {
   auto c = oppx::bench::daemon_client(socket, "browser_start");
   if (!c) return fail(t, "no daemon");
   if (!c->call("session/open", json::object{{"cwd", cwd}, {"mode", "chat"}}, 10s)) return fail(t, "session/open");
+  if (warm && !spare_running(*c)) return fail(t, "the spare server did not start");
   auto t0 = Clock::now();
   auto started = c->call("browser/start", json::object{{"cwd", cwd}}, 60s);
   if (!started) return fail(t, "browser/start: " + started.error().message);
@@ -175,10 +189,17 @@ int main(int argc, char** argv) {
   }
   if (oppx::bench::run_ms({dir + "/oppx", "daemon", "start"}) < 0) return 1;
 
-  Through via;
-  through_oppxd(home.socket(), home.root(), url, via);  // warm-up: the page cache, npm's files
+  // Cold: no spare (OPPX_BROWSER_SPARE_IDLE_MS=0 in the clients' environment), so every session
+  // starts its own server. Then warm: each session takes the spare the one before it left.
+  Through via, warm;
+  ::setenv("OPPX_BROWSER_SPARE_IDLE_MS", "0", 1);
+  through_oppxd(home.socket(), home.root(), url, via, false);  // warm-up: the page cache, npm's files
   via = Through{};
-  for (int i = 0; i < runs; ++i) through_oppxd(home.socket(), home.root(), url, via);
+  for (int i = 0; i < runs; ++i) through_oppxd(home.socket(), home.root(), url, via, false);
+  ::unsetenv("OPPX_BROWSER_SPARE_IDLE_MS");
+  through_oppxd(home.socket(), home.root(), url, warm, false);  // its first call leaves the first spare
+  warm = Through{};
+  for (int i = 0; i < runs; ++i) through_oppxd(home.socket(), home.root(), url, warm, true);
 
   // The SDK client on a server it starts itself, with the flags oppxd uses; from the bench's HOME,
   // where that server writes its files (it has no session folder to write into).
@@ -233,6 +254,17 @@ int main(int argc, char** argv) {
   fmt::print("  oppxd: start to the first snapshot        median {:8.1f} ms   p90 {:8.1f} ms\n", f.median, f.p90);
   fmt::print("  oppxd: a click's round trip              median {:8.1f} ms   p90 {:8.1f} ms\n", k.median, k.p90);
   fmt::print("  browser tree, RSS summed (shared pages in each)  {:8.1f} MiB\n", via.peak_kib / 1024.0);
+  oppx::bench::Stats ws, wf;
+  if (!warm.snapshot.empty()) {
+    ws = oppx::bench::summarize(warm.start);
+    wf = oppx::bench::summarize(warm.snapshot);
+    fmt::print("  with the spare: browser/start             median {:8.1f} ms   p90 {:8.1f} ms\n", ws.median, ws.p90);
+    fmt::print("  with the spare: start to the first snapshot median {:6.1f} ms   p90 {:8.1f} ms   ({} failed)\n",
+               wf.median, wf.p90, warm.failures);
+    fmt::print("  ratio spare / no spare, first snapshot    {:.2f}\n", wf.median / f.median);
+  } else {
+    fmt::print("  with the spare: not measured: {}\n", warm.first_error);
+  }
   oppx::bench::Stats sf, sk;
   if (!sdk_snapshot.empty()) {
     auto sc = oppx::bench::summarize(sdk_connect);
@@ -249,6 +281,9 @@ int main(int argc, char** argv) {
   }
   oppx::bench::report({"browser_start", "browser/start to the first snapshot (Chromium starting)", "ms", f,
                        sf.median > 0 ? "SDK client, same steps" : "", sf.median, ""});
+  if (wf.median > 0)
+    oppx::bench::report({"browser_start", "browser/start to the first snapshot, the spare server taken", "ms", wf,
+                         "no spare, same steps", f.median, ""});
   oppx::bench::report(
       {"browser_start", "a click's round trip", "ms", k, sk.median > 0 ? "SDK client, same steps" : "", sk.median, ""});
   oppx::bench::Stats mem;
