@@ -112,8 +112,8 @@ int off(Context& ctx) { return set_auto(ctx, "off", false); }
 
 std::vector<Command> browser_commands() {
   return {
-      {"browser", "status", "[--json]", "Show the browser setting, its engine, Node.js and which Chrome it uses.",
-       kAbout, status},
+      {"browser", "status", "[--json]",
+       "Show the browser setting, its engine, Node.js, which Chrome it uses and the spare server.", kAbout, status},
       {"browser", "on", "", "Start the browser with every session, without asking (installs it first).", kAbout, on},
       {"browser", "off", "", "Ask once a session again before the browser starts.", kAbout, off},
       {"browser", "install", "[--update]",
