@@ -135,8 +135,16 @@ boost::system::result<void, std::string> atomic_write(const std::string& path, s
   std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0) return fmt::format("cannot write {}: {}", tmp, std::strerror(errno));
+  // Nothing was replaced: the file is as it was, which the message says (the user's next step).
   auto fail = [&](const char* what) {
-    std::string e = fmt::format("cannot write {} ({}): {}", path, what, std::strerror(errno));
+    int err = errno;
+    std::string e =
+        err == ENOSPC || err == EDQUOT
+            ? fmt::format(
+                  "cannot write {}: the disk is full ({}); the file is unchanged: free some "
+                  "space there and try again",
+                  path, std::strerror(err))
+            : fmt::format("cannot write {} ({}: {}); the file is unchanged", path, what, std::strerror(err));
     ::close(fd);
     ::unlink(tmp.c_str());
     return e;
