@@ -218,13 +218,7 @@ bool same_definition(const ConnectorDef& a, const ConnectorDef& b) {
 }  // namespace
 
 std::chrono::milliseconds spare_idle(const EnvMap& env) {
-  constexpr std::chrono::milliseconds kDefault = std::chrono::minutes(10);
-  auto it = env.find("OPPX_BROWSER_SPARE_IDLE_MS");
-  if (it == env.end()) return kDefault;
-  char* end = nullptr;
-  long long ms = std::strtoll(it->second.c_str(), &end, 10);
-  if (end == it->second.c_str() || *end != '\0' || ms < 0 || ms > 86'400'000) return kDefault;
-  return std::chrono::milliseconds(ms);
+  return env_milliseconds(env, "OPPX_BROWSER_SPARE_IDLE_MS", std::chrono::minutes(10), 0, 86'400'000);
 }
 
 struct BrowserSpare::Impl : std::enable_shared_from_this<BrowserSpare::Impl> {

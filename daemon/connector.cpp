@@ -685,11 +685,16 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 // OPPX_MCP_START_TIMEOUT_MS in the asking client's environment shortens or lengthens the 30 s a
 // connector gets to start (a slow first npx download; a test of a server that never answers).
 std::chrono::milliseconds start_timeout(const EnvMap& env) {
-  auto it = env.find("OPPX_MCP_START_TIMEOUT_MS");
-  if (it == env.end()) return kStartTimeout;
+  return env_milliseconds(env, "OPPX_MCP_START_TIMEOUT_MS", kStartTimeout, 100, 3'600'000);
+}
+
+std::chrono::milliseconds env_milliseconds(const EnvMap& env, std::string_view name, std::chrono::milliseconds fallback,
+                                           long long min_ms, long long max_ms) {
+  auto it = env.find(name);
+  if (it == env.end()) return fallback;
   char* end = nullptr;
   long long ms = std::strtoll(it->second.c_str(), &end, 10);
-  if (end == it->second.c_str() || *end != '\0' || ms < 100 || ms > 3'600'000) return kStartTimeout;
+  if (end == it->second.c_str() || *end != '\0' || ms < min_ms || ms > max_ms) return fallback;
   return std::chrono::milliseconds(ms);
 }
 

@@ -45,6 +45,10 @@ inline constexpr std::string_view kUnreachable = "unreachable";  // connect refu
 inline constexpr std::chrono::milliseconds kStartTimeout{30'000};
 // The start limit for a client's environment: OPPX_MCP_START_TIMEOUT_MS there, else kStartTimeout.
 std::chrono::milliseconds start_timeout(const EnvMap& env);
+// A duration in milliseconds from the variable `name` of a client's environment: `fallback` when
+// it is unset, not a whole number, or outside [min_ms, max_ms].
+std::chrono::milliseconds env_milliseconds(const EnvMap& env, std::string_view name, std::chrono::milliseconds fallback,
+                                           long long min_ms, long long max_ms);
 inline constexpr std::chrono::milliseconds kLoginTimeout{
     180'000};  // `oppx mcp reconnect <name>`: time for a browser login
 inline constexpr std::chrono::milliseconds kCallTimeout{120'000};
