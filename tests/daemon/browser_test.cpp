@@ -67,6 +67,16 @@ struct BrowserSession : ::testing::Test {
         limit);
     return pid;
   }
+  // A page open in the session's browser and the spare server started after it: every process
+  // of both (empty when the spare did not start).
+  std::set<pid_t> open_page_and_spare(const std::string& url) {
+    std::set<pid_t> tree = open_page(url);
+    pid_t spare = running_spare();
+    EXPECT_GT(spare, 0) << "no spare server after the first call";
+    if (spare <= 0) return {};
+    tree.insert(spare);
+    return tree;
+  }
   // The browser started and a page open in it: the server's processes, Chromium among them.
   std::set<pid_t> open_page(const std::string& url) {
     auto started = call("browser/start", {});
@@ -155,10 +165,8 @@ TEST_F(BrowserSession, OpensAPageClicksTwiceReadsTheConsoleAndEndsWithTheConnect
 TEST_F(BrowserSession, EndsWithTheDaemonStop) {
   Page page;
   ASSERT_FALSE(page.url.empty());
-  std::set<pid_t> tree = open_page(page.url);
-  pid_t spare = running_spare();
-  ASSERT_GT(spare, 0) << "no spare server after the first call";
-  tree.insert(spare);
+  std::set<pid_t> tree = open_page_and_spare(page.url);
+  ASSERT_FALSE(tree.empty());
   ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
   EXPECT_TRUE(wait_for_exits(tree, 15s)) << "a browser process outlived the daemon";
 }
@@ -166,10 +174,8 @@ TEST_F(BrowserSession, EndsWithTheDaemonStop) {
 TEST_F(BrowserSession, EndsWhenTheDaemonIsKilled) {
   Page page;
   ASSERT_FALSE(page.url.empty());
-  std::set<pid_t> tree = open_page(page.url);
-  pid_t spare = running_spare();
-  ASSERT_GT(spare, 0) << "no spare server after the first call";
-  tree.insert(spare);
+  std::set<pid_t> tree = open_page_and_spare(page.url);
+  ASSERT_FALSE(tree.empty());
   auto pid = daemon_pid(home.socket());
   ASSERT_TRUE(pid);
   ASSERT_EQ(::kill(static_cast<pid_t>(*pid), SIGKILL), 0);
