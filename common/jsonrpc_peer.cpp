@@ -33,12 +33,18 @@ void Reply::on_cancel(std::function<void()> fn) {
   state_->on_cancel = std::move(fn);
 }
 
-void Reply::ok(json::value result) { finish(proto::serialize_result(id_, result)); }
-void Reply::fail(RpcError error) { finish(proto::serialize_error(id_, error)); }
+void Reply::ok(json::value result) { finish(proto::serialize_result(id_, result), {}); }
+void Reply::fail(RpcError error) { finish(proto::serialize_error(id_, error), error.kind); }
 
-void Reply::finish(std::string line) {
+void Reply::finish(std::string line, std::string_view error_kind) {
   if (done_) return;
   done_ = true;
+  if (state_ && !state_->method.empty()) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - state_->received).count();
+    log::debug("request {} {}: {} in {:.2f} ms{}", state_->method, proto::id_key(id_),
+               error_kind.empty() ? "answered" : "failed (" + std::string(error_kind) + ")", ms,
+               cancelled() ? ", its caller gone" : "");
+  }
   auto peer = peer_.lock();
   if (!peer || cancelled()) return;
   peer->reply_done(id_);
@@ -198,6 +204,10 @@ void JsonRpcPeer::on_line(std::string line) {
     return;
   }
   auto state = std::make_shared<Reply::State>();
+  if (log::enabled(log::Level::kDebug)) {
+    state->method = req.method;
+    state->received = std::chrono::steady_clock::now();
+  }
   incoming_.emplace(key, state);
   Reply reply(weak_from_this(), req.id, state);
   if (!options_.on_request) {

@@ -9,6 +9,7 @@
 #include <boost/json/value.hpp>
 #include <boost/system/result.hpp>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -47,9 +48,12 @@ class Reply {
   struct State {
     bool cancelled = false;
     std::function<void()> on_cancel;
+    // For the debug log line of each request (only set when debug lines are written).
+    std::string method;
+    std::chrono::steady_clock::time_point received;
   };
   Reply(std::weak_ptr<JsonRpcPeer> peer, boost::json::value id, std::shared_ptr<State> state);
-  void finish(std::string line);
+  void finish(std::string line, std::string_view error_kind);
 
   std::weak_ptr<JsonRpcPeer> peer_;
   boost::json::value id_;

@@ -251,6 +251,36 @@ std::pair<std::string, std::string> fd_limits(pid_t pid) {
   return {};
 }
 
+// oppxd --verbose: a debug line per request with its method, id, outcome and duration, written
+// before the reply is sent (so it is in the log once the client has its answer).
+TEST(VerboseLog, EachRequestGetsALineWithItsDuration) {
+  TempHome home;
+  ASSERT_EQ(run({OPPXD_BIN, "--socket", home.socket(), "--verbose"}).exit_code, 0);
+  auto c = hello_client(home.socket());
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->call("daemon/status", json::object{}, 5s));
+  ASSERT_FALSE(c->call("no/such/method", json::object{}, 5s));
+  std::string log = home.read_log();
+  EXPECT_NE(log.find("DEBUG request hello i:"), std::string::npos) << log;
+  auto status = log.find("DEBUG request daemon/status i:");
+  ASSERT_NE(status, std::string::npos) << log;
+  std::string line = log.substr(status, log.find('\n', status) - status);
+  EXPECT_NE(line.find(": answered in "), std::string::npos) << line;
+  EXPECT_TRUE(line.ends_with(" ms")) << line;
+  EXPECT_NE(log.find("request no/such/method i:"), std::string::npos) << log;
+  EXPECT_NE(log.find(": failed (method_not_found) in "), std::string::npos) << log;
+}
+
+// Without --verbose, none.
+TEST(VerboseLog, IsOffByDefault) {
+  TempHome home;
+  DaemonProcess daemon(home);
+  auto c = hello_client(home.socket());
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->call("daemon/status", json::object{}, 5s));
+  EXPECT_EQ(home.read_log().find("request daemon/status"), std::string::npos);
+}
+
 TEST(DescriptorLimit, NewClientsAreRefusedAndTheOthersGoOn) {
   TempHome home;
   // A low hard limit (the daemon raises its soft limit to the hard one, so only a hard one holds).
