@@ -45,6 +45,7 @@ SdkRun run_sdk_client(const std::string& script, const std::string& npm_dir, con
   run.us.p99 = num("p99_us");
   run.us.min = num("min_us");
   run.calls_per_s = num("calls_per_s");
+  run.close_us = num("close_p50_us");
   run.calls = static_cast<int>(num("calls"));
   if (int errors = static_cast<int>(num("errors")); errors > 0) {
     const json::value* first = o->if_contains("first_error");

@@ -17,6 +17,7 @@ namespace oppx::bench {
 struct SdkRun {
   Stats us;
   double calls_per_s = 0;  // warm only
+  double close_us = 0;     // cold only: the median time close took (the server's exit)
   int calls = 0;           // calls (warm) or runs (cold) timed
   std::string error;       // why it was not measured, or its first failed call; empty when it was
   bool ok() const { return error.empty(); }
@@ -46,8 +47,9 @@ class HttpServer {
   std::string url_;
 };
 
-// oppxd's cold start, `runs` times: mcp/reconnect of `connector` (which stops its program, starts
-// it again, initializes it and lists its tools, and answers once it is running), then its first
+// oppxd's cold start, `runs` times: mcp/reconnect of `connector` (which starts stopping its
+// program without waiting for its exit, starts it again, initializes it and lists its tools, and
+// answers once it is running), then its first
 // tools/call echo with `message`, whose text must be `expected`; in ms, per run. A failed run
 // ends the series, with why in `error`.
 struct ColdRun {

@@ -2,11 +2,13 @@
 // packaging/npm/package.json) calling an MCP server directly, for bench/mcp_calls to compare with
 // oppxd. Warm: N tools/call echo after a warm-up, timed one by one, K of them in flight at every
 // moment (1: one after the other), over stdio (a command after --) or streamable HTTP (--url).
-// Cold (--cold R): R times, spawn the server, initialize, tools/list, the first tools/call, close.
+// Cold (--cold R): R times, spawn the server, initialize, tools/list, the first tools/call (timed
+// to its answer), then close (stop the server: timed apart).
 //   usage: node bench/sdk_client.mjs --npm-dir DIR [--calls N] [--warmup W] [--inflight K]
 //                                    [--cold R] (--url URL | -- command [args...])
 // Prints one JSON line: {"calls":N,"p50_us":…,"p90_us":…,"p99_us":…,"min_us":…,"mean_us":…,
-// "calls_per_s":…,"errors":E,"first_error":…}; with --cold, "calls" counts the runs.
+// "calls_per_s":…,"errors":E,"first_error":…}; with --cold, "calls" counts the runs, and
+// "close_p50_us" is the median time close took.
 import { pathToFileURL } from "node:url";
 
 const argv = process.argv.slice(2);
@@ -81,6 +83,7 @@ async function warm(client, calls, times) {
 }
 
 const times = [];
+const closes = [];
 let seconds = 0;
 if (opts.cold > 0) {
   for (let i = 0; i < opts.cold; i++) {
@@ -94,8 +97,10 @@ if (opts.cold > 0) {
     } catch (e) {
       failed(String(e?.message ?? e));
     }
-    await client.close();
     times.push(since(t0));
+    const t1 = now();
+    await client.close();
+    closes.push(since(t1));
   }
 } else {
   const client = new Client({ name: "oppx-bench", version: "1.0.0" });
@@ -109,9 +114,11 @@ if (opts.cold > 0) {
   await client.close();
 }
 times.sort((a, b) => a - b);
-const at = (q) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
+closes.sort((a, b) => a - b);
+const at = (q, t = times) => t[Math.min(t.length - 1, Math.floor(q * t.length))];
 const mean = times.reduce((a, b) => a + b, 0) / times.length;
 const out = { calls: times.length, p50_us: at(0.5), p90_us: at(0.9), p99_us: at(0.99), min_us: times[0] };
 Object.assign(out, { mean_us: mean, calls_per_s: seconds > 0 ? times.length / seconds : 0, errors });
+if (closes.length) out.close_p50_us = at(0.5, closes);
 if (errors) out.first_error = firstError;
 console.log(JSON.stringify(out));
