@@ -51,10 +51,15 @@ BenchHome::~BenchHome() {
   (void)!std::system(rm.c_str());
 }
 
-double run_ms(const std::vector<std::string>& args) {
+std::vector<char*> c_argv(const std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  return argv;
+}
+
+double run_ms(const std::vector<std::string>& args) {
+  std::vector<char*> argv = c_argv(args);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -100,9 +105,7 @@ Stats measure(const std::vector<std::string>& args, int runs) {
 std::string capture(const std::vector<std::string>& args) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return "";
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  std::vector<char*> argv = c_argv(args);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, fds[1], 1);

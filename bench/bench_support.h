@@ -31,6 +31,9 @@ class BenchHome {
   std::string root_;
 };
 
+// The null-terminated pointers exec and posix_spawn take, into `args` (which must outlive them).
+std::vector<char*> c_argv(const std::vector<std::string>& args);
+
 // Runs argv with stdout and stderr to /dev/null; the wall time in ms, or -1 when it failed.
 double run_ms(const std::vector<std::string>& args);
 

@@ -1,14 +1,19 @@
 // bench/mcp_calls: what a tools/call costs through oppxd, beside the floor of the same hops
 // without oppxd's logic (client → Unix socket → a byte relay → pipe → the same C echo child) and
-// the official TypeScript SDK client calling that child directly, all measured in one run; then
-// `oppx mcp list --json` with 5 warm connectors and the daemon's RSS idle and with 20 connectors.
-// Prints figures and the ratios to the targets of issue 3 and asserts none of them; a measurement
-// that failed prints its error instead of figures, and the run then exits 1.
+// beside the official TypeScript SDK client calling the same servers directly, all in one run:
+// warm over stdio one at a time and K in flight (the C echo server), warm over streamable HTTP
+// (server-everything), and cold (server-everything over stdio: the SDK client spawning it to its
+// first call, beside oppxd's mcp/reconnect of it to its first call); then `oppx mcp list --json`
+// with 5 warm connectors and the daemon's RSS idle and with 20 connectors. Prints figures and the
+// ratios to the targets of issue 3 and asserts none of them; a measurement that failed prints its
+// error instead of figures, and the run then exits 1.
 //   usage: mcp_calls [--calls N] [--inflight K] [--warmup W] [--rounds R] [--list-runs M]
-//                    [--connectors C] [--sdk-calls S] [--npm-dir DIR]   (DIR may be relative)
+//                    [--connectors C] [--sdk-calls S] [--http-calls H] [--cold-runs U]
+//                    [--npm-dir DIR]   (DIR may be relative)
 // It runs its own daemon in a temporary HOME with its own socket, so it never touches the user's.
 #include "bench/bench_support.h"
 #include "bench/relay.h"
+#include "bench/sdk_anchors.h"
 #include "common/sync_client.h"
 #include "proto/daemon_api.h"
 
@@ -45,7 +50,9 @@ struct Options {
   int warmup = 200;
   int list_runs = 50;
   int connectors = 20;
-  int sdk_calls = -1;  // as many as --calls
+  int sdk_calls = -1;    // as many as --calls
+  int http_calls = 300;  // over HTTP, per series: a call costs ~10× one over stdio
+  int cold_runs = 5;
   int rounds = 10;
   std::string npm_dir = OPPX_NPM_DIR;
 };
@@ -68,6 +75,8 @@ struct Target {
 struct Series {
   Target* target = nullptr;
   int inflight = 1;
+  int calls = 0;            // in all its rounds
+  int warmup = 0;           // calls before the first round, not timed
   std::vector<double> lat;  // µs, of each call
   double seconds = 0;
   double cpu_ns = 0;
@@ -215,12 +224,12 @@ std::string mcp_request(std::int64_t id) {
 // Returns whether it was measured without errors.
 bool print_series(std::string_view label, const Series& s) {
   if (!s.ran() && s.errors == 0) {
-    fmt::print("  {:<44} not measured: {}\n", label, s.first_error);
+    fmt::print("  {:<48} not measured: {}\n", label, s.first_error);
   } else if (s.errors) {
-    fmt::print("  {:<44} FAILED: {} of its calls failed, the first with: {}\n", label, s.errors, s.first_error);
+    fmt::print("  {:<48} FAILED: {} of its calls failed, the first with: {}\n", label, s.errors, s.first_error);
   } else {
     Stats us = s.us();
-    fmt::print("  {:<44} {:8.1f} {:9.1f} {:10.0f}", label, us.median, us.p99, s.calls_per_s());
+    fmt::print("  {:<48} {:8.1f} {:9.1f} {:10.0f}", label, us.median, us.p99, s.calls_per_s());
     if (s.cpu_us() >= 0) fmt::print(" {:10.1f}", s.cpu_us());
     fmt::print("\n");
   }
@@ -240,10 +249,12 @@ int parse_args(int argc, char** argv, Options& o) {
     if (a == "-h" || a == "--help") {
       fmt::print(
           "usage: mcp_calls [--calls N] [--inflight K] [--warmup W] [--rounds R] [--list-runs M]\n"
-          "                 [--connectors C] [--sdk-calls S] [--npm-dir DIR]\n"
-          "Times tools/call echo through a private oppxd against a C echo server and server-everything,\n"
-          "beside a raw relay floor and the TypeScript SDK client; prints figures and ratios. A relative\n"
-          "DIR is taken from the current folder. Exits 1 when a measurement failed (its error is shown).\n");
+          "                 [--connectors C] [--sdk-calls S] [--http-calls H] [--cold-runs U]\n"
+          "                 [--npm-dir DIR]\n"
+          "Times tools/call echo through a private oppxd against a C echo server and server-everything\n"
+          "(stdio and streamable HTTP, warm and cold), beside a raw relay floor and the TypeScript SDK\n"
+          "client doing the same; prints figures and ratios. A relative DIR is taken from the current\n"
+          "folder. Exits 1 when a measurement failed (its error is shown).\n");
       return 0;
     }
     if (i + 1 >= argc) {
@@ -266,6 +277,10 @@ int parse_args(int argc, char** argv, Options& o) {
       o.rounds = num();
     } else if (a == "--sdk-calls") {
       o.sdk_calls = num();
+    } else if (a == "--http-calls") {
+      o.http_calls = num();
+    } else if (a == "--cold-runs") {
+      o.cold_runs = num();
     } else if (a == "--npm-dir") {
       // Made absolute here: the connectors that load from it run in another folder.
       o.npm_dir = std::filesystem::absolute(v).lexically_normal().string();
@@ -327,12 +342,19 @@ int main(int argc, char** argv) {
   // not the daemon's.
   Stats start_only = oppx::bench::measure({oppx, "--version"}, o.list_runs);
 
-  // (1), (2): the C echo server and server-everything, warm, through oppxd; (3) the floor: the
-  // same hops without oppxd, to the same C server. Warm-up first, then the rounds alternate.
+  // (1), (2): the C echo server and server-everything (over stdio and over streamable HTTP),
+  // warm, through oppxd; (3) the floor: the same hops without oppxd, to the same C server.
+  // Warm-up first, then the rounds alternate.
   json::object servers = oppx::bench::echo_servers(1);
   bool have_everything = ::access(everything.c_str(), R_OK) == 0;
-  if (have_everything)
+  const std::string missing = everything + " is missing: run packaging/bootstrap.sh";
+  oppx::bench::HttpServer http_server;
+  std::string http_error = missing;
+  if (have_everything) {
     servers["everything"] = json::object{{"command", "node"}, {"args", json::array{everything, "stdio"}}};
+    http_error = http_server.start({"node", everything, "streamableHttp"});
+    if (http_error.empty()) servers["everything-http"] = json::object{{"type", "http"}, {"url", http_server.url()}};
+  }
   oppx::bench::write_config(home, servers);
   why.clear();
   if (!settle(c, servers.size(), &why)) fmt::print(stderr, "mcp_calls: a connector did not start: {}\n", why);
@@ -340,6 +362,7 @@ int main(int argc, char** argv) {
   const pid_t pid = daemon_pid(c);
   Target to_echo{&c, via("echo"), check_daemon_reply, pid};
   Target to_everything{&c, via("everything"), check_daemon_reply, pid};
+  Target to_http{&c, via("everything-http"), check_daemon_reply, pid};
   oppx::bench::Relay relay;
   std::optional<SyncClient> floor_client;
   std::string floor_error = relay.start(home.root() + "/run/floor.sock", {echo});
@@ -352,9 +375,11 @@ int main(int argc, char** argv) {
     }
   }
   Target to_floor{floor_client ? &*floor_client : nullptr, mcp_request, check_mcp_reply, relay.pid()};
-  Series floor_seq{&to_floor, 1}, floor_par{&to_floor, o.inflight};
-  Series echo_seq{&to_echo, 1}, echo_par{&to_echo, o.inflight};
-  Series every_seq{&to_everything, 1}, every_par{&to_everything, o.inflight};
+  const int http_warmup = std::max(1, o.warmup / 4);
+  Series floor_seq{&to_floor, 1, o.calls, o.warmup}, floor_par{&to_floor, o.inflight, o.calls, o.warmup};
+  Series echo_seq{&to_echo, 1, o.calls, o.warmup}, echo_par{&to_echo, o.inflight, o.calls, o.warmup};
+  Series every_seq{&to_everything, 1, o.calls, o.warmup}, every_par{&to_everything, o.inflight, o.calls, o.warmup};
+  Series http_seq{&to_http, 1, o.http_calls, http_warmup};
   std::vector<Series*> all;
   if (floor_client) {
     all.insert(all.end(), {&floor_seq, &floor_par});
@@ -365,69 +390,128 @@ int main(int argc, char** argv) {
   if (have_everything) {
     all.insert(all.end(), {&every_seq, &every_par});
   } else {
-    every_seq.first_error = every_par.first_error = everything + " is missing: run packaging/bootstrap.sh";
+    every_seq.first_error = every_par.first_error = missing;
   }
-  for (Series* s : all) drive(*s, o.warmup, false);
+  if (http_error.empty()) {
+    all.push_back(&http_seq);
+  } else {
+    http_seq.first_error = http_error;
+  }
+  for (Series* s : all) drive(*s, s->warmup, false);
   for (int r = 0; r < o.rounds; ++r) {
-    int calls = o.calls / o.rounds + (r < o.calls % o.rounds ? 1 : 0);
-    for (Series* s : all) drive(*s, calls, true);
+    for (Series* s : all) drive(*s, s->calls / o.rounds + (r < s->calls % o.rounds ? 1 : 0), true);
   }
   long rss_after = daemon_rss(c);
 
-  // (4) The official TypeScript SDK client calling the same C server over stdio, in node.
-  Stats sdk;
-  std::string sdk_note;
-  std::string out =
-      oppx::bench::capture({"node", sdk_script, "--npm-dir", o.npm_dir, "--calls", std::to_string(o.sdk_calls),
-                            "--warmup", std::to_string(o.warmup), "--", echo});
-  boost::system::error_code ec;
-  json::value sj = json::parse(out, ec);
-  if (!ec && sj.is_object() && sj.as_object().contains("p50_us")) {
-    sdk.median = sj.at("p50_us").to_number<double>();
-    sdk.p99 = sj.at("p99_us").to_number<double>();
-  } else {
-    sdk_note = "not measured (node or the SDK missing? run packaging/bootstrap.sh)";
+  // (4) The official TypeScript SDK client calling the same servers directly, in node: the C
+  // server over stdio one call at a time and K in flight, server-everything over HTTP.
+  using oppx::bench::run_sdk_client;
+  const std::string calls = std::to_string(o.sdk_calls), warmup = std::to_string(o.warmup);
+  auto sdk_seq = run_sdk_client(sdk_script, o.npm_dir, {"--calls", calls, "--warmup", warmup, "--", echo});
+  auto sdk_par =
+      run_sdk_client(sdk_script, o.npm_dir,
+                     {"--calls", calls, "--warmup", warmup, "--inflight", std::to_string(o.inflight), "--", echo});
+  oppx::bench::SdkRun sdk_http;
+  sdk_http.error = http_error;
+  if (http_error.empty()) {
+    sdk_http = run_sdk_client(
+        sdk_script, o.npm_dir,
+        {"--calls", std::to_string(o.http_calls), "--warmup", std::to_string(http_warmup), "--url", http_server.url()});
+  }
+
+  // (5) Cold, server-everything over stdio, from nothing to the answer of the first call, the runs
+  // of the two alternating. oppxd: mcp/reconnect (the old program told to stop, not waited for;
+  // the new one started, initialized, its tools listed), then the first tools/call, timed through
+  // the socket by this client. The SDK client, in a node of its own per run (that node's start and
+  // its imports not timed): spawn the program, initialize, tools/list, the first tools/call. Its
+  // close (which waits for the program to exit) is timed apart and shown, not counted.
+  oppx::bench::Stats cold_oppxd, cold_sdk, cold_close;
+  std::string cold_oppxd_error = have_everything ? "" : missing, cold_sdk_error = cold_oppxd_error;
+  if (have_everything) {
+    std::vector<double> daemon_ms, sdk_ms, close_ms;
+    for (int r = 0; r < o.cold_runs && cold_oppxd_error.empty() && cold_sdk_error.empty(); ++r) {
+      auto d = oppx::bench::cold_through_daemon(c, "everything", kMessage, kEchoed, 1);
+      cold_oppxd_error = d.error;
+      if (d.error.empty()) daemon_ms.push_back(d.ms.median);
+      auto s = run_sdk_client(sdk_script, o.npm_dir, {"--cold", "1", "--", "node", everything, "stdio"});
+      cold_sdk_error = s.error;
+      if (s.ok()) sdk_ms.push_back(s.us.median / 1000.0);
+      if (s.ok()) close_ms.push_back(s.close_us / 1000.0);
+    }
+    cold_oppxd = oppx::bench::summarize(daemon_ms);
+    cold_sdk = oppx::bench::summarize(sdk_ms);
+    cold_close = oppx::bench::summarize(close_ms);
   }
 
   fmt::print(
-      "mcp_calls: tools/call echo, {} calls per series in {} alternating rounds after {} warm-up calls, {} in flight "
-      "for throughput\n",
-      o.calls, o.rounds, o.warmup, o.inflight);
-  fmt::print("  {:<44} {:>8} {:>9} {:>10} {:>10}\n", "", "p50 µs", "p99 µs", "calls/s", "CPU µs");
-  fmt::print("  {:<44} {:>8} {:>9} {:>10} {:>10}\n", "", "", "", "", "per call");
+      "mcp_calls: tools/call echo, {} calls per series ({} over HTTP) in {} alternating rounds after {} warm-up "
+      "calls, {} in flight for throughput\n",
+      o.calls, o.http_calls, o.rounds, o.warmup, o.inflight);
+  fmt::print("  {:<48} {:>8} {:>9} {:>10} {:>10}\n", "", "p50 µs", "p99 µs", "calls/s", "CPU µs");
+  fmt::print("  {:<48} {:>8} {:>9} {:>10} {:>10}\n", "", "", "", "", "per call");
   // CPU per call: of the relay process for the floor, of oppxd for the others.
   int failed = 0;
   auto series = [&failed](std::string_view label, const Series& s) {
     if (!print_series(label, s)) ++failed;
   };
+  auto sdk_series = [&failed](std::string_view label, const oppx::bench::SdkRun& s) {
+    if (!s.ok()) {
+      ++failed;
+      fmt::print("  {:<48} {}\n", label, s.error);
+    } else {
+      fmt::print("  {:<48} {:8.1f} {:9.1f} {:10.0f}   ({} calls)\n", label, s.us.median, s.us.p99, s.calls_per_s,
+                 s.calls);
+    }
+  };
+  const std::string par = fmt::format(", {} in flight", o.inflight);
   series("floor: socket → relay → pipe → C echo", floor_seq);
-  series(fmt::format("floor, {} in flight", o.inflight), floor_par);
+  series("floor" + par, floor_par);
   series("oppxd → C echo", echo_seq);
-  series(fmt::format("oppxd → C echo, {} in flight", o.inflight), echo_par);
+  series("oppxd → C echo" + par, echo_par);
+  sdk_series("TypeScript SDK client → C echo (stdio)", sdk_seq);
+  sdk_series("TypeScript SDK client → C echo" + par, sdk_par);
   series("oppxd → server-everything", every_seq);
-  series(fmt::format("oppxd → server-everything, {} in flight", o.inflight), every_par);
-  if (sdk_note.empty()) {
-    fmt::print("  {:<44} {:8.1f} {:9.1f}   ({} calls)\n", "TypeScript SDK client → C echo (stdio)", sdk.median, sdk.p99,
-               o.sdk_calls);
-  } else {
-    ++failed;
-    fmt::print("  {:<44} {}\n", "TypeScript SDK client → C echo (stdio)", sdk_note);
-  }
+  series("oppxd → server-everything" + par, every_par);
+  series("oppxd → server-everything (HTTP)", http_seq);
+  sdk_series("TypeScript SDK client → server-everything (HTTP)", sdk_http);
+  fmt::print("cold: server-everything (stdio) from its start to the first tools/call, runs: {}\n", o.cold_runs);
+  fmt::print("  {:<48} {:>8} {:>9}\n", "", "p50 ms", "p90 ms");
+  auto cold_line = [&failed](std::string_view label, const oppx::bench::Stats& s, const std::string& error) {
+    if (!error.empty()) {
+      ++failed;
+      fmt::print("  {:<48} FAILED: {}\n", label, error);
+    } else {
+      fmt::print("  {:<48} {:8.1f} {:9.1f}\n", label, s.median, s.p90);
+    }
+  };
+  cold_line("oppxd: mcp/reconnect, then the first tools/call", cold_oppxd, cold_oppxd_error);
+  cold_line("TypeScript SDK client: spawn … first call", cold_sdk, cold_sdk_error);
+  if (cold_sdk_error.empty()) cold_line("  (then its close, not counted above)", cold_close, "");
 
-  // The report's rows (bench/run): each series beside the floor of the same kind.
+  // The report's rows (bench/run): each series beside the floor of the same kind, the SDK
+  // client's beside oppxd doing the same.
   using oppx::bench::report;
   auto row = [&](const std::string& what, const Series& s, const Series* anchor, const std::string& anchor_name) {
     if (!s.ok()) return;
     report({"mcp_calls", what, "µs", s.us(), anchor && anchor->ok() ? anchor_name : "",
             anchor && anchor->ok() ? anchor->us().median : 0, fmt::format("{:.0f} calls/s", s.calls_per_s())});
   };
+  auto sdk_row = [&](const std::string& what, const oppx::bench::SdkRun& s, const Series& anchor,
+                     const std::string& anchor_name) {
+    if (!s.ok() || !anchor.ok()) return;
+    report({"mcp_calls", what, "µs", s.us, anchor_name, anchor.us().median,
+            fmt::format("{:.0f} calls/s, oppxd {:.0f}", s.calls_per_s, anchor.calls_per_s())});
+  };
   row("tools/call echo, oppxd → C echo", echo_seq, &floor_seq, "socket → relay → pipe floor");
-  row(fmt::format("tools/call echo, oppxd → C echo, {} in flight", o.inflight), echo_par, &floor_par,
-      fmt::format("floor, {} in flight", o.inflight));
+  row("tools/call echo, oppxd → C echo" + par, echo_par, &floor_par, "floor" + par);
   row("tools/call echo, oppxd → server-everything", every_seq, &floor_seq, "socket → relay → pipe floor");
-  if (sdk_note.empty() && echo_seq.ok())
-    report(
-        {"mcp_calls", "TypeScript SDK client → C echo (stdio)", "µs", sdk, "oppxd → C echo", echo_seq.us().median, ""});
+  row("tools/call echo, oppxd → server-everything (HTTP)", http_seq, nullptr, "");
+  sdk_row("TypeScript SDK client → C echo (stdio)", sdk_seq, echo_seq, "oppxd → C echo");
+  sdk_row("TypeScript SDK client → C echo" + par, sdk_par, echo_par, "oppxd → C echo" + par);
+  sdk_row("TypeScript SDK client → server-everything (HTTP)", sdk_http, http_seq, "oppxd → server-everything (HTTP)");
+  if (cold_oppxd_error.empty() && cold_sdk_error.empty())
+    report({"mcp_calls", "cold: TypeScript SDK client spawns server-everything to its first call", "ms", cold_sdk,
+            "oppxd: mcp/reconnect to the first call", cold_oppxd.median, ""});
   if (list.failures == 0)
     report({"mcp_calls", "oppx mcp list --json, 5 warm connectors", "ms", list, "oppx --version", start_only.median,
             "target <= 3 ms"});
@@ -452,15 +536,33 @@ int main(int argc, char** argv) {
   } else {
     print_no_ratio(fmt::format("oppxd / floor throughput, {} in flight", o.inflight));
   }
-  if (sdk_note.empty() && echo_seq.ok()) {
-    double r = sdk.median / echo_seq.us().median;
+  if (sdk_seq.ok() && echo_seq.ok()) {
+    double r = sdk_seq.us.median / echo_seq.us().median;
     fmt::print("  SDK client p50 / oppxd p50            {:6.2f}   (target >= 3: {})\n", r, verdict(r >= 3));
     if (floor_seq.ok()) {
       fmt::print("  (SDK client p50 / floor p50           {:6.2f}: the most any relay through a socket could show)\n",
-                 sdk.median / floor_seq.us().median);
+                 sdk_seq.us.median / floor_seq.us().median);
     }
   } else {
     print_no_ratio("SDK client p50 / oppxd p50");
+  }
+  if (sdk_par.ok() && echo_par.ok()) {
+    fmt::print("  {:<38}{:6.2f}   (p50: SDK client {:.0f} µs, oppxd {:.0f} µs)\n",
+               fmt::format("oppxd / SDK throughput, {} in flight", o.inflight),
+               echo_par.calls_per_s() / sdk_par.calls_per_s, sdk_par.us.median, echo_par.us().median);
+  } else {
+    print_no_ratio(fmt::format("oppxd / SDK throughput, {} in flight", o.inflight));
+  }
+  if (sdk_http.ok() && http_seq.ok()) {
+    fmt::print("  SDK client p50 / oppxd p50, HTTP      {:6.2f}\n", sdk_http.us.median / http_seq.us().median);
+  } else {
+    print_no_ratio("SDK client p50 / oppxd p50, HTTP");
+  }
+  if (cold_oppxd_error.empty() && cold_sdk_error.empty()) {
+    fmt::print("  SDK client cold / oppxd cold          {:6.2f}   (medians, server-everything over stdio)\n",
+               cold_sdk.median / cold_oppxd.median);
+  } else {
+    print_no_ratio("SDK client cold / oppxd cold");
   }
   if (list.failures == 0) {
     fmt::print(

@@ -1,6 +1,8 @@
 // Relay: a forked process running a blocking poll(2) loop; see relay.h.
 #include "bench/relay.h"
 
+#include "bench/bench_support.h"
+
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -44,9 +46,7 @@ bool read_line(int fd, std::string& line) {
 std::string Relay::start(const std::string& socket_path, const std::vector<std::string>& args) {
   int in[2], out[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  std::vector<char*> argv = c_argv(args);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, in[0], 0);

@@ -1,12 +1,18 @@
 // bench/sdk_client.mjs: the official TypeScript SDK client (@modelcontextprotocol/sdk, pinned in
-// packaging/npm/package.json) calling an MCP server directly over stdio, for bench/mcp_calls to
-// compare with oppxd: N sequential tools/call echo after a warm-up, timed one by one.
-//   usage: node bench/sdk_client.mjs --npm-dir DIR [--calls N] [--warmup W] -- command [args...]
-// Prints one JSON line: {"calls":N,"p50_us":…,"p99_us":…,"mean_us":…,"errors":E}.
+// packaging/npm/package.json) calling an MCP server directly, for bench/mcp_calls to compare with
+// oppxd. Warm: N tools/call echo after a warm-up, timed one by one, K of them in flight at every
+// moment (1: one after the other), over stdio (a command after --) or streamable HTTP (--url).
+// Cold (--cold R): R times, spawn the server, initialize, tools/list, the first tools/call (timed
+// to its answer), then close (stop the server: timed apart).
+//   usage: node bench/sdk_client.mjs --npm-dir DIR [--calls N] [--warmup W] [--inflight K]
+//                                    [--cold R] (--url URL | -- command [args...])
+// Prints one JSON line: {"calls":N,"p50_us":…,"p90_us":…,"p99_us":…,"min_us":…,"mean_us":…,
+// "calls_per_s":…,"errors":E,"first_error":…}; with --cold, "calls" counts the runs, and
+// "close_p50_us" is the median time close took.
 import { pathToFileURL } from "node:url";
 
 const argv = process.argv.slice(2);
-const opts = { npmDir: "build/npm", calls: 2000, warmup: 200 };
+const opts = { npmDir: "build/npm", calls: 2000, warmup: 200, inflight: 1, cold: 0, url: "" };
 let command = [];
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === "--") {
@@ -16,39 +22,103 @@ for (let i = 0; i < argv.length; i++) {
   if (argv[i] === "--npm-dir") opts.npmDir = argv[++i];
   else if (argv[i] === "--calls") opts.calls = Number(argv[++i]);
   else if (argv[i] === "--warmup") opts.warmup = Number(argv[++i]);
+  else if (argv[i] === "--inflight") opts.inflight = Math.max(1, Number(argv[++i]));
+  else if (argv[i] === "--cold") opts.cold = Number(argv[++i]);
+  else if (argv[i] === "--url") opts.url = argv[++i];
   else {
     console.error(`sdk_client: unknown argument ${argv[i]}`);
     process.exit(2);
   }
 }
-if (command.length === 0) {
-  console.error("sdk_client: give the server's command after --");
+if (command.length === 0 && !opts.url) {
+  console.error("sdk_client: give the server's command after --, or --url");
+  process.exit(2);
+}
+if (opts.cold > 0 && opts.url) {
+  console.error("sdk_client: --cold spawns the server: give its command after --, not --url");
   process.exit(2);
 }
 
 // The SDK lives in the project's npm folder, not beside this script: import it by path.
 const sdk = `${opts.npmDir}/node_modules/@modelcontextprotocol/sdk/dist/esm`;
-const { Client } = await import(pathToFileURL(`${sdk}/client/index.js`).href);
-const { StdioClientTransport } = await import(pathToFileURL(`${sdk}/client/stdio.js`).href);
+const load = (file) => import(pathToFileURL(`${sdk}/client/${file}`).href);
+const { Client } = await load("index.js");
+const { StdioClientTransport } = await load("stdio.js");
+const { StreamableHTTPClientTransport } = await load("streamableHttp.js");
 
-const client = new Client({ name: "oppx-bench", version: "1.0.0" });
-await client.connect(new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: "ignore" }));
+const transport = () =>
+  opts.url
+    ? new StreamableHTTPClientTransport(new URL(opts.url))
+    : new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: "ignore" });
 
 let errors = 0;
-async function once() {
-  const r = await client.callTool({ name: "echo", arguments: { message: "hello" } });
-  if (r.content?.[0]?.text !== "Echo: hello") errors++;
+let firstError = "";
+function failed(why) {
+  if (errors++ === 0) firstError = why;
 }
-for (let i = 0; i < opts.warmup; i++) await once();
-errors = 0;
+async function echo(client) {
+  try {
+    const r = await client.callTool({ name: "echo", arguments: { message: "hello" } });
+    const text = r.content?.[0]?.text;
+    if (text !== "Echo: hello") failed(`unexpected reply: ${JSON.stringify(r)}`);
+  } catch (e) {
+    failed(String(e?.message ?? e));
+  }
+}
+const now = () => process.hrtime.bigint();
+const since = (t0) => Number(now() - t0) / 1000;
+
+// `calls` calls with `inflight` of them outstanding at every moment; their latencies in µs.
+async function warm(client, calls, times) {
+  let issued = 0;
+  async function lane() {
+    while (issued < calls) {
+      issued++;
+      const t0 = now();
+      await echo(client);
+      times?.push(since(t0));
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(opts.inflight, calls) }, lane));
+}
+
 const times = [];
-for (let i = 0; i < opts.calls; i++) {
-  const t0 = process.hrtime.bigint();
-  await once();
-  times.push(Number(process.hrtime.bigint() - t0) / 1000);
+const closes = [];
+let seconds = 0;
+if (opts.cold > 0) {
+  for (let i = 0; i < opts.cold; i++) {
+    const t0 = now();
+    const client = new Client({ name: "oppx-bench", version: "1.0.0" });
+    try {
+      await client.connect(transport());
+      const tools = await client.listTools();
+      if (!tools.tools.some((t) => t.name === "echo")) failed("tools/list has no echo");
+      await echo(client);
+    } catch (e) {
+      failed(String(e?.message ?? e));
+    }
+    times.push(since(t0));
+    const t1 = now();
+    await client.close();
+    closes.push(since(t1));
+  }
+} else {
+  const client = new Client({ name: "oppx-bench", version: "1.0.0" });
+  await client.connect(transport());
+  await warm(client, opts.warmup);
+  errors = 0;
+  firstError = "";
+  const t0 = now();
+  await warm(client, opts.calls, times);
+  seconds = since(t0) / 1e6;
+  await client.close();
 }
-await client.close();
 times.sort((a, b) => a - b);
-const at = (q) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
+closes.sort((a, b) => a - b);
+const at = (q, t = times) => t[Math.min(t.length - 1, Math.floor(q * t.length))];
 const mean = times.reduce((a, b) => a + b, 0) / times.length;
-console.log(JSON.stringify({ calls: opts.calls, p50_us: at(0.5), p99_us: at(0.99), mean_us: mean, errors }));
+const out = { calls: times.length, p50_us: at(0.5), p90_us: at(0.9), p99_us: at(0.99), min_us: times[0] };
+Object.assign(out, { mean_us: mean, calls_per_s: seconds > 0 ? times.length / seconds : 0, errors });
+if (closes.length) out.close_p50_us = at(0.5, closes);
+if (errors) out.first_error = firstError;
+console.log(JSON.stringify(out));
