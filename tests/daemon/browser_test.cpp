@@ -191,6 +191,30 @@ TEST_F(BrowserSession, IsKeptAcrossAReconnectOfEveryConnector) {
   EXPECT_TRUE(process_alive(server));
 }
 
+// Chromium killed under the server (kill -9 of each of its processes): no call hangs, the session
+// keeps its server, and the next navigate opens the page in a new Chromium.
+TEST_F(BrowserSession, AKilledChromiumIsStartedAgainByTheNextCall) {
+  Page page;
+  ASSERT_FALSE(page.url.empty());
+  std::set<pid_t> tree = open_page(page.url);
+  pid_t server = server_pid();
+  std::set<pid_t> chromium;
+  for (pid_t p : tree) {
+    if (p != server && is_chromium(p)) chromium.insert(p);
+  }
+  ASSERT_FALSE(chromium.empty());
+  for (pid_t p : chromium) ::kill(p, SIGKILL);
+  ASSERT_TRUE(wait_for_exits(chromium, 15s)) << "Chromium outlived kill -9";
+  // The first call may find the old page gone (an error, never a hang); the next one opens it.
+  std::string text = tool("browser_navigate", {{"url", page.url}});
+  if (text.find("Counter") == std::string::npos) text = tool("browser_navigate", {{"url", page.url}});
+  EXPECT_NE(text.find("Counter"), std::string::npos) << text;
+  EXPECT_EQ(server_pid(), server) << "the session's server was replaced";
+  std::set<pid_t> after = descendants(server);
+  EXPECT_TRUE(std::any_of(after.begin(), after.end(), is_chromium)) << "no new Chromium below the server";
+  for (pid_t p : chromium) EXPECT_FALSE(after.count(p));
+}
+
 // The spare: started once a session's browser was used, with nothing open (no Chromium below it),
 // taken by the next session (the same pid, its files in that session's folder), then replaced.
 TEST_F(BrowserSession, TheNextSessionTakesTheSpareServerAndANewOneIsStarted) {
