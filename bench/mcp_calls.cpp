@@ -3,7 +3,9 @@
 // beside the official TypeScript SDK client calling the same servers directly, all in one run:
 // warm over stdio one at a time and K in flight (the C echo server), warm over streamable HTTP
 // (server-everything), and cold (server-everything over stdio: the SDK client spawning it to its
-// first call, beside oppxd's mcp/reconnect of it to its first call); then `oppx mcp list --json`
+// first call, beside oppxd's mcp/reconnect of it to its first call), and in process (the SDK
+// client and server-everything's server in one node, linked in memory: the SDK's own cost, beside
+// oppxd → server-everything over stdio); then `oppx mcp list --json`
 // with 5 warm connectors and the daemon's RSS idle and with 20 connectors. Prints figures and the
 // ratios to the targets of issue 3 and asserts none of them; a measurement that failed prints its
 // error instead of figures, and the run then exits 1.
@@ -411,6 +413,14 @@ int main(int argc, char** argv) {
   auto sdk_par =
       run_sdk_client(sdk_script, o.npm_dir,
                      {"--calls", calls, "--warmup", warmup, "--inflight", std::to_string(o.inflight), "--", echo});
+  // In one node process, server-everything's own server linked to the client by the SDK's
+  // in-memory transport: what the SDK's protocol code costs with no IPC at all.
+  oppx::bench::SdkRun sdk_inproc;
+  sdk_inproc.error = have_everything ? "" : missing;
+  if (have_everything) {
+    std::string module = everything.substr(0, everything.rfind('/')) + "/server/index.js";
+    sdk_inproc = run_sdk_client(sdk_script, o.npm_dir, {"--calls", calls, "--warmup", warmup, "--in-process", module});
+  }
   oppx::bench::SdkRun sdk_http;
   sdk_http.error = http_error;
   if (http_error.empty()) {
@@ -472,6 +482,7 @@ int main(int argc, char** argv) {
   sdk_series("TypeScript SDK client → C echo" + par, sdk_par);
   series("oppxd → server-everything", every_seq);
   series("oppxd → server-everything" + par, every_par);
+  sdk_series("TypeScript SDK client ↔ everything, in process", sdk_inproc);
   series("oppxd → server-everything (HTTP)", http_seq);
   sdk_series("TypeScript SDK client → server-everything (HTTP)", sdk_http);
   fmt::print("cold: server-everything (stdio) from its start to the first tools/call, runs: {}\n", o.cold_runs);
@@ -509,6 +520,8 @@ int main(int argc, char** argv) {
   sdk_row("TypeScript SDK client → C echo (stdio)", sdk_seq, echo_seq, "oppxd → C echo");
   sdk_row("TypeScript SDK client → C echo" + par, sdk_par, echo_par, "oppxd → C echo" + par);
   sdk_row("TypeScript SDK client → server-everything (HTTP)", sdk_http, http_seq, "oppxd → server-everything (HTTP)");
+  sdk_row("TypeScript SDK client ↔ server-everything, in process (in-memory)", sdk_inproc, every_seq,
+          "oppxd → server-everything (stdio)");
   if (cold_oppxd_error.empty() && cold_sdk_error.empty())
     report({"mcp_calls", "cold: TypeScript SDK client spawns server-everything to its first call", "ms", cold_sdk,
             "oppxd: mcp/reconnect to the first call", cold_oppxd.median, ""});

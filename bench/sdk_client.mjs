@@ -3,16 +3,18 @@
 // oppxd. Warm: N tools/call echo after a warm-up, timed one by one, K of them in flight at every
 // moment (1: one after the other), over stdio (a command after --) or streamable HTTP (--url).
 // Cold (--cold R): R times, spawn the server, initialize, tools/list, the first tools/call (timed
-// to its answer), then close (stop the server: timed apart).
+// to its answer), then close (stop the server: timed apart). In process (--in-process MODULE):
+// the server made by MODULE's createServer() (server-everything's dist/server/index.js) in this
+// same Node process, linked by the SDK's in-memory transport: the SDK's own cost, no IPC at all.
 //   usage: node bench/sdk_client.mjs --npm-dir DIR [--calls N] [--warmup W] [--inflight K]
-//                                    [--cold R] (--url URL | -- command [args...])
+//                                    [--cold R] (--url URL | --in-process MODULE | -- command [args...])
 // Prints one JSON line: {"calls":N,"p50_us":…,"p90_us":…,"p99_us":…,"min_us":…,"mean_us":…,
 // "calls_per_s":…,"errors":E,"first_error":…}; with --cold, "calls" counts the runs, and
 // "close_p50_us" is the median time close took.
 import { pathToFileURL } from "node:url";
 
 const argv = process.argv.slice(2);
-const opts = { npmDir: "build/npm", calls: 2000, warmup: 200, inflight: 1, cold: 0, url: "" };
+const opts = { npmDir: "build/npm", calls: 2000, warmup: 200, inflight: 1, cold: 0, url: "", inProcess: "" };
 let command = [];
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === "--") {
@@ -25,16 +27,17 @@ for (let i = 0; i < argv.length; i++) {
   else if (argv[i] === "--inflight") opts.inflight = Math.max(1, Number(argv[++i]));
   else if (argv[i] === "--cold") opts.cold = Number(argv[++i]);
   else if (argv[i] === "--url") opts.url = argv[++i];
+  else if (argv[i] === "--in-process") opts.inProcess = argv[++i];
   else {
     console.error(`sdk_client: unknown argument ${argv[i]}`);
     process.exit(2);
   }
 }
-if (command.length === 0 && !opts.url) {
-  console.error("sdk_client: give the server's command after --, or --url");
+if (command.length === 0 && !opts.url && !opts.inProcess) {
+  console.error("sdk_client: give the server's command after --, or --url, or --in-process");
   process.exit(2);
 }
-if (opts.cold > 0 && opts.url) {
+if (opts.cold > 0 && (opts.url || opts.inProcess)) {
   console.error("sdk_client: --cold spawns the server: give its command after --, not --url");
   process.exit(2);
 }
@@ -50,6 +53,19 @@ const transport = () =>
   opts.url
     ? new StreamableHTTPClientTransport(new URL(opts.url))
     : new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: "ignore" });
+
+// In process: the server's end of an in-memory pair, connected first; `stop` ends its timers.
+let stop = () => {};
+async function connect(client) {
+  if (!opts.inProcess) return client.connect(transport());
+  const { InMemoryTransport } = await import(pathToFileURL(`${sdk}/inMemory.js`).href);
+  const { createServer } = await import(pathToFileURL(opts.inProcess).href);
+  const [clientEnd, serverEnd] = InMemoryTransport.createLinkedPair();
+  const made = createServer();
+  await made.server.connect(serverEnd);
+  stop = () => made.cleanup?.();
+  return client.connect(clientEnd);
+}
 
 let errors = 0;
 let firstError = "";
@@ -104,7 +120,7 @@ if (opts.cold > 0) {
   }
 } else {
   const client = new Client({ name: "oppx-bench", version: "1.0.0" });
-  await client.connect(transport());
+  await connect(client);
   await warm(client, opts.warmup);
   errors = 0;
   firstError = "";
@@ -112,6 +128,7 @@ if (opts.cold > 0) {
   await warm(client, opts.calls, times);
   seconds = since(t0) / 1e6;
   await client.close();
+  stop();
 }
 times.sort((a, b) => a - b);
 closes.sort((a, b) => a - b);
