@@ -181,7 +181,7 @@ ModelResult<ModelConfig> load_model_config(const std::map<std::string, std::stri
     boost::system::error_code ec;
     json::value v = json::parse(ss.str(), ec);
     if (ec || !v.is_object())
-      return ModelError{"config",
+      return ModelError{std::string(proto::kind::kConfig),
                         file + " is not a JSON object (" + (ec ? ec.message() : "another JSON value") + ")",
                         {"fix or remove " + file},
                         0};
@@ -198,14 +198,14 @@ ModelResult<ModelConfig> load_model_config(const std::map<std::string, std::stri
   c.api_key_env = str_of(conf, "api_key_env");
   if (!c.api_key_env.empty()) c.api_key = get(c.api_key_env.c_str());
   if (c.server.empty())
-    return ModelError{"config",
+    return ModelError{std::string(proto::kind::kConfig),
                       "no model server is configured",
                       {"name your OpenAI-compatible server in " + file +
                        " as {\"server\": \"http://host:8000/v1\"}, or set OPPX_SERVER for this shell"},
                       0};
   if (auto u = http::parse_url(c.server); !u)
     return ModelError{
-        "config",
+        std::string(proto::kind::kConfig),
         "the model server " + escape_controls(c.server) + " (from " + c.where + ") cannot be used: " + u.error(),
         {"write it as http://host:port/v1 or https://host/v1"},
         0};
@@ -237,14 +237,14 @@ http::Request ModelClient::request(std::string method, std::string path, std::st
 
 ModelError ModelClient::failure_of(const http::Failure& f) const {
   std::string origin = http::origin_of(base_);
-  if (f.kind == "unreachable")
-    return ModelError{"unreachable",
+  if (f.kind == proto::kind::kUnreachable)
+    return ModelError{std::string(proto::kind::kUnreachable),
                       f.message,
                       {"check that the model server runs and listens at " + origin,
                        "check the server URL (from " + config_.where + ")"},
                       0};
-  if (f.kind == "timeout")
-    return ModelError{"timeout",
+  if (f.kind == proto::kind::kTimeout)
+    return ModelError{std::string(proto::kind::kTimeout),
                       f.message,
                       {"check that the model server at " + origin + " is not stuck or overloaded, then ask again"},
                       0};
@@ -265,7 +265,8 @@ ModelError ModelClient::status_error(unsigned status, std::string_view body, std
     } else {
       steps.push_back("the key in ${" + config_.api_key_env + "} was refused: put a valid one there");
     }
-    return ModelError{"login", fmt::format("{} refused the request (HTTP {}){}", origin, status, said), steps, status};
+    return ModelError{std::string(proto::kind::kLogin),
+                      fmt::format("{} refused the request (HTTP {}){}", origin, status, said), steps, status};
   }
   return ModelError{"refused", fmt::format("{} answered HTTP {} to {}{}", origin, status, path, said), {}, status};
 }
@@ -342,7 +343,7 @@ ContextInfo ModelClient::context_length(std::chrono::milliseconds limit) {
       got = exchange(req, nullptr, fo);
     }
     if (!got) {
-      info.note = got.error().kind == "timeout"
+      info.note = got.error().kind == proto::kind::kTimeout
                       ? fmt::format("{} did not answer within {} s", http::origin_of(base_), limit.count() / 1000)
                       : got.error().message;
       break;

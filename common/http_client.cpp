@@ -8,6 +8,7 @@
 #include "common/http_wire.h"
 #include "common/log.h"
 #include "common/text.h"
+#include "proto/jsonrpc.h"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -154,8 +155,8 @@ struct Shared {
 
 namespace {
 
-Failure fail(std::string kind, std::string message, unsigned status = 0) {
-  return Failure{std::move(kind), std::move(message), status, false, false};
+Failure fail(std::string_view kind, std::string message, unsigned status = 0) {
+  return Failure{std::string(kind), std::move(message), status, false, false};
 }
 
 Clock::time_point soonest(Clock::time_point deadline, std::chrono::milliseconds within) {
@@ -175,29 +176,31 @@ std::string seconds(std::chrono::milliseconds d) {
 Failure net_failure(const Timeouts& to, const Url& t, error_code ec, std::string_view phase, Clock::time_point deadline,
                     bool aborted) {
   if (aborted || ec == asio::error::operation_aborted)
-    return fail("cancelled", "the exchange with " + t.origin + " was cancelled");
+    return fail(proto::kind::kCancelled, "the exchange with " + t.origin + " was cancelled");
   if (ec == beast::error::timeout) {
     if (Clock::now() >= deadline - std::chrono::milliseconds(5))
-      return fail("timeout", fmt::format("{} did not finish answering within {} (the limit on one exchange)", t.origin,
-                                         seconds(to.total)));
+      return fail(proto::kind::kTimeout,
+                  fmt::format("{} did not finish answering within {} (the limit on one exchange)", t.origin,
+                              seconds(to.total)));
     // A connect that never completes is a host we cannot reach, not a slow call.
     if (phase == "connect")
-      return fail("unreachable", fmt::format("{} did not accept a connection within {}; check the URL and "
-                                             "that the server runs",
-                                             t.origin, seconds(to.connect)));
+      return fail(proto::kind::kUnreachable, fmt::format("{} did not accept a connection within {}; check the URL and "
+                                                         "that the server runs",
+                                                         t.origin, seconds(to.connect)));
     if (phase == "headers")
-      return fail("timeout",
+      return fail(proto::kind::kTimeout,
                   fmt::format("{} took over {} to send the headers of its answer", t.origin, seconds(to.headers)));
-    return fail("timeout",
+    return fail(proto::kind::kTimeout,
                 fmt::format("{} sent nothing for {} in the middle of an answer", t.origin, seconds(to.idle)));
   }
   if (ec.category() == bhttp::make_error_code(bhttp::error::bad_value).category())
     return fail("protocol", fmt::format("{} sent a malformed HTTP answer ({})", t.origin, ec.message()));
   if (phase == "resolve")
-    return fail("unreachable", fmt::format("the host of {} could not be resolved ({}); check the URL and the network",
-                                           t.origin, ec.message()));
+    return fail(proto::kind::kUnreachable,
+                fmt::format("the host of {} could not be resolved ({}); check the URL and the network", t.origin,
+                            ec.message()));
   if (phase == "connect")
-    return fail("unreachable",
+    return fail(proto::kind::kUnreachable,
                 fmt::format("{} is unreachable: {}; check that the server runs and that the URL is right", t.origin,
                             ec.message()));
   return fail("protocol",
@@ -217,7 +220,7 @@ awaitable<Outcome<std::shared_ptr<Conn>>> connect(std::shared_ptr<Shared> sh, Ur
   auto [rec, endpoints] = co_await resolver->async_resolve(t.host, t.port, kTuple);
   bool late = guard.expiry() <= Clock::now();
   guard.cancel();
-  if (sh->closed) co_return fail("cancelled", "the exchange with " + t.origin + " was cancelled");
+  if (sh->closed) co_return fail(proto::kind::kCancelled, "the exchange with " + t.origin + " was cancelled");
   if (rec)
     co_return net_failure(to, t, late ? error_code(beast::error::timeout) : rec, late ? "connect" : "resolve", deadline,
                           false);
@@ -246,7 +249,7 @@ awaitable<Outcome<std::shared_ptr<Conn>>> connect(std::shared_ptr<Shared> sh, Ur
     error_code ip_ec;
     asio::ip::make_address(t.host, ip_ec);
     if (ip_ec && !SSL_set_tlsext_host_name(c->tls->native_handle(), t.host.c_str()))
-      co_return fail("unreachable", "could not set the TLS server name for " + t.origin);
+      co_return fail(proto::kind::kUnreachable, "could not set the TLS server name for " + t.origin);
     auto [hec] = co_await c->tls->async_handshake(ssl::stream_base::client, kTuple);
     if (hec) {
       if (hec == beast::error::timeout || c->aborted)
@@ -255,15 +258,17 @@ awaitable<Outcome<std::shared_ptr<Conn>>> connect(std::shared_ptr<Shared> sh, Ur
       // the port speaks no TLS, which no certificate would fix.
       if (hec.category() == asio::error::get_ssl_category() &&
           ERR_GET_REASON(static_cast<unsigned long>(hec.value())) == SSL_R_WRONG_VERSION_NUMBER)
-        co_return fail("unreachable", fmt::format("{} does not speak TLS (it answered the TLS handshake "
-                                                  "in something else, likely plain HTTP); check whether the URL "
-                                                  "should start with http://",
-                                                  t.origin));
+        co_return fail(proto::kind::kUnreachable,
+                       fmt::format("{} does not speak TLS (it answered the TLS handshake "
+                                   "in something else, likely plain HTTP); check whether the URL "
+                                   "should start with http://",
+                                   t.origin));
       long verify = SSL_get_verify_result(c->tls->native_handle());
       std::string why = verify != X509_V_OK ? X509_verify_cert_error_string(verify) : hec.message();
-      co_return fail("unreachable", fmt::format("the TLS handshake with {} failed: {}; oppx does not connect without a "
-                                                "verified certificate (a private CA can be trusted with SSL_CERT_FILE)",
-                                                t.origin, why));
+      co_return fail(proto::kind::kUnreachable,
+                     fmt::format("the TLS handshake with {} failed: {}; oppx does not connect without a "
+                                 "verified certificate (a private CA can be trusted with SSL_CERT_FILE)",
+                                 t.origin, why));
     }
   }
   forget.keep = true;
@@ -400,7 +405,7 @@ Exchange::~Exchange() { release(); }
 awaitable<Outcome<Chunk>> Exchange::next_chunk(Clock::time_point by) {
   auto c = conn_;
   if (!c || c->aborted || !c->parser)
-    co_return fail("cancelled", "the exchange with " + head_.at.origin + " was cancelled");
+    co_return fail(proto::kind::kCancelled, "the exchange with " + head_.at.origin + " was cancelled");
   auto deadline = std::min(deadline_, by);
   c->lowest().expires_at(soonest(deadline, timeouts_.idle));
   Chunk out;

@@ -145,7 +145,7 @@ boost::system::result<ConnectorDef, BrowserProblem> browser_definition(const Env
         {"install Node.js (Debian: `sudo apt install nodejs npm`), then `oppx browser install`"}};
   std::string installed = playwright::installed_version();
   if (installed.empty())
-    return BrowserProblem{"not_installed",
+    return BrowserProblem{std::string(proto::kind::kNotInstalled),
                           fmt::format("Playwright's MCP server is not installed in {}", playwright::engine_dir()),
                           {"`oppx browser install` (npm, about 20 MB), or answer y when the chat offers the browser"}};
   if (installed != playwright::kMcpVersion)

@@ -351,7 +351,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       auto self = w.lock();
       if (!self || gen != self->generation) return;
       if (e.kind == "too_large")
-        return self->fail(down::kStopped, "it sent a message too large (over 16 MiB); it was stopped");
+        return self->fail(proto::kind::kStopped, "it sent a message too large (over 16 MiB); it was stopped");
       bool ours = e.kind == "closed";
       if (!ours && self->link && (self->state == ConnectorState::kRunning || self->state == ConnectorState::kStarting))
         self->link->transport_ended(e);
@@ -375,8 +375,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     start_timer.async_wait([w = weak_from_this(), gen = generation, timeout](boost::system::error_code ec) {
       auto self = w.lock();
       if (!self || ec || gen != self->generation || self->state != ConnectorState::kStarting) return;
-      self->fail(down::kTimeout, fmt::format("it did not finish starting within {}{}", duration_text(timeout),
-                                             self->link ? self->link->log_note() : ""));
+      self->fail(proto::kind::kTimeout, fmt::format("it did not finish starting within {}{}", duration_text(timeout),
+                                                    self->link ? self->link->log_note() : ""));
     });
   }
 
@@ -398,14 +398,14 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     // Its package, script or module is missing at start: starting it again finds it missing again.
     // (One that ran a while and then missed a lazily loaded module is started again like any other.)
     bool soon = Clock::now() - started_at <= kStableRun;
-    if (soon && words.kind == down::kNotInstalled) return fail(down::kNotInstalled, why);
+    if (soon && words.kind == proto::kind::kNotInstalled) return fail(proto::kind::kNotInstalled, why);
     // mcp-remote whose login failed: each start would open the browser again; a reconnect does it.
-    if (words.kind == down::kLogin) return fail(down::kLogin, why);
+    if (words.kind == proto::kind::kLogin) return fail(proto::kind::kLogin, why);
     // A crash loop backs off and, after kMaxQuickDeaths quick stops in a row, gives up.
     if (!soon) quick_deaths = 0;
     ++quick_deaths;
     if (quick_deaths >= kMaxQuickDeaths) {
-      return fail(down::kStopped,
+      return fail(proto::kind::kStopped,
                   fmt::format("{}. It stopped {} times in a row soon after starting, so oppx stopped restarting it",
                               why, quick_deaths));
     }
@@ -418,13 +418,13 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       log::info("connector {}: starting it again after its stop", self->def.name);
       self->start(self->env, oppx::daemon::start_timeout(self->env));  // never a reconnect's login time
     });
-    fail(down::kStopped, fmt::format("{}. oppx starts it again in {} s", why, delay.count()), true);
+    fail(proto::kind::kStopped, fmt::format("{}. oppx starts it again in {} s", why, delay.count()), true);
   }
 
   proto::RpcError down_error(std::string message) const {
     auto e = RpcError::make(ErrorCode::kInternal, "connector_down", std::move(message));
     e.data["connector"] = def.name;
-    e.data["reason_kind"] = kind.empty() ? std::string(down::kStopped) : kind;
+    e.data["reason_kind"] = kind.empty() ? std::string(proto::kind::kStopped) : kind;
     e.data["reason"] = reason;
     json::array s;
     for (auto& step : steps) s.emplace_back(step);
@@ -445,7 +445,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   // A server that could not be reached (only an HTTP link says so) may be back: a call tries it
   // again, at most once every kUnreachableRetry (the call never reached it, so nothing runs twice).
-  bool may_be_back() const { return kind == down::kUnreachable && Clock::now() - failed_at >= kUnreachableRetry; }
+  bool may_be_back() const {
+    return kind == proto::kind::kUnreachable && Clock::now() - failed_at >= kUnreachableRetry;
+  }
 
   // Starts it again for a call and runs `then` once it is no longer starting.
   void restart_for_call(std::function<void()> then) {
@@ -630,8 +632,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   // The kinds are ours (the MCP client moved any a server sent to data.server_kind); the words
   // are the tool's, so only words count there, never a bare number such as 403.
   void check_login(const proto::RpcError& e) {
-    if (e.kind == down::kUnreachable) return fail(down::kUnreachable, e.message);
-    if (e.kind == down::kLogin || tool_error_looks_like_login(e.message)) return fail(down::kLogin, e.message);
+    if (e.kind == proto::kind::kUnreachable) return fail(proto::kind::kUnreachable, e.message);
+    if (e.kind == proto::kind::kLogin || tool_error_looks_like_login(e.message))
+      return fail(proto::kind::kLogin, e.message);
   }
 
   // Ends the MCP session and its link: a program is stopped (stdin closed, then SIGTERM and
@@ -664,7 +667,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     restart_timer.cancel();
     end_link();
     tools = {};
-    if (!def.unsupported.empty()) return set_state(ConnectorState::kUnsupported, def.unsupported, down::kUnsupported);
+    if (!def.unsupported.empty())
+      return set_state(ConnectorState::kUnsupported, def.unsupported, proto::kind::kUnsupported);
     set_state(ConnectorState::kDisabled,
               fmt::format("\"disabled\": true in {}; to start it, remove that key (or set it to false)", def.file),
               "disabled");

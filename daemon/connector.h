@@ -31,16 +31,9 @@ namespace oppx::daemon {
 enum class ConnectorState { kStarting, kRunning, kFailed, kStopped, kWaiting, kDisabled, kUnsupported };
 std::string_view state_name(ConnectorState s);
 
-// What stopped a connector, as the diagnosis names it (docs/protocol.md, `mcp/list`: reason_kind).
-namespace down {
-inline constexpr std::string_view kNotInstalled = "not_installed";
-inline constexpr std::string_view kStopped = "stopped";
-inline constexpr std::string_view kTimeout = proto::kind::kTimeout;  // the same word on both sides
-inline constexpr std::string_view kConfig = "config";
-inline constexpr std::string_view kUnsupported = "unsupported";
-inline constexpr std::string_view kLogin = "login";              // 401/403, "unauthorized", "token expired"
-inline constexpr std::string_view kUnreachable = "unreachable";  // connect refused, DNS, TLS, no route
-}  // namespace down
+// What stopped a connector, as the diagnosis names it (docs/protocol.md, `mcp/list`: reason_kind),
+// is one of the proto::kind words (proto/jsonrpc.h): kNotInstalled, kStopped, kTimeout, kConfig,
+// kUnsupported, kLogin, kUnreachable.
 
 inline constexpr std::chrono::milliseconds kStartTimeout{30'000};
 // The start limit for a client's environment: OPPX_MCP_START_TIMEOUT_MS there, else kStartTimeout.
@@ -105,7 +98,7 @@ class Connector {
   const ConnectorDef& def() const;
   ConnectorState state() const;
   const std::string& reason() const;              // why it is not running (empty when running)
-  const std::string& down_kind() const;           // a down:: value when failed
+  const std::string& down_kind() const;           // a proto::kind value when failed
   const std::vector<std::string>& steps() const;  // the steps back when failed (daemon/diagnose.h)
   const boost::json::array& tools() const;
   // Whether the connector marks this tool read-only (annotations.readOnlyHint): it then runs

@@ -284,16 +284,16 @@ StderrReading read_stderr_lines(const std::deque<std::string>& lines, const Conn
   StderrReading w{telling_line(lines, errors_only), {}, {}};
   std::string_view code = npm_code(w.line);
   if (code == "E404") {
-    w.kind = down::kNotInstalled;
+    w.kind = proto::kind::kNotInstalled;
     w.meaning = "the package does not exist on the registry: check its name";
   } else if (code == "ETARGET") {
-    w.kind = down::kNotInstalled;
+    w.kind = proto::kind::kNotInstalled;
     w.meaning = "the registry has no version of the package that matches: check its version";
   } else if (says_script_missing(w.line, def)) {
-    w.kind = down::kNotInstalled;
+    w.kind = proto::kind::kNotInstalled;
   } else if (uses_mcp_remote(def) &&
              std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return mcp_remote_login_failed(l); })) {
-    w.kind = down::kLogin;
+    w.kind = proto::kind::kLogin;
   }
   return w;
 }
@@ -338,13 +338,13 @@ Diagnosis diagnose(std::string_view kind, std::string_view message, const Connec
   Diagnosis d{std::string(kind), std::string(message), {}};
   bool http = def.kind == ConnectorDef::Kind::kHttp;
   // mcp-remote waits silently for a login in the browser: not answering is how a lost login looks.
-  if (kind == down::kTimeout && uses_mcp_remote(def)) {
-    d.kind = down::kLogin;
+  if (kind == proto::kind::kTimeout && uses_mcp_remote(def)) {
+    d.kind = proto::kind::kLogin;
     d.reason = fmt::format("it needs a new login (mcp-remote waits for a login in the browser): {}", message);
-  } else if ((kind == down::kStopped || kind == down::kUnreachable) && looks_like_login(message)) {
-    d.kind = down::kLogin;
+  } else if ((kind == proto::kind::kStopped || kind == proto::kind::kUnreachable) && looks_like_login(message)) {
+    d.kind = proto::kind::kLogin;
     d.reason = fmt::format("it needs a new login: {}", message);
-  } else if (kind == down::kLogin && !contains(lower(message), "login")) {
+  } else if (kind == proto::kind::kLogin && !contains(lower(message), "login")) {
     d.reason = fmt::format("it needs a new login: {}", message);
   }
   // An HTTP connector has no program and so no log of its own: the daemon logs what went wrong
@@ -352,11 +352,11 @@ Diagnosis diagnose(std::string_view kind, std::string_view message, const Connec
   std::string log_step =
       http ? fmt::format("Look at the daemon's log for why (its lines with `connector {}:`): {}", def.name, log_path)
            : fmt::format("Look at its log for why: {}", log_path);
-  if (d.kind == down::kLogin) {
+  if (d.kind == proto::kind::kLogin) {
     d.steps = login_steps(def, log_path);
-  } else if (d.kind == down::kNotInstalled) {
+  } else if (d.kind == proto::kind::kNotInstalled) {
     d.steps = {install_step(def, message), fmt::format("Then run {}.", reconnect(def))};
-  } else if (d.kind == down::kTimeout && http) {
+  } else if (d.kind == proto::kind::kTimeout && http) {
     // Two limits end an HTTP start: the start's own (30 s) and the HTTP exchange's; each has its variable.
     bool start_limit = contains(message, "did not finish starting");
     d.steps = {fmt::format("Check that the server is up and that {} is its MCP endpoint; a slow one can be given "
@@ -365,20 +365,20 @@ Diagnosis diagnose(std::string_view kind, std::string_view message, const Connec
                            start_limit ? "OPPX_MCP_START_TIMEOUT_MS (milliseconds)"
                                        : "OPPX_HTTP_TIMEOUTS (connect=, headers=, idle=, total=, in milliseconds)"),
                fmt::format("Then run {}.", reconnect(def))};
-  } else if (d.kind == down::kTimeout) {
+  } else if (d.kind == proto::kind::kTimeout) {
     d.steps = {fmt::format("Run {} (a first start can be slow while npx or uvx downloads it).", reconnect(def)),
                "If it still does not answer, " + lower(log_step.substr(0, 1)) + log_step.substr(1)};
-  } else if (d.kind == down::kUnreachable) {
+  } else if (d.kind == proto::kind::kUnreachable) {
     d.steps = {fmt::format("Check that {} is right and reachable from here (network, VPN, the server is up).",
                            def.url.empty() ? "its address" : mask_url(def.url)),
                fmt::format("Then run {}.", reconnect(def))};
-  } else if (d.kind == down::kConfig && http && url_is_wrong(http_status)) {
+  } else if (d.kind == proto::kind::kConfig && http && url_is_wrong(http_status)) {
     d.steps = url_steps(def);
-  } else if (d.kind == down::kConfig) {
+  } else if (d.kind == proto::kind::kConfig) {
     d.steps = {fmt::format("Correct what the reason names ({}, or a variable in the shell you run oppx from).",
                            file_or_default(def)),
                fmt::format("Then run {}.", reconnect(def))};
-  } else if (d.kind == down::kUnsupported) {
+  } else if (d.kind == proto::kind::kUnsupported) {
     d.steps = {"This build of oppx cannot run it; update oppx (`oppx --version` shows yours).", log_step};
   } else {
     d.steps = {log_step, fmt::format("Run {} to start it again.", reconnect(def))};

@@ -54,8 +54,8 @@ namespace {
 
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
-Failure fail(std::string kind, std::string message, unsigned status = 0) {
-  return Failure{std::move(kind), std::move(message), status, false, false};
+Failure fail(std::string_view kind, std::string message, unsigned status = 0) {
+  return Failure{std::string(kind), std::move(message), status, false, false};
 }
 
 // A co_spawn completion handler that logs what escaped a coroutine.
@@ -327,7 +327,7 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Answer
     Outcome<void> ended;
     for (;;) {
       auto ch = co_await a.ex->next_chunk(deadline);
-      if (st->stopped) co_return fail("cancelled", "the connector was stopped");
+      if (st->stopped) co_return fail(proto::kind::kCancelled, "the connector was stopped");
       if (!ch) {
         ended = ch.error();
         break;
@@ -335,7 +335,7 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Answer
       if (!parser.feed(ch->data, events)) {
         a.ex->abort();
         if (parser.over_budget())
-          co_return fail("too_large", over_budget_message(buffer_budget(), "an event from " + a.at.origin));
+          co_return fail(proto::kind::kTooLarge, over_budget_message(buffer_budget(), "an event from " + a.at.origin));
         co_return fail("protocol", fmt::format("{} sent an event over {} MiB; the stream was closed", a.at.origin,
                                                st->opt.max_body >> 20));
       }
@@ -360,7 +360,8 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Answer
     }
     if (w->answered) co_return Outcome<void>{};  // a stream held open after the response is not waited for
     if (w->key.empty()) co_return ended;         // a notification's stream: nothing to wait for
-    bool gave_up = st->closing || st->cancelled.count(w->key) || (failed && ended.error().kind == "timeout");
+    bool gave_up =
+        st->closing || st->cancelled.count(w->key) || (failed && ended.error().kind == proto::kind::kTimeout);
     if (gave_up && failed) co_return ended.error();
     // A clean end after an event id is the server polling when the version allows it; any other
     // end before the response is a drop. Each has its own budget for the request.
@@ -384,7 +385,7 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Answer
               poll ? "ended (polling)" : "dropped", wait.count(), escape_controls(last_id.substr(0, 100)));
     asio::steady_timer timer(st->io, wait);
     co_await timer.async_wait(kTuple);
-    if (st->stopped) co_return fail("cancelled", "the connector was stopped");
+    if (st->stopped) co_return fail(proto::kind::kCancelled, "the connector was stopped");
     HttpAsk ask;
     ask.method = "GET";
     ask.last_event_id = last_id;
@@ -413,7 +414,7 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool del
   ask.repeatable = m.repeatable;
   std::string session = st->session_id;
   auto got = co_await open(st, ask, deadline);
-  if (st->stopped) co_return fail("cancelled", "the connector was stopped");
+  if (st->stopped) co_return fail(proto::kind::kCancelled, "the connector was stopped");
   if (!got) co_return with_sent_note(got.error(), m);
   Answer a = *got;
   const std::string& origin = a.at.origin;
@@ -452,7 +453,7 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool del
                      a.status);
     }
     if (a.status == 401 || a.status == 403)
-      co_return fail("login",
+      co_return fail(proto::kind::kLogin,
                      fmt::format("{} refused the credentials (HTTP {}{}){}; the token in the connector's "
                                  "headers is missing, wrong or expired",
                                  origin, a.status, a.status == 401 ? " Unauthorized" : " Forbidden", words),
@@ -538,7 +539,7 @@ awaitable<void> listen(std::shared_ptr<State> st, std::uint64_t gen) {
         auto ch = co_await a.ex->next_chunk(deadline);
         if (!live(*st, gen)) break;
         if (!ch) {
-          progress = progress || ch.error().kind == "timeout";  // quiet, not broken
+          progress = progress || ch.error().kind == proto::kind::kTimeout;  // quiet, not broken
           break;
         }
         if (!parser.feed(ch->data, events)) {

@@ -73,8 +73,8 @@ class StdioLink final : public Link, public std::enable_shared_from_this<StdioLi
     grace_.async_wait([w = weak_from_this()](boost::system::error_code ec) {
       auto self = w.lock();
       if (ec || !self || self->closed_ || !self->process_ || self->process_->pid() == 0) return;
-      self->handlers_.on_failed(
-          {down::kStopped, "its program closed its output; it was stopped. Its log is " + self->context_.log_path});
+      self->handlers_.on_failed({proto::kind::kStopped, "its program closed its output; it was stopped. Its log is " +
+                                                            self->context_.log_path});
     });
   }
 
@@ -96,7 +96,7 @@ class StdioLink final : public Link, public std::enable_shared_from_this<StdioLi
     if (!r) {
       bool missing = r.error().not_installed;
       return handlers_.on_failed(
-          {missing ? down::kNotInstalled : down::kStopped,
+          {missing ? proto::kind::kNotInstalled : proto::kind::kStopped,
            r.error().message + (missing ? "; install it, or correct the command of " + name_ + " in " + file_ : "")});
     }
     process_ = *r;
@@ -128,7 +128,7 @@ class HttpLink final : public Link {
     handlers_.on_open(std::move(transport_));
   }
   void transport_ended(const TransportError& e) override {
-    if (handlers_.on_failed) handlers_.on_failed({down::kStopped, "its HTTP session ended: " + e.message});
+    if (handlers_.on_failed) handlers_.on_failed({proto::kind::kStopped, "its HTTP session ended: " + e.message});
   }
   void close() override { handlers_ = {}; }
   bool closes_gracefully() const override { return true; }  // it DELETEs the session, bounded
@@ -150,7 +150,7 @@ class Expander {
     if (r) return *r;
     if (!failure_)
       failure_ =
-          LinkFailure{down::kConfig,
+          LinkFailure{proto::kind::kConfig,
                       fmt::format("{}; {} it and run `oppx mcp reconnect {}`", r.error().describe(),
                                   r.error().problem == ExpandError::Problem::kUnclosed ? "correct" : "set", def_.name)};
     return std::nullopt;
@@ -182,7 +182,7 @@ LinkResult make_stdio_link(asio::io_context& io, const ConnectorDef& def, const 
     struct stat st {};
     bool found = ::stat(spec.cwd.c_str(), &st) == 0;
     if (!found || !S_ISDIR(st.st_mode)) {
-      return LinkFailure{down::kConfig,
+      return LinkFailure{proto::kind::kConfig,
                          fmt::format("its folder {} (\"cwd\" in {}) cannot be used: {}", spec.cwd, file_name_of(def),
                                      found ? "it is not a folder" : std::strerror(errno))};
     }
@@ -212,13 +212,13 @@ LinkResult make_http_link(asio::io_context& io, const ConnectorDef& def, const E
   // Shorter limits for tests and slow networks, from the environment of the asking client.
   if (auto it = env.find("OPPX_HTTP_TIMEOUTS"); it != env.end()) {
     if (auto r = apply_timeout_spec(o.timeouts, it->second); !r)
-      return LinkFailure{down::kConfig, "OPPX_HTTP_TIMEOUTS is unusable: " + r.error()};
+      return LinkFailure{proto::kind::kConfig, "OPPX_HTTP_TIMEOUTS is unusable: " + r.error()};
   }
   o.on_late_stream = std::move(context.on_late_stream);
   auto t = make_http_transport(io, std::move(o));
   if (!t) {
-    return LinkFailure{down::kConfig, fmt::format("{}; correct \"url\" or \"headers\" of {} in {}", t.error(), def.name,
-                                                  file_name_of(def))};
+    return LinkFailure{proto::kind::kConfig, fmt::format("{}; correct \"url\" or \"headers\" of {} in {}", t.error(),
+                                                         def.name, file_name_of(def))};
   }
   return std::shared_ptr<Link>(std::make_shared<HttpLink>(std::move(*t)));
 }

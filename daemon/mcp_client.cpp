@@ -34,7 +34,7 @@ constexpr int kMaxToolPages = 50;
 
 // The HTTP link turns a lost login or an unreachable server into an error of that kind; those
 // take the connector down. Anything else (a timeout, a bad answer) fails one call.
-bool takes_it_down(const RpcError& e) { return e.kind == down::kLogin || e.kind == down::kUnreachable; }
+bool takes_it_down(const RpcError& e) { return e.kind == proto::kind::kLogin || e.kind == proto::kind::kUnreachable; }
 
 }  // namespace
 
@@ -100,7 +100,7 @@ std::shared_ptr<McpClient> McpClient::create(asio::io_context& io, std::unique_p
       return asio::post(io, [w] {
         auto self = w.lock();
         if (!self || self->phase_ == Phase::kReady || self->phase_ == Phase::kClosed) return;
-        self->failed(down::kConfig,
+        self->failed(proto::kind::kConfig,
                      fmt::format("it sent oppx's own initialize request back: {} is not an MCP server (a program "
                                  "that echoes its input, like cat, is not one); correct its command",
                                  self->options_.name));
@@ -147,7 +147,7 @@ void McpClient::initialized(CallResult r) {
   move_server_kind_to_data(r);
   // A program's output ended: its link reports the stop, with its exit status and last stderr lines.
   if (!r && r.error().kind == proto::kind::kDisconnected && options_.quiet_on_disconnect) return;
-  if (!r && (takes_it_down(r.error()) || r.error().kind == down::kTimeout))
+  if (!r && (takes_it_down(r.error()) || r.error().kind == proto::kind::kTimeout))
     return failed(r.error().kind, r.error().message);
   if (!r && !r.error().received) {
     // The link's own error (never a server's claim) with the status the URL answered.
@@ -156,15 +156,16 @@ void McpClient::initialized(CallResult r) {
     const json::value* status = e.data.if_contains("http_status");
     int code = status && status->is_int64() ? static_cast<int>(status->as_int64()) : 0;
     if (url_is_wrong(code))
-      return failed(down::kConfig, "its URL is not the server's MCP endpoint: " + e.message, code);
-    return failed(down::kStopped, "initialize failed: " + e.message);
+      return failed(proto::kind::kConfig, "its URL is not the server's MCP endpoint: " + e.message, code);
+    return failed(proto::kind::kStopped, "initialize failed: " + e.message);
   }
-  if (!r) return failed(down::kStopped, "it refused initialize: " + r.error().message);
+  if (!r) return failed(proto::kind::kStopped, "it refused initialize: " + r.error().message);
   std::string version;
   if (auto* v = r->is_object() ? r->as_object().if_contains("protocolVersion") : nullptr; v && v->is_string())
     version = std::string(v->as_string());
   if (!proto::mcp::supported(version))
-    return failed(down::kStopped, fmt::format("it speaks MCP protocol \"{}\", which oppx does not support", version));
+    return failed(proto::kind::kStopped,
+                  fmt::format("it speaks MCP protocol \"{}\", which oppx does not support", version));
   phase_ = Phase::kListing;
   peer_->notify("notifications/initialized", nullptr);
   fetch_tools();
@@ -201,7 +202,7 @@ void McpClient::page(std::shared_ptr<Pages> acc, CallResult r) {
   if (!r || !r->is_object() || !r->as_object().contains("tools") || !r->as_object().at("tools").is_array()) {
     fetching_ = false;
     if (!r && takes_it_down(r.error())) return failed(r.error().kind, r.error().message);
-    return failed(down::kStopped,
+    return failed(proto::kind::kStopped,
                   "its tools/list answer was unusable" + (r ? std::string() : ": " + r.error().message));
   }
   for (auto& t : r->as_object().at("tools").as_array()) {

@@ -42,6 +42,14 @@ inline constexpr std::string_view kShuttingDown = "shutting_down";
 inline constexpr std::string_view kCancelled = "cancelled";
 inline constexpr std::string_view kDisconnected = "disconnected";  // client side: the connection ended
 inline constexpr std::string_view kTimeout = "timeout";            // client side: no reply in time
+// Why a connector (or a model server) is down: the daemon acts on these, and a server's own
+// error can never claim one (RpcError::received).
+inline constexpr std::string_view kNotInstalled = "not_installed";  // its program is missing
+inline constexpr std::string_view kStopped = "stopped";             // its program ended
+inline constexpr std::string_view kConfig = "config";               // its definition cannot work
+inline constexpr std::string_view kUnsupported = "unsupported";     // a transport oppx does not speak
+inline constexpr std::string_view kLogin = "login";                 // 401/403, "unauthorized", "token expired"
+inline constexpr std::string_view kUnreachable = "unreachable";     // connect refused, DNS, TLS, no route
 // A client refused at the daemon's descriptor limit (a null id, then the connection closes).
 inline constexpr std::string_view kTooManyOpenFiles = "too_many_open_files";
 }  // namespace kind

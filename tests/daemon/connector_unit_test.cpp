@@ -38,7 +38,7 @@ class MemoryLink final : public Link {
     handlers_.on_open(std::move(ours));
   }
   void transport_ended(const TransportError& e) override {
-    if (handlers_.on_failed) handlers_.on_failed({down::kStopped, "the server went away: " + e.message});
+    if (handlers_.on_failed) handlers_.on_failed({proto::kind::kStopped, "the server went away: " + e.message});
   }
   void close() override { handlers_ = {}; }
   bool closes_gracefully() const override { return false; }

@@ -63,7 +63,7 @@ TEST(Diagnose, McpRemoteIsRecognisedInCommandOrArgs) {
 
 TEST(Diagnose, AnMcpRemoteThatTimesOutNeedsABrowserLogin) {
   auto def = command("linear", "npx", {"-y", "mcp-remote", "https://mcp.linear.app/sse"});
-  Diagnosis d = diagnose(down::kTimeout, "it did not finish starting within 30 s", def, "/s/mcp-linear.log");
+  Diagnosis d = diagnose(proto::kind::kTimeout, "it did not finish starting within 30 s", def, "/s/mcp-linear.log");
   EXPECT_EQ(d.kind, "login");
   EXPECT_NE(d.reason.find("needs a new login"), std::string::npos);
   ASSERT_EQ(d.steps.size(), 2u);
@@ -71,7 +71,8 @@ TEST(Diagnose, AnMcpRemoteThatTimesOutNeedsABrowserLogin) {
   EXPECT_NE(d.steps[0].find("3 minutes"), std::string::npos);
   EXPECT_NE(d.steps[1].find("~/.mcp-auth"), std::string::npos);
   // The same timeout without mcp-remote is a plain timeout.
-  auto plain = diagnose(down::kTimeout, "it did not finish starting within 30 s", command("slow", "node"), "/s/l.log");
+  auto plain =
+      diagnose(proto::kind::kTimeout, "it did not finish starting within 30 s", command("slow", "node"), "/s/l.log");
   EXPECT_EQ(plain.kind, "timeout");
   EXPECT_NE(joined(plain).find("/s/l.log"), std::string::npos);
 }
@@ -81,7 +82,7 @@ TEST(Diagnose, AnMcpRemoteThatTimesOutNeedsABrowserLogin) {
 TEST(Diagnose, ATokenInAVariableIsRenewedInTheShellAndTheDefinitionKept) {
   auto def = http("lin3", "http://127.0.0.1:8080/mcp",
                   {{"X-Org", "acme"}, {"Authorization", "Bearer ${LINEAR_API_KEY}"}, {"X-Other", "v"}});
-  Diagnosis d = diagnose(down::kLogin, "HTTP 401 from http://127.0.0.1:8080/mcp", def, "/s/l.log");
+  Diagnosis d = diagnose(proto::kind::kLogin, "HTTP 401 from http://127.0.0.1:8080/mcp", def, "/s/l.log");
   EXPECT_EQ(d.kind, "login");
   ASSERT_EQ(d.steps.size(), 1u) << joined(d);
   EXPECT_EQ(d.steps[0],
@@ -94,7 +95,7 @@ TEST(Diagnose, ATokenInAVariableIsRenewedInTheShellAndTheDefinitionKept) {
 TEST(Diagnose, TheAddLineForALiteralTokenKeepsEveryOtherHeader) {
   auto def = http("lin", "https://mcp.linear.app/mcp?team=${TEAM}",
                   {{"X-Org", "${ORG}"}, {"Authorization", "Bearer lin_api_0123456789abcdef"}, {"X-Who", "${WHO}"}});
-  Diagnosis d = diagnose(down::kLogin, "HTTP 401", def, "/s/l.log");
+  Diagnosis d = diagnose(proto::kind::kLogin, "HTTP 401", def, "/s/l.log");
   ASSERT_EQ(d.steps.size(), 1u) << joined(d);
   EXPECT_EQ(d.steps[0],
             "Get a new token and save it in its definition: `oppx mcp add lin --url "
@@ -103,10 +104,10 @@ TEST(Diagnose, TheAddLineForALiteralTokenKeepsEveryOtherHeader) {
   EXPECT_EQ(joined(d).find("lin_api"), std::string::npos);
   // A repository's connector is replaced in its own file.
   def.file = "/src/app/.mcp.json";
-  EXPECT_NE(joined(diagnose(down::kLogin, "HTTP 401", def, "/l")).find("`oppx mcp add lin --project --url "),
+  EXPECT_NE(joined(diagnose(proto::kind::kLogin, "HTTP 401", def, "/l")).find("`oppx mcp add lin --project --url "),
             std::string::npos);
   // No header yet: the line adds one and keeps the URL.
-  Diagnosis none = diagnose(down::kLogin, "HTTP 401", http("h", "https://h.example/mcp", {}), "/l");
+  Diagnosis none = diagnose(proto::kind::kLogin, "HTTP 401", http("h", "https://h.example/mcp", {}), "/l");
   EXPECT_EQ(none.steps[0],
             "It asks for a login but sends no token: get one from its service and add it with `oppx mcp add h --url "
             "https://h.example/mcp -H 'Authorization: Bearer <new token>' --force`.");
@@ -118,13 +119,13 @@ TEST(Diagnose, WithAnotherLiteralValueTheStepEditsTheFileInstead) {
   auto def = http("gh", "https://api.example.com/mcp",
                   {{"X-Org", "acme-secret-org-id"}, {"Authorization", "Bearer sk-secret-value-1234"}});
   def.file = "/home/u/.config/oppx/mcp.json";
-  Diagnosis d = diagnose(down::kLogin, "HTTP 401", def, "/s/l.log");
+  Diagnosis d = diagnose(proto::kind::kLogin, "HTTP 401", def, "/s/l.log");
   ASSERT_EQ(d.steps.size(), 1u) << joined(d);
   EXPECT_EQ(d.steps[0],
             "Get a new token and put it in the header Authorization of gh in /home/u/.config/oppx/mcp.json in place "
             "of the old one (edit only that value; the rest stays as it is), then run `oppx mcp reconnect gh`.");
   auto query = http("q", "https://api.example.com/mcp?api_key=abcdef0123456789", {});
-  Diagnosis q = diagnose(down::kLogin, "HTTP 401", query, "/l");
+  Diagnosis q = diagnose(proto::kind::kLogin, "HTTP 401", query, "/l");
   std::string s = joined(q);
   EXPECT_EQ(s.find("--force"), std::string::npos) << s;
   EXPECT_EQ(s.find("abcdef"), std::string::npos) << s;
@@ -133,7 +134,7 @@ TEST(Diagnose, WithAnotherLiteralValueTheStepEditsTheFileInstead) {
 
 TEST(Diagnose, ALiteralTokenIsNeverRepeated) {
   auto def = http("gh", "https://api.example.com/mcp", {{"X-Api-Key", "sk-secret-value-1234"}});
-  Diagnosis d = diagnose(down::kLogin, "401", def, "/s/l.log");
+  Diagnosis d = diagnose(proto::kind::kLogin, "401", def, "/s/l.log");
   std::string s = joined(d) + d.reason;
   EXPECT_EQ(s.find("sk-secret"), std::string::npos) << s;
   EXPECT_NE(s.find("-H 'X-Api-Key: <new token>'"), std::string::npos) << s;
@@ -142,29 +143,31 @@ TEST(Diagnose, ALiteralTokenIsNeverRepeated) {
 TEST(Diagnose, AStoppedProgramWhoseLastStderrLineIsUnauthorizedNeedsALogin) {
   auto def = command("api", "node", {"server.js"});
   def.env = {{"API_TOKEN", "${MY_API_TOKEN}"}};
-  Diagnosis d = diagnose(down::kStopped, "its program stopped (exit status 1): Error: 401 Unauthorized", def, "/l");
+  Diagnosis d =
+      diagnose(proto::kind::kStopped, "its program stopped (exit status 1): Error: 401 Unauthorized", def, "/l");
   EXPECT_EQ(d.kind, "login");
   EXPECT_NE(joined(d).find("environment variable MY_API_TOKEN"), std::string::npos) << joined(d);
   Diagnosis other =
-      diagnose(down::kStopped, "its program stopped (exit status 1): the login field is required", def, "/l");
+      diagnose(proto::kind::kStopped, "its program stopped (exit status 1): the login field is required", def, "/l");
   EXPECT_EQ(other.kind, "stopped");
 }
 
 TEST(Diagnose, AMissingProgramSaysWhatToInstall) {
-  EXPECT_NE(diagnose(down::kNotInstalled, "npx is not installed", command("fs", "npx"), "/l")
+  EXPECT_NE(diagnose(proto::kind::kNotInstalled, "npx is not installed", command("fs", "npx"), "/l")
                 .steps[0]
                 .find("Install Node.js 18 or newer"),
             std::string::npos);
-  EXPECT_NE(
-      diagnose(down::kNotInstalled, "uvx is not installed", command("git", "uvx"), "/l").steps[0].find("Install uv"),
-      std::string::npos);
-  auto d = diagnose(down::kNotInstalled, "x", command("tool", "/opt/bin/frobnicate"), "/l");
+  EXPECT_NE(diagnose(proto::kind::kNotInstalled, "uvx is not installed", command("git", "uvx"), "/l")
+                .steps[0]
+                .find("Install uv"),
+            std::string::npos);
+  auto d = diagnose(proto::kind::kNotInstalled, "x", command("tool", "/opt/bin/frobnicate"), "/l");
   EXPECT_EQ(d.steps[0], "Install frobnicate, or correct the command of tool in your mcp.json.");
   EXPECT_EQ(d.steps[1], "Then run `oppx mcp reconnect tool`.");
   // A repository's connector: the step names its own file.
   auto def = command("tool", "/opt/bin/frobnicate");
   def.file = "/src/app/.mcp.json";
-  EXPECT_EQ(diagnose(down::kNotInstalled, "x", def, "/l").steps[0],
+  EXPECT_EQ(diagnose(proto::kind::kNotInstalled, "x", def, "/l").steps[0],
             "Install frobnicate, or correct the command of tool in /src/app/.mcp.json.");
 }
 
@@ -198,7 +201,7 @@ TEST(Diagnose, TheTellingStderrLineIsTheLastErrorNotTheBanner) {
 TEST(Diagnose, AScriptItsRuntimeCannotFindIsNotInstalled) {
   auto def = command("nx", "node", {"/tmp/nope.js"});
   EXPECT_TRUE(says_script_missing("Error: Cannot find module '/tmp/nope.js'", def));
-  Diagnosis d = diagnose(down::kNotInstalled,
+  Diagnosis d = diagnose(proto::kind::kNotInstalled,
                          "its program stopped (exit status 1): Error: Cannot find module '/tmp/nope.js'; its log is /l",
                          def, "/l");
   EXPECT_EQ(d.kind, "not_installed");
@@ -217,13 +220,14 @@ TEST(Diagnose, AScriptItsRuntimeCannotFindIsNotInstalled) {
 }
 
 TEST(Diagnose, StoppedUnreachableAndConfigGiveTheirSteps) {
-  auto stopped = diagnose(down::kStopped, "its program stopped (exit status 3)", command("a", "node"), "/s/a.log");
+  auto stopped =
+      diagnose(proto::kind::kStopped, "its program stopped (exit status 3)", command("a", "node"), "/s/a.log");
   EXPECT_EQ(stopped.kind, "stopped");
   EXPECT_EQ(stopped.steps[0], "Look at its log for why: /s/a.log");
   EXPECT_EQ(stopped.steps[1], "Run `oppx mcp reconnect a` to start it again.");
-  auto far = diagnose(down::kUnreachable, "connection refused", http("h", "https://h.example/mcp", {}), "/l");
+  auto far = diagnose(proto::kind::kUnreachable, "connection refused", http("h", "https://h.example/mcp", {}), "/l");
   EXPECT_NE(far.steps[0].find("https://h.example/mcp"), std::string::npos);
-  auto config = diagnose(down::kConfig, "it needs ${X}", command("c", "node"), "/l");
+  auto config = diagnose(proto::kind::kConfig, "it needs ${X}", command("c", "node"), "/l");
   EXPECT_NE(config.steps[1].find("oppx mcp reconnect c"), std::string::npos);
   EXPECT_EQ(config.reason, "it needs ${X}");
 }
@@ -231,7 +235,7 @@ TEST(Diagnose, StoppedUnreachableAndConfigGiveTheirSteps) {
 // An HTTP connector has no program and no log of its own: its steps name the daemon's log (what
 // Connectors gives it as its log path), and say so.
 TEST(Diagnose, AnHttpConnectorsLogStepNamesTheDaemonsLog) {
-  auto d = diagnose(down::kStopped, "initialize failed: http://h.example answered HTTP 500 to initialize",
+  auto d = diagnose(proto::kind::kStopped, "initialize failed: http://h.example answered HTTP 500 to initialize",
                     http("h", "https://h.example/mcp", {}), "/s/oppxd.log");
   EXPECT_EQ(d.kind, "stopped");
   EXPECT_EQ(d.steps[0], "Look at the daemon's log for why (its lines with `connector h:`): /s/oppxd.log");
@@ -240,7 +244,7 @@ TEST(Diagnose, AnHttpConnectorsLogStepNamesTheDaemonsLog) {
 
 // Over HTTP nothing is downloaded at a start: a timeout is a server that did not answer in time.
 TEST(Diagnose, AnHttpTimeoutIsAboutTheServerNotADownload) {
-  auto d = diagnose(down::kTimeout, "it did not finish starting within 30 s",
+  auto d = diagnose(proto::kind::kTimeout, "it did not finish starting within 30 s",
                     http("slow", "https://h.example/mcp?key=secret-in-query", {}), "/s/oppxd.log");
   EXPECT_EQ(d.kind, "timeout");
   ASSERT_EQ(d.steps.size(), 2u) << joined(d);
@@ -251,11 +255,12 @@ TEST(Diagnose, AnHttpTimeoutIsAboutTheServerNotADownload) {
   EXPECT_NE(d.steps[0].find("OPPX_MCP_START_TIMEOUT_MS"), std::string::npos) << d.steps[0];
   EXPECT_EQ(d.steps[1], "Then run `oppx mcp reconnect slow`.");
   // An HTTP limit that ended it has its own variable.
-  auto h = diagnose(down::kTimeout, "http://h.example took over 15 s to send the headers",
+  auto h = diagnose(proto::kind::kTimeout, "http://h.example took over 15 s to send the headers",
                     http("slow", "https://h.example/mcp", {}), "/s/oppxd.log");
   EXPECT_NE(h.steps[0].find("OPPX_HTTP_TIMEOUTS"), std::string::npos) << h.steps[0];
   // A program's timeout keeps its own steps.
-  auto p = diagnose(down::kTimeout, "it did not finish starting within 30 s", command("p", "npx"), "/s/mcp-p.log");
+  auto p =
+      diagnose(proto::kind::kTimeout, "it did not finish starting within 30 s", command("p", "npx"), "/s/mcp-p.log");
   EXPECT_NE(joined(p).find("npx or uvx downloads it"), std::string::npos) << joined(p);
 }
 
@@ -265,7 +270,7 @@ TEST(Diagnose, AWrongUrlIsCorrectedWithTheAddLineOrInTheFile) {
   EXPECT_TRUE(url_is_wrong(404) && url_is_wrong(405) && url_is_wrong(410));
   EXPECT_FALSE(url_is_wrong(400) || url_is_wrong(500) || url_is_wrong(0));
   auto def = http("nf", "https://h.example/wrong", {{"Authorization", "Bearer ${TOK}"}, {"X-Org", "${ORG}"}});
-  Diagnosis d = diagnose(down::kConfig, "its URL is not the server's MCP endpoint: …", def, "/s/oppxd.log", 404);
+  Diagnosis d = diagnose(proto::kind::kConfig, "its URL is not the server's MCP endpoint: …", def, "/s/oppxd.log", 404);
   EXPECT_EQ(d.kind, "config");
   ASSERT_EQ(d.steps.size(), 1u) << joined(d);
   EXPECT_EQ(d.steps[0],
@@ -273,11 +278,11 @@ TEST(Diagnose, AWrongUrlIsCorrectedWithTheAddLineOrInTheFile) {
             "https://h.example/wrong, and save it: `oppx mcp add nf --url '<right url>' -H 'Authorization: Bearer "
             "${TOK}' -H 'X-Org: ${ORG}' --force` (its headers as they are written).");
   def.file = "/src/app/.mcp.json";
-  EXPECT_NE(diagnose(down::kConfig, "x", def, "/l", 405).steps[0].find("`oppx mcp add nf --project --url "),
+  EXPECT_NE(diagnose(proto::kind::kConfig, "x", def, "/l", 405).steps[0].find("`oppx mcp add nf --project --url "),
             std::string::npos);
   auto secret = http("s", "https://h.example/wrong", {{"Authorization", "Bearer sk-literal-secret-1234"}});
   secret.file = "/home/u/.config/oppx/mcp.json";
-  Diagnosis e = diagnose(down::kConfig, "x", secret, "/l", 404);
+  Diagnosis e = diagnose(proto::kind::kConfig, "x", secret, "/l", 404);
   ASSERT_EQ(e.steps.size(), 2u) << joined(e);
   EXPECT_EQ(joined(e).find("sk-literal"), std::string::npos) << joined(e);
   EXPECT_NE(e.steps[0].find("put it in \"url\" of s in /home/u/.config/oppx/mcp.json in place of "
@@ -286,7 +291,7 @@ TEST(Diagnose, AWrongUrlIsCorrectedWithTheAddLineOrInTheFile) {
       << e.steps[0];
   EXPECT_EQ(e.steps[1], "Then run `oppx mcp reconnect s`.");
   // Without such a status, config keeps its general steps.
-  EXPECT_NE(diagnose(down::kConfig, "it needs ${X}", def, "/l").steps[0].find("Correct what the reason names"),
+  EXPECT_NE(diagnose(proto::kind::kConfig, "it needs ${X}", def, "/l").steps[0].find("Correct what the reason names"),
             std::string::npos);
 }
 
@@ -308,14 +313,14 @@ TEST(Diagnose, NpmsErrorCodeIsTheTellingLineAndE404IsNotInstalled) {
   EXPECT_EQ(telling_line(npm, false), "npm error code E404");
   StderrReading w = read_stderr_lines(npm, def, false);
   EXPECT_EQ(w.line, "npm error code E404");
-  EXPECT_EQ(w.kind, down::kNotInstalled);
+  EXPECT_EQ(w.kind, proto::kind::kNotInstalled);
   EXPECT_EQ(w.meaning, "the package does not exist on the registry: check its name");
   // npm before version 10 wrote "npm ERR!".
   EXPECT_EQ(
       read_stderr_lines({"npm ERR! code E404", "npm ERR! 404 Not Found - GET https://r.example/x"}, def, false).kind,
-      down::kNotInstalled);
+      proto::kind::kNotInstalled);
   // Its steps correct the name; installing Node.js would not help.
-  Diagnosis d = diagnose(down::kNotInstalled,
+  Diagnosis d = diagnose(proto::kind::kNotInstalled,
                          "its program stopped (exit status 1): npm error code E404: the package does not exist on the "
                          "registry: check its name; its log is /l",
                          def, "/l");
@@ -387,7 +392,7 @@ TEST(Diagnose, AnMcpRemoteWhoseLoginFailedNeedsALoginNotTheLastLineOfItsDump) {
   auto def = command("linear", "npx", {"-y", "mcp-remote", "https://mcp.example.com/mcp"});
   StderrReading w = read_stderr_lines(err, def, false);
   EXPECT_EQ(w.line, "[20330] Fatal error: " + rejected);
-  EXPECT_EQ(w.kind, down::kLogin);
+  EXPECT_EQ(w.kind, proto::kind::kLogin);
   Diagnosis d = diagnose(w.kind, "its program stopped (exit status 1): " + w.line, def, "/l");
   EXPECT_EQ(d.kind, "login");
   EXPECT_NE(joined(d).find("rm -rf ~/.mcp-auth"), std::string::npos) << joined(d);
@@ -395,7 +400,7 @@ TEST(Diagnose, AnMcpRemoteWhoseLoginFailedNeedsALoginNotTheLastLineOfItsDump) {
   EXPECT_EQ(
       read_stderr_lines({"[1] Authentication required. Initializing auth...", "[1] Fatal error: aborted"}, def, false)
           .kind,
-      down::kLogin);
+      proto::kind::kLogin);
   // The same lines from a program that is not mcp-remote decide nothing (narrow).
   EXPECT_EQ(read_stderr_lines(err, command("x", "node", {"server.js"}), false).kind, "");
   // mcp-remote's start words are no login trouble.

@@ -147,7 +147,7 @@ TEST(McpClient, RefusesAProtocolVersionItDoesNotSpeak) {
   Session s({{"initialize", initialize("1999-01-01")}});
   s.client->start();
   ASSERT_TRUE(run_until(s.io, [&] { return s.failed_kind.has_value(); }));
-  EXPECT_EQ(*s.failed_kind, down::kStopped);
+  EXPECT_EQ(*s.failed_kind, proto::kind::kStopped);
   EXPECT_EQ(s.failed_why, "it speaks MCP protocol \"1999-01-01\", which oppx does not support");
   EXPECT_EQ(s.lists, 0);
 }
@@ -198,7 +198,7 @@ TEST(McpClient, AnEchoedInitializeSaysItIsNotAnMcpServer) {
   ASSERT_TRUE(run_until(s.io, [&] { return s.requests.size() == 1; }));
   s.server->call("initialize", json::object{}, [](JsonRpcPeer::CallResult) {});
   ASSERT_TRUE(run_until(s.io, [&] { return s.failed_kind.has_value(); }));
-  EXPECT_EQ(*s.failed_kind, down::kConfig);
+  EXPECT_EQ(*s.failed_kind, proto::kind::kConfig);
   EXPECT_NE(s.failed_why.find("is not an MCP server"), std::string::npos) << s.failed_why;
 }
 
