@@ -13,7 +13,7 @@
 namespace oppx::daemon {
 
 struct Diagnosis {
-  std::string kind;                // a down:: value, refined (an mcp-remote that times out needs a login)
+  std::string kind;                // a proto::kind value, refined (an mcp-remote that times out needs a login)
   std::string reason;              // one line: what happened and why
   std::vector<std::string> steps;  // what to do, in order (the CLI numbers them)
 };
@@ -52,7 +52,7 @@ std::string telling_line(const std::deque<std::string>& lines, bool errors_only)
 // an HTTP 401/403). Anything else is left to diagnose() on the telling line.
 struct StderrReading {
   std::string line;       // as written: escaped when shown
-  std::string_view kind;  // a down:: value, or empty
+  std::string_view kind;  // a proto::kind value, or empty
   std::string meaning;    // what the line means, when it is terse ("npm error code E404"), else empty
 };
 StderrReading read_stderr_lines(const std::deque<std::string>& lines, const ConnectorDef& def, bool errors_only);
@@ -67,7 +67,7 @@ bool says_script_missing(std::string_view message, const ConnectorDef& def);
 // A 400 is left out: it may as well be about the request (a version, a header) as the URL.
 bool url_is_wrong(int http_status);
 
-// `kind` is a down:: value; `message` the connector's own account (exit status, last stderr
+// `kind` is a proto::kind value; `message` the connector's own account (exit status, last stderr
 // line, the unset variable…). `log_path` is where to look for more: a program's stderr log, or
 // for an HTTP connector (no program, no log of its own) the daemon's log, where its failures are.
 // `http_status`: the server's answer when that is why (kind config with a status for which

@@ -26,7 +26,7 @@ class io_context;
 
 namespace oppx::daemon {
 
-// Why a link could not be made, opened, or went away: a down:: value and the words for diagnose().
+// Why a link could not be made, opened, or went away: a proto::kind value and the words for diagnose().
 struct LinkFailure {
   std::string_view kind;
   std::string why;

@@ -45,7 +45,7 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   struct Handlers {
     // The complete tool list: after initialize (the session is ready), then after each change.
     std::function<void(boost::json::array tools)> on_tools;
-    // initialize or tools/list failed: `kind` is a down:: value.
+    // initialize or tools/list failed: `kind` is a proto::kind value.
     std::function<void(std::string_view kind, std::string why, int http_status)> on_failed;
     // The transport ended (its kind as TransportError says).
     std::function<void(const TransportError&)> on_closed;
