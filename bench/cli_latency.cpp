@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   long pid = 0;
   if (client) {
     if (auto r = client->call("daemon/status", boost::json::object{}, std::chrono::seconds(5))) {
-      pid = static_cast<long>(oppx::proto::decode_status_result(*r)->pid);
+      pid = static_cast<long>(oppx::proto::decode<oppx::proto::StatusResult>(*r)->pid);
     }
   }
   measure({oppx, "daemon", "status"}, 5);  // warm the page cache

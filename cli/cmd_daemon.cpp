@@ -61,7 +61,7 @@ int status(Context& ctx) {
     fmt::print("{}", json_line(*r));
     return kExitOk;
   }
-  auto s = proto::decode_status_result(*r);
+  auto s = proto::decode<proto::StatusResult>(*r);
   if (!s) return fail({kExitFailed, "the daemon's status reply is malformed (" + s.error() + ")"});
   fmt::print(
       "oppxd {} is running\n"

@@ -252,7 +252,7 @@ int demo(Context& ctx) {
     last = *r;
   }
   std::sort(times.begin(), times.end());
-  auto st = proto::decode_status_result(last);
+  auto st = proto::decode<proto::StatusResult>(last);
   if (!st) {
     fmt::print(stderr, "oppx: malformed status: {}\n", st.error());
     return kExitFailed;

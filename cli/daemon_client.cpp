@@ -82,7 +82,7 @@ boost::system::result<Connection, ClientError> greet(SyncClient client, const st
     }
     return ClientError{kExitNoDaemon, "the daemon did not answer hello: " + r.error().message};
   }
-  auto hello = proto::decode_hello_result(*r);
+  auto hello = proto::decode<proto::HelloResult>(*r);
   if (!hello) return ClientError{kExitNoDaemon, "the daemon's hello reply is malformed (" + hello.error() + ")"};
   if (auto w = build_mismatch_warning(*hello, kBuildId)) fmt::print(stderr, "oppx: warning: {}\n", *w);
   return Connection{std::move(client), *hello, false};

@@ -8,6 +8,7 @@
 #include "daemon/link.h"
 #include "daemon/mcp_config.h"
 #include "proto/jsonrpc.h"
+#include "proto/mcp_api.h"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -44,7 +45,7 @@ std::chrono::milliseconds env_milliseconds(const EnvMap& env, std::string_view n
                                            long long min_ms, long long max_ms);
 inline constexpr std::chrono::milliseconds kLoginTimeout{
     180'000};  // `oppx mcp reconnect <name>`: time for a browser login
-inline constexpr std::chrono::milliseconds kCallTimeout{120'000};
+inline constexpr std::chrono::milliseconds kCallTimeout{proto::kCallTimeoutMs};
 inline constexpr std::size_t kResultLimit = 12'000;  // characters of text kept from a result
 
 inline constexpr std::chrono::milliseconds kListChangedDebounce{200};  // a burst of list_changed: one fetch

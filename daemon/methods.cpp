@@ -11,8 +11,8 @@
 #include "daemon/methods_browser.h"
 #include "daemon/methods_config.h"
 #include "daemon/methods_permissions.h"
-#include "proto/decode.h"
 #include "proto/daemon_api.h"
+#include "proto/mcp_api.h"
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json/value_from.hpp>
@@ -28,13 +28,7 @@ namespace json = boost::json;
 
 namespace {
 
-struct NoParams {};
-boost::system::result<NoParams, std::string> no_params(const json::value& params) {
-  if (!params.is_null() && !params.is_object()) return std::string("params: expected object");
-  return NoParams{};
-}
-
-void hello(const proto::HelloParams& p, Reply reply, Client& client) {
+void hello(Server&, const proto::HelloParams& p, Reply reply, Client& client) {
   if (p.protocol != proto::kProtocolVersion) {
     auto e = proto::RpcError::make(proto::ErrorCode::kVersionMismatch, proto::kind::kVersionMismatch,
                                    "this daemon speaks protocol " + std::to_string(proto::kProtocolVersion) +
@@ -51,7 +45,7 @@ void hello(const proto::HelloParams& p, Reply reply, Client& client) {
   reply.ok(json::value_from(proto::HelloResult{proto::kProtocolVersion, OPPX_VERSION, kBuildId, ::getpid()}));
 }
 
-void status(Server& server, Reply reply) {
+void status(Server& server, const proto::NoParams&, Reply reply, Client&) {
   proto::StatusResult s;
   s.pid = ::getpid();
   s.version = OPPX_VERSION;
@@ -68,54 +62,6 @@ void status(Server& server, Reply reply) {
   s.isolation_reason = connector_isolation().reason;
   s.reaper_pid = reaper_pid();
   reply.ok(json::value_from(s));
-}
-
-struct NameParams {
-  std::string name;
-  bool wait = false;
-  std::string cwd;
-};
-boost::system::result<NameParams, std::string> name_params(const json::value& params, bool required) {
-  proto::FieldReader r(params, "params");
-  NameParams p;
-  p.name = r.string("name", required).value_or("");
-  p.wait = r.boolean("wait", false).value_or(false);
-  p.cwd = r.string("cwd", false).value_or("");
-  if (!r.ok()) return {boost::system::in_place_error, r.error()};
-  if (!p.cwd.empty() && p.cwd[0] != '/')
-    return {boost::system::in_place_error, "params.cwd: expected an absolute path"};
-  return p;
-}
-
-struct CallParams {
-  std::string connector, tool, cwd;
-  json::value arguments;
-  std::int64_t timeout_ms = 0;
-  json::value progress_token;  // null: the caller wants no progress
-};
-boost::system::result<CallParams, std::string> call_params(const json::value& params) {
-  proto::FieldReader r(params, "params");
-  CallParams p;
-  p.connector = r.string("connector", true).value_or("");
-  p.tool = r.string("tool", true).value_or("");
-  p.timeout_ms = r.integer("timeout_ms", false).value_or(kCallTimeout.count());
-  p.cwd = r.string("cwd", false).value_or("");
-  if (!r.ok()) return {boost::system::in_place_error, r.error()};
-  if (!p.cwd.empty() && p.cwd[0] != '/')
-    return {boost::system::in_place_error, "params.cwd: expected an absolute path"};
-  const json::value* a = params.as_object().if_contains("arguments");
-  if (a && !a->is_null() && !a->is_object())
-    return {boost::system::in_place_error, "params.arguments: expected object"};
-  p.arguments = a && a->is_object() ? *a : json::value(json::object{});
-  if (p.timeout_ms <= 0 || p.timeout_ms > 3'600'000)
-    return {boost::system::in_place_error, "params.timeout_ms: expected 1 to 3600000"};
-  if (const json::value* t = params.as_object().if_contains("progress_token"); t && !t->is_null()) {
-    if (!t->is_string() && !t->is_int64()) {
-      return {boost::system::in_place_error, "params.progress_token: expected a string or an integer"};
-    }
-    p.progress_token = *t;
-  }
-  return p;
 }
 
 proto::RpcError unknown_connector(const std::string& name) {
@@ -135,7 +81,7 @@ json::object list_with_browser(Server& s, const std::string& root, const std::we
   return o;
 }
 
-void mcp_list(Server& s, const NameParams& p, Reply reply, Client& client) {
+void mcp_list(Server& s, const proto::McpListParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
   s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
   std::weak_ptr<SessionBrowser> browser = session_browser(client, std::string(kBrowserName));
@@ -145,7 +91,7 @@ void mcp_list(Server& s, const NameParams& p, Reply reply, Client& client) {
                               [&s, shared, root, browser] { shared->ok(list_with_browser(s, root, browser)); });
 }
 
-void mcp_tools(Server& s, const NameParams& p, Reply reply, Client& client) {
+void mcp_tools(Server& s, const proto::McpToolsParams& p, Reply reply, Client& client) {
   if (auto b = session_browser(client, p.name)) {
     json::object o = b->status_json();
     o["name"] = p.name;
@@ -173,7 +119,7 @@ void mcp_tools(Server& s, const NameParams& p, Reply reply, Client& client) {
 
 // Sends one call to `c` and answers with its result as the model sees it: `browser_folder`, for
 // the session's browser, is where the files its results link are read from.
-void send_call(const std::shared_ptr<Connector>& c, const CallParams& p, const SharedReply& shared,
+void send_call(const std::shared_ptr<Connector>& c, const proto::ToolsCallParams& p, const SharedReply& shared,
                const std::shared_ptr<Connector::CancelCall>& cancel, const std::weak_ptr<JsonRpcPeer>& peer,
                CallOptions options, std::string browser_folder) {
   if (!p.progress_token.is_null()) {
@@ -207,7 +153,8 @@ void send_call(const std::shared_ptr<Connector>& c, const CallParams& p, const S
 }
 
 // A call to the session's browser: it runs once started (browser/start), with only its offered tools.
-void browser_call(const std::shared_ptr<SessionBrowser>& b, const CallParams& p, Reply reply, Client& client) {
+void browser_call(const std::shared_ptr<SessionBrowser>& b, const proto::ToolsCallParams& p, Reply reply,
+                  Client& client) {
   auto c = b->connector();
   if (!c || b->state() == "off")
     return reply.fail(proto::RpcError::make(proto::ErrorCode::kInternal, "connector_down",
@@ -230,7 +177,7 @@ void browser_call(const std::shared_ptr<SessionBrowser>& b, const CallParams& p,
   send_call(c, p, shared, cancel, client.peer, std::move(options), b->folder());
 }
 
-void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
+void tools_call(Server& s, const proto::ToolsCallParams& p, Reply reply, Client& client) {
   if (auto b = session_browser(client, p.connector)) return browser_call(b, p, std::move(reply), client);
   std::string root = request_root(p.cwd, client);
   s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
@@ -276,18 +223,18 @@ void tools_call(Server& s, const CallParams& p, Reply reply, Client& client) {
 }
 
 // The current list, then mcp/changed notifications until the connection ends (or unsubscribe).
-void mcp_subscribe(Server& s, Reply reply, Client& client) {
+void mcp_subscribe(Server& s, const proto::NoParams&, Reply reply, Client& client) {
   std::string root = request_root("", client);
   s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
   s.connectors().subscriptions().add(client.id, client.peer);
   reply.ok(s.connectors().list_json(root));
 }
 
-void mcp_unsubscribe(Server& s, Reply reply, Client& client) {
+void mcp_unsubscribe(Server& s, const proto::NoParams&, Reply reply, Client& client) {
   reply.ok(json::object{{"subscribed", false}, {"was_subscribed", s.connectors().subscriptions().remove(client.id)}});
 }
 
-void mcp_reconnect(Server& s, const NameParams& p, Reply reply, Client& client) {
+void mcp_reconnect(Server& s, const proto::McpReconnectParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
   s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
   if (!p.name.empty() && !s.connectors().find(p.name, root)) return reply.fail(unknown_connector(p.name));
@@ -308,7 +255,7 @@ void mcp_reconnect(Server& s, const NameParams& p, Reply reply, Client& client) 
   });
 }
 
-void shutdown(Server& server, Reply reply) {
+void shutdown(Server& server, const proto::NoParams&, Reply reply, Client&) {
   reply.ok(json::value_from(proto::ShutdownResult{}));
   server.stop("asked by a client (daemon/shutdown)");
 }
@@ -316,50 +263,30 @@ void shutdown(Server& server, Reply reply) {
 }  // namespace
 
 void register_methods(Router& r, Server& s) {
-  r.add("hello", proto::decode_hello_params, hello);
-  r.add("daemon/status", no_params, [&s](NoParams, Reply reply, Client&) { status(s, std::move(reply)); });
-  r.add("daemon/shutdown", no_params, [&s](NoParams, Reply reply, Client&) { shutdown(s, std::move(reply)); });
-  r.add(
-      "mcp/list", [](const json::value& v) { return name_params(v, false); },
-      [&s](const NameParams& p, Reply reply, Client& c) { mcp_list(s, p, std::move(reply), c); });
-  r.add(
-      "mcp/tools", [](const json::value& v) { return name_params(v, true); },
-      [&s](const NameParams& p, Reply reply, Client& c) { mcp_tools(s, p, std::move(reply), c); });
-  r.add(
-      "mcp/reconnect", [](const json::value& v) { return name_params(v, false); },
-      [&s](const NameParams& p, Reply reply, Client& c) { mcp_reconnect(s, p, std::move(reply), c); });
-  r.add("mcp/subscribe", no_params, [&s](NoParams, Reply reply, Client& c) { mcp_subscribe(s, std::move(reply), c); });
-  r.add("mcp/unsubscribe", no_params,
-        [&s](NoParams, Reply reply, Client& c) { mcp_unsubscribe(s, std::move(reply), c); });
-  r.add("mcp/get", decode_get_params,
-        [&s](const GetParams& p, Reply reply, Client& c) { mcp_get(s, p, std::move(reply), c); });
-  r.add("mcp/add", decode_add_params,
-        [&s](const AddParams& p, Reply reply, Client& c) { mcp_add(s, p, std::move(reply), c); });
-  r.add("mcp/remove", decode_remove_params,
-        [&s](const RemoveParams& p, Reply reply, Client& c) { mcp_remove(s, p, std::move(reply), c); });
-  r.add("consent/approve", decode_consent_params,
-        [&s](const ConsentParams& p, Reply reply, Client& c) { consent_decide(s, p, true, std::move(reply), c); });
-  r.add("consent/deny", decode_consent_params,
-        [&s](const ConsentParams& p, Reply reply, Client& c) { consent_decide(s, p, false, std::move(reply), c); });
-  r.add("tools/call", call_params,
-        [&s](const CallParams& p, Reply reply, Client& c) { tools_call(s, p, std::move(reply), c); });
-  r.add(
-      "permissions/list", [](const json::value& v) { return decode_rule_params(v, false); },
-      [&s](const RuleParams& p, Reply reply, Client& c) { permissions_list(s, p, std::move(reply), c); });
-  r.add(
-      "permissions/allow", [](const json::value& v) { return decode_rule_params(v, true); },
-      [&s](const RuleParams& p, Reply reply, Client& c) { permissions_add(s, p, true, std::move(reply), c); });
-  r.add(
-      "permissions/deny", [](const json::value& v) { return decode_rule_params(v, true); },
-      [&s](const RuleParams& p, Reply reply, Client& c) { permissions_add(s, p, false, std::move(reply), c); });
-  r.add(
-      "permissions/remove", [](const json::value& v) { return decode_rule_params(v, true); },
-      [&s](const RuleParams& p, Reply reply, Client& c) { permissions_remove(s, p, std::move(reply), c); });
-  r.add("session/open", decode_session_params,
-        [](const SessionParams& p, Reply reply, Client& c) { session_open(p, std::move(reply), c); });
-  r.add("permissions/judge", decode_judge_params,
-        [&s](const JudgeParams& p, Reply reply, Client& c) { permissions_judge(s, p, std::move(reply), c); });
-  register_browser_methods(r, s);
+  auto method = [&r, &s](std::string name, auto handler) { r.add(std::move(name), s, handler); };
+  method("hello", hello);
+  method("daemon/status", status);
+  method("daemon/shutdown", shutdown);
+  method("mcp/list", mcp_list);
+  method("mcp/get", mcp_get);
+  method("mcp/tools", mcp_tools);
+  method("mcp/add", mcp_add);
+  method("mcp/remove", mcp_remove);
+  method("mcp/reconnect", mcp_reconnect);
+  method("mcp/subscribe", mcp_subscribe);
+  method("mcp/unsubscribe", mcp_unsubscribe);
+  method("consent/approve", consent_approve);
+  method("consent/deny", consent_deny);
+  method("tools/call", tools_call);
+  method("session/open", session_open);
+  method("permissions/list", permissions_list);
+  method("permissions/allow", permissions_allow);
+  method("permissions/deny", permissions_deny);
+  method("permissions/remove", permissions_remove);
+  method("permissions/judge", permissions_judge);
+  method("browser/status", browser_status);
+  method("browser/start", browser_start);
+  method("browser/stop", browser_stop);
 }
 
 }  // namespace oppx::daemon

@@ -20,12 +20,6 @@ namespace json = boost::json;
 
 namespace {
 
-struct NoParams {};
-boost::system::result<NoParams, std::string> browser_params(const json::value& params) {
-  if (!params.is_null() && !params.is_object()) return {boost::system::in_place_error, "params: expected an object"};
-  return NoParams{};
-}
-
 proto::RpcError needs_session() {
   return proto::RpcError::make(proto::ErrorCode::kInvalidParams, "no_session",
                                "the browser belongs to a session: send session/open first");
@@ -115,10 +109,14 @@ std::optional<json::object> browser_list_entry(const std::shared_ptr<SessionBrow
   return o;
 }
 
-void register_browser_methods(Router& r, Server& s) {
-  r.add("browser/status", browser_params, [&s](NoParams, Reply reply, Client& c) { status(s, c, std::move(reply)); });
-  r.add("browser/start", browser_params, [&s](NoParams, Reply reply, Client& c) { start(s, std::move(reply), c); });
-  r.add("browser/stop", browser_params, [](NoParams, Reply reply, Client& c) { stop(std::move(reply), c); });
+void browser_status(Server& s, const proto::NoParams&, Reply reply, Client& client) {
+  status(s, client, std::move(reply));
 }
+
+void browser_start(Server& s, const proto::NoParams&, Reply reply, Client& client) {
+  start(s, std::move(reply), client);
+}
+
+void browser_stop(Server&, const proto::NoParams&, Reply reply, Client& client) { stop(std::move(reply), client); }
 
 }  // namespace oppx::daemon

@@ -17,7 +17,9 @@ class Connector;
 class Server;
 class SessionBrowser;
 
-void register_browser_methods(Router& r, Server& s);
+void browser_status(Server& s, const proto::NoParams& p, Reply reply, Client& client);
+void browser_start(Server& s, const proto::NoParams& p, Reply reply, Client& client);
+void browser_stop(Server& s, const proto::NoParams& p, Reply reply, Client& client);
 
 // The session's browser when `name` is `playwright` and the client's session has one started.
 std::shared_ptr<SessionBrowser> session_browser(const Client& client, const std::string& name);

@@ -11,7 +11,6 @@
 #include "daemon/config_write.h"
 #include "daemon/connectors.h"
 #include "daemon/server.h"
-#include "proto/decode.h"
 
 #include <boost/json.hpp>
 
@@ -24,15 +23,6 @@ using proto::ErrorCode;
 using proto::RpcError;
 
 namespace {
-
-template <class T>
-using Decoded = boost::system::result<T, std::string>;
-
-std::string read_cwd(proto::FieldReader& r, std::string& error) {
-  std::string cwd = r.string("cwd", false).value_or("");
-  if (!cwd.empty() && cwd[0] != '/') error = "params.cwd: expected an absolute path";
-  return cwd;
-}
 
 RpcError error_of(ErrorCode code, std::string_view kind, std::string message, std::string_view field = {}) {
   auto e = RpcError::make(code, kind, std::move(message));
@@ -49,12 +39,12 @@ RpcError needs_folder(std::string_view what) {
 }
 
 // The second halves of mcp/add and mcp/remove, once the edit of the file is done.
-void added(Server& s, const std::shared_ptr<Reply>& reply, const AddParams& p, const ConnectorDef& def,
+void added(Server& s, const std::shared_ptr<Reply>& reply, const proto::McpAddParams& p, const ConnectorDef& def,
            const std::string& root, const std::string& path, const EnvMap& env,
            boost::system::result<EditOutcome, EditError> out);
-void settle_added(Server& s, const std::shared_ptr<Reply>& shared, const AddParams& p, const std::string& root,
-                  const EnvMap& env, json::object result);
-void removed(Server& s, const std::shared_ptr<Reply>& reply, const RemoveParams& p, const std::string& root,
+void settle_added(Server& s, const std::shared_ptr<Reply>& shared, const proto::McpAddParams& p,
+                  const std::string& root, const EnvMap& env, json::object result);
+void removed(Server& s, const std::shared_ptr<Reply>& reply, const proto::McpRemoveParams& p, const std::string& root,
              const std::string& path, const EnvMap& env, boost::system::result<EditOutcome, EditError> out);
 
 }  // namespace
@@ -64,69 +54,7 @@ std::string request_root(const std::string& cwd_param, const Client& client) {
   return cwd.empty() ? std::string() : repository_root(cwd);
 }
 
-Decoded<GetParams> decode_get_params(const json::value& params) {
-  proto::FieldReader r(params, "params");
-  GetParams p;
-  std::string cwd_error;
-  p.name = r.string("name", true).value_or("");
-  p.show_values = r.boolean("show_values", false).value_or(false);
-  p.cwd = read_cwd(r, cwd_error);
-  if (!r.ok()) return {boost::system::in_place_error, r.error()};
-  if (!cwd_error.empty()) return {boost::system::in_place_error, cwd_error};
-  return p;
-}
-
-Decoded<ConsentParams> decode_consent_params(const json::value& params) {
-  proto::FieldReader r(params, "params");
-  ConsentParams p;
-  std::string cwd_error;
-  p.name = r.string("name", true).value_or("");
-  p.sha256 = r.string("sha256", false).value_or("");
-  p.cwd = read_cwd(r, cwd_error);
-  if (!r.ok()) return {boost::system::in_place_error, r.error()};
-  if (!cwd_error.empty()) return {boost::system::in_place_error, cwd_error};
-  if (const json::value* f = params.as_object().if_contains("files"); f && !f->is_null()) {
-    if (!f->is_object()) return {boost::system::in_place_error, "params.files: expected object"};
-    p.files.emplace();
-    for (auto& [key, sha] : f->as_object()) {
-      std::string path(key);
-      if (!sha.is_string())
-        return {boost::system::in_place_error, fmt::format("params.files.{}: expected string", path)};
-      (*p.files)[path] = std::string(sha.as_string());
-    }
-  }
-  return p;
-}
-
-Decoded<AddParams> decode_add_params(const json::value& params) {
-  proto::FieldReader r(params, "params");
-  AddParams p;
-  std::string cwd_error;
-  p.name = r.string("name", true).value_or("");
-  p.project = r.boolean("project", false).value_or(false);
-  p.force = r.boolean("force", false).value_or(false);
-  p.cwd = read_cwd(r, cwd_error);
-  if (!r.ok()) return {boost::system::in_place_error, r.error()};
-  if (!cwd_error.empty()) return {boost::system::in_place_error, cwd_error};
-  const json::value* d = params.as_object().if_contains("definition");
-  if (!d || !d->is_object()) return {boost::system::in_place_error, "params.definition: expected object"};
-  p.definition = *d;
-  return p;
-}
-
-Decoded<RemoveParams> decode_remove_params(const json::value& params) {
-  proto::FieldReader r(params, "params");
-  RemoveParams p;
-  std::string cwd_error;
-  p.name = r.string("name", true).value_or("");
-  p.project = r.boolean("project", false).value_or(false);
-  p.cwd = read_cwd(r, cwd_error);
-  if (!r.ok()) return {boost::system::in_place_error, r.error()};
-  if (!cwd_error.empty()) return {boost::system::in_place_error, cwd_error};
-  return p;
-}
-
-void mcp_get(Server& s, const GetParams& p, Reply reply, Client& client) {
+void mcp_get(Server& s, const proto::McpGetParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
   s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
   auto o = s.connectors().get_json(p.name, root, p.show_values);
@@ -137,7 +65,9 @@ void mcp_get(Server& s, const GetParams& p, Reply reply, Client& client) {
   reply.ok(std::move(*o));
 }
 
-void consent_decide(Server& s, const ConsentParams& p, bool approve, Reply reply, Client& client) {
+namespace {
+
+void consent_decide(Server& s, const proto::ConsentParams& p, bool approve, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
   if (root.empty()) return reply.fail(needs_folder(approve ? "consent/approve" : "consent/deny"));
   if (approve && p.sha256.empty()) {
@@ -149,7 +79,9 @@ void consent_decide(Server& s, const ConsentParams& p, bool approve, Reply reply
   }
   s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
   auto shared = std::make_shared<Reply>(std::move(reply));
-  s.connectors().decide(root, p.name, p.sha256, approve, client.env, p.files,
+  std::optional<FileHashes> files;
+  if (p.files) files.emplace(p.files->begin(), p.files->end());
+  s.connectors().decide(root, p.name, p.sha256, approve, client.env, files,
                         [&s, shared, name = p.name, root](boost::system::result<void, Connectors::ConsentError> r) {
                           if (!r) {
                             const auto& e = r.error();
@@ -163,7 +95,17 @@ void consent_decide(Server& s, const ConsentParams& p, bool approve, Reply reply
                         });
 }
 
-void mcp_add(Server& s, const AddParams& p, Reply reply, Client& client) {
+}  // namespace
+
+void consent_approve(Server& s, const proto::ConsentParams& p, Reply reply, Client& client) {
+  consent_decide(s, p, true, std::move(reply), client);
+}
+
+void consent_deny(Server& s, const proto::ConsentParams& p, Reply reply, Client& client) {
+  consent_decide(s, p, false, std::move(reply), client);
+}
+
+void mcp_add(Server& s, const proto::McpAddParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
   if (p.project && root.empty()) return reply.fail(needs_folder("mcp/add with project"));
   auto def = check_definition(p.name, p.definition);
@@ -185,7 +127,7 @@ void mcp_add(Server& s, const AddParams& p, Reply reply, Client& client) {
 
 namespace {
 
-void added(Server& s, const std::shared_ptr<Reply>& reply, const AddParams& p, const ConnectorDef& def,
+void added(Server& s, const std::shared_ptr<Reply>& reply, const proto::McpAddParams& p, const ConnectorDef& def,
            const std::string& root, const std::string& path, const EnvMap& env,
            boost::system::result<EditOutcome, EditError> out) {
   if (!out) {
@@ -214,8 +156,8 @@ void added(Server& s, const std::shared_ptr<Reply>& reply, const AddParams& p, c
 }
 
 // Starts what was added and answers with its probe once it has started or failed.
-void settle_added(Server& s, const std::shared_ptr<Reply>& shared, const AddParams& p, const std::string& root,
-                  const EnvMap& env, json::object result) {
+void settle_added(Server& s, const std::shared_ptr<Reply>& shared, const proto::McpAddParams& p,
+                  const std::string& root, const EnvMap& env, json::object result) {
   s.connectors().refresh(env, root, Connectors::Restart::kMay);
   s.connectors().when_settled(root, p.name, [&s, shared, root, result, name = p.name, project = p.project]() mutable {
     auto o = s.connectors().get_json(name, root);
@@ -257,7 +199,7 @@ void settle_added(Server& s, const std::shared_ptr<Reply>& shared, const AddPara
 
 }  // namespace
 
-void mcp_remove(Server& s, const RemoveParams& p, Reply reply, Client& client) {
+void mcp_remove(Server& s, const proto::McpRemoveParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
   if (p.project && root.empty()) return reply.fail(needs_folder("mcp/remove with project"));
   std::string path = p.project ? root + "/.mcp.json" : user_mcp_config_path(client.env);
@@ -271,7 +213,7 @@ void mcp_remove(Server& s, const RemoveParams& p, Reply reply, Client& client) {
 
 namespace {
 
-void removed(Server& s, const std::shared_ptr<Reply>& reply, const RemoveParams& p, const std::string& root,
+void removed(Server& s, const std::shared_ptr<Reply>& reply, const proto::McpRemoveParams& p, const std::string& root,
              const std::string& path, const EnvMap& env, boost::system::result<EditOutcome, EditError> out) {
   if (!out) {
     const auto& e = out.error();

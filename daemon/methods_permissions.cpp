@@ -8,7 +8,6 @@
 #include "daemon/methods_config.h"
 #include "daemon/permissions.h"
 #include "daemon/server.h"
-#include "proto/decode.h"
 #include "proto/jsonrpc.h"
 
 #include <boost/json.hpp>
@@ -23,11 +22,6 @@ namespace oppx::daemon {
 namespace json = boost::json;
 
 namespace {
-
-template <class T>
-using Decoded = boost::system::result<T, std::string>;
-
-bool relative(const std::string& cwd) { return !cwd.empty() && cwd[0] != '/'; }
 
 json::array array_of(const std::vector<std::string>& v) {
   json::array a;
@@ -62,47 +56,7 @@ proto::RpcError no_project() {
 
 }  // namespace
 
-Decoded<RuleParams> decode_rule_params(const json::value& params, bool required) {
-  proto::FieldReader r(params, "params");
-  RuleParams p;
-  p.rule = r.string("rule", required).value_or("");
-  p.cwd = r.string("cwd", false).value_or("");
-  p.session = r.boolean("session", false).value_or(false);
-  if (!r.ok()) return {boost::system::in_place_error, r.error()};
-  if (relative(p.cwd)) return {boost::system::in_place_error, "params.cwd: expected an absolute path"};
-  if (required) {
-    if (auto why = rule_problem(p.rule)) return {boost::system::in_place_error, "params.rule: " + *why};
-  }
-  return p;
-}
-
-Decoded<JudgeParams> decode_judge_params(const json::value& params) {
-  proto::FieldReader r(params, "params");
-  JudgeParams p;
-  p.connector = r.string("connector", false).value_or("");
-  p.tool = r.string("tool", false).value_or("");
-  p.command = r.string("command", false).value_or("");
-  p.cwd = r.string("cwd", false).value_or("");
-  if (!r.ok()) return {boost::system::in_place_error, r.error()};
-  if (relative(p.cwd)) return {boost::system::in_place_error, "params.cwd: expected an absolute path"};
-  if (p.command.empty() == (p.connector.empty() || p.tool.empty()))
-    return {boost::system::in_place_error, "params: expected either connector and tool, or command"};
-  return p;
-}
-
-Decoded<SessionParams> decode_session_params(const json::value& params) {
-  proto::FieldReader r(params, "params");
-  SessionParams p;
-  p.cwd = r.string("cwd", true).value_or("");
-  p.mode = r.string("mode", false).value_or("chat");
-  if (!r.ok()) return {boost::system::in_place_error, r.error()};
-  if (p.cwd.empty() || relative(p.cwd)) return {boost::system::in_place_error, "params.cwd: expected an absolute path"};
-  if (p.mode != "chat" && p.mode != "print" && p.mode != "plan" && p.mode != "editor")
-    return {boost::system::in_place_error, "params.mode: expected chat, print, plan or editor"};
-  return p;
-}
-
-void session_open(const SessionParams& p, Reply reply, Client& client) {
+void session_open(Server&, const proto::SessionOpenParams& p, Reply reply, Client& client) {
   static std::uint64_t opened = 0;
   Session session{std::to_string(::getpid()) + "-" + std::to_string(client.id) + "-" + std::to_string(++opened),
                   p.cwd,
@@ -119,13 +73,15 @@ void session_open(const SessionParams& p, Reply reply, Client& client) {
   reply.ok(std::move(o));
 }
 
-void permissions_list(Server& s, const RuleParams& p, Reply reply, Client& client) {
+void permissions_list(Server& s, const proto::PermissionsListParams& p, Reply reply, Client& client) {
   std::string project = request_root(p.cwd, client);
   if (project.empty()) return reply.fail(no_project());
   reply.ok(rules_json(s, project, client));
 }
 
-void permissions_add(Server& s, const RuleParams& p, bool allow, Reply reply, Client& client) {
+namespace {
+
+void permissions_add(Server& s, const proto::RuleParams& p, bool allow, Reply reply, Client& client) {
   std::string project = request_root(p.cwd, client);
   if (project.empty()) return reply.fail(no_project());
   if (p.session) {
@@ -160,7 +116,17 @@ void permissions_add(Server& s, const RuleParams& p, bool allow, Reply reply, Cl
       });
 }
 
-void permissions_remove(Server& s, const RuleParams& p, Reply reply, Client& client) {
+}  // namespace
+
+void permissions_allow(Server& s, const proto::RuleParams& p, Reply reply, Client& client) {
+  permissions_add(s, p, true, std::move(reply), client);
+}
+
+void permissions_deny(Server& s, const proto::RuleParams& p, Reply reply, Client& client) {
+  permissions_add(s, p, false, std::move(reply), client);
+}
+
+void permissions_remove(Server& s, const proto::RuleParams& p, Reply reply, Client& client) {
   std::string project = request_root(p.cwd, client);
   if (project.empty()) return reply.fail(no_project());
   bool from_session = false;
@@ -188,7 +154,7 @@ void permissions_remove(Server& s, const RuleParams& p, Reply reply, Client& cli
       });
 }
 
-void permissions_judge(Server& s, const JudgeParams& p, Reply reply, Client& client) {
+void permissions_judge(Server& s, const proto::JudgeParams& p, Reply reply, Client& client) {
   std::string project = request_root(p.cwd, client);
   if (project.empty()) return reply.fail(no_project());
   Judgement j;

@@ -17,8 +17,6 @@ namespace json = boost::json;
 
 namespace {
 
-bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; }
-
 std::vector<std::string> strings_of(const json::object& o, std::string_view key) {
   std::vector<std::string> out;
   if (const json::value* a = o.if_contains(key); a && a->is_array()) {
@@ -61,24 +59,6 @@ bool command_rule_matches(std::string_view rule, const std::string& command) {
 }
 
 }  // namespace
-
-std::optional<std::string> rule_problem(std::string_view rule) {
-  const std::string forms = "rules are <connector>.<tool>, <connector>.* or run:<command prefix>";
-  if (rule.rfind("run:", 0) == 0) {
-    if (trim(rule.substr(4)).empty()) return "\"run:\" needs the start of a command after it; " + forms;
-    if (rule.find_first_of("\n\r") != std::string_view::npos) return std::string("a rule is one line");
-    return std::nullopt;
-  }
-  auto dot = rule.find('.');
-  if (dot == std::string_view::npos || dot == 0 || dot + 1 == rule.size())
-    return "\"" + escape_controls(rule) + "\" is not a rule: " + forms;
-  std::string_view connector = rule.substr(0, dot), tool = rule.substr(dot + 1);
-  if (!std::all_of(connector.begin(), connector.end(), name_char))
-    return "\"" + escape_controls(connector) + "\" is not a connector name (letters, digits, '-' and '_')";
-  if (std::any_of(tool.begin(), tool.end(), [](unsigned char c) { return c <= ' ' || c == 0x7F; }))
-    return "\"" + escape_controls(tool) + "\" is not a tool name (no spaces or control characters)";
-  return std::nullopt;
-}
 
 std::string_view verdict_name(Verdict v) {
   switch (v) {

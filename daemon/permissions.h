@@ -5,6 +5,7 @@
 #pragma once
 
 #include "daemon/state_file.h"
+#include "proto/session_api.h"
 
 #include <boost/system/result.hpp>
 
@@ -16,9 +17,7 @@
 
 namespace oppx::daemon {
 
-// Rule forms: "<connector>.<tool>", "<connector>.*" (every tool of it), "run:<command prefix>".
-// Returns why a rule is not one of them (for a usage error), or nothing.
-std::optional<std::string> rule_problem(std::string_view rule);
+using proto::rule_problem;  // the rule forms (proto/session_api.h)
 
 enum class Verdict { kAllow, kAsk, kDeny };
 std::string_view verdict_name(Verdict v);

@@ -22,6 +22,12 @@ void Router::dispatch(const proto::Request& req, Reply reply, Client& client) co
   it->second(req, std::move(reply), client);
 }
 
+proto::RpcError Router::invalid_params(const std::string& message) {
+  proto::RpcError e = proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams, message);
+  e.data["field"] = message.substr(0, message.find(':'));
+  return e;
+}
+
 std::vector<std::string> Router::methods() const {
   std::vector<std::string> out;
   for (auto& [name, _] : handlers_) out.push_back(name);

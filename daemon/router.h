@@ -1,9 +1,11 @@
-// The method table's machinery: a name → handler map with typed binders that decode params
-// (answering -32602 with the failing field) before the handler runs. The table itself, one line
-// per method, is in methods.cpp. No Asio here.
+// The method table's machinery: a name → handler map with typed binders. A handler's params type
+// P picks its decoder (`proto::decode<P>`, proto/decode.h), which runs first and answers -32602
+// with the failing field; the handler only ever sees params that decoded. The table itself, one
+// line per method, is in methods.cpp. No Asio here.
 #pragma once
 
 #include "common/jsonrpc_peer.h"
+#include "proto/decode.h"
 #include "proto/jsonrpc.h"
 
 #include <boost/json/value_from.hpp>
@@ -17,6 +19,7 @@
 
 namespace oppx::daemon {
 
+class Server;
 class SessionBrowser;
 
 // A session (session/open): what lives as long as the connection that opened it. Its allows are
@@ -47,20 +50,26 @@ class Router {
 
   void add(std::string method, Handler handler);
 
-  // A handler taking decoded params: `decode` is a function json::value → result<P, std::string>.
-  template <class Decode, class Fn>
-  void add(std::string method, Decode decode, Fn fn) {
-    add(std::move(method), [decode, fn](const proto::Request& req, Reply reply, Client& client) {
-      auto params = decode(req.params);
-      if (!params) {
-        proto::RpcError e =
-            proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams, params.error());
-        e.data["field"] = params.error().substr(0, params.error().find(':'));
-        return reply.fail(std::move(e));
-      }
+  // A handler of decoded params: the decoder is deduced from P.
+  template <class P>
+  void add(std::string method, void (*fn)(const P&, Reply, Client&)) {
+    add(std::move(method), [fn](const proto::Request& req, Reply reply, Client& client) {
+      auto params = proto::decode<P>(req.params);
+      if (!params) return reply.fail(invalid_params(params.error()));
       fn(*params, std::move(reply), client);
     });
   }
+  template <class P>
+  void add(std::string method, Server& server, void (*fn)(Server&, const P&, Reply, Client&)) {
+    add(std::move(method), [&server, fn](const proto::Request& req, Reply reply, Client& client) {
+      auto params = proto::decode<P>(req.params);
+      if (!params) return reply.fail(invalid_params(params.error()));
+      fn(server, *params, std::move(reply), client);
+    });
+  }
+
+  // -32602 for a decoder's message "params.<field>: <what>", with data.field.
+  static proto::RpcError invalid_params(const std::string& message);
 
   void dispatch(const proto::Request& req, Reply reply, Client& client) const;
   std::vector<std::string> methods() const;

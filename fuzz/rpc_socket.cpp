@@ -21,11 +21,12 @@ namespace json = boost::json;
 
 daemon::Router make_router() {
   daemon::Router r;
-  r.add("hello", proto::decode_hello_params, [](const proto::HelloParams& p, Reply reply, daemon::Client& c) {
-    c.env = p.env;
-    c.cwd = p.cwd;
-    reply.ok(json::value_from(proto::HelloResult{proto::kProtocolVersion, "fuzz", "fuzz", 1}));
-  });
+  r.add(
+      "hello", +[](const proto::HelloParams& p, Reply reply, daemon::Client& c) {
+        c.env = p.env;
+        c.cwd = p.cwd;
+        reply.ok(json::value_from(proto::HelloResult{proto::kProtocolVersion, "fuzz", "fuzz", 1}));
+      });
   r.add("echo", [](const proto::Request& req, Reply reply, daemon::Client&) { reply.ok(req.params); });
   r.add("fail", [](const proto::Request&, Reply reply, daemon::Client&) {
     reply.fail(proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams, "no"));

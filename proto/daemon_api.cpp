@@ -10,28 +10,20 @@ namespace oppx::proto {
 
 namespace json = boost::json;
 
-boost::system::result<HelloParams, std::string> decode_hello_params(const json::value& params) {
+Decoded<HelloParams> decode(const json::value& params, std::type_identity<HelloParams>) {
   FieldReader r(params, "params");
   HelloParams p;
   auto protocol = r.integer("protocol", true);
-  if (protocol && (*protocol < 0 || *protocol > 1'000'000)) return std::string("params.protocol: out of range");
+  if (protocol && (*protocol < 0 || *protocol > 1'000'000)) r.fail("protocol", "out of range");
   p.client = r.string("client", false).value_or("");
   p.build = r.string("build", false).value_or("");
-  p.cwd = r.string("cwd", false).value_or("");
-  if (!r.ok()) return r.error();
-  if (!p.cwd.empty() && p.cwd[0] != '/') return std::string("params.cwd: expected an absolute path");
-  if (const json::value* env = params.as_object().if_contains("env"); env && !env->is_null()) {
-    if (!env->is_object()) return std::string("params.env: expected an object of strings");
-    for (auto& [k, v] : env->as_object()) {
-      if (!v.is_string()) return "params.env." + std::string(k) + ": expected a string";
-      p.env.emplace(std::string(k), std::string(v.as_string()));
-    }
-  }
-  p.protocol = static_cast<int>(*protocol);
-  return p;
+  p.cwd = r.absolute_path("cwd");
+  p.env = r.string_map("env");
+  p.protocol = static_cast<int>(protocol.value_or(0));
+  return finish(r, std::move(p));
 }
 
-boost::system::result<HelloResult, std::string> decode_hello_result(const json::value& result) {
+Decoded<HelloResult> decode(const json::value& result, std::type_identity<HelloResult>) {
   FieldReader r(result, "result");
   HelloResult h;
   auto protocol = r.integer("protocol", true);
@@ -43,7 +35,7 @@ boost::system::result<HelloResult, std::string> decode_hello_result(const json::
   return h;
 }
 
-boost::system::result<StatusResult, std::string> decode_status_result(const json::value& result) {
+Decoded<StatusResult> decode(const json::value& result, std::type_identity<StatusResult>) {
   FieldReader r(result, "result");
   StatusResult s;
   s.pid = r.integer("pid", true).value_or(0);
@@ -62,6 +54,13 @@ boost::system::result<StatusResult, std::string> decode_status_result(const json
   s.reaper_pid = r.integer("reaper_pid", false).value_or(0);
   if (!r.ok()) return r.error();
   return s;
+}
+
+Decoded<ShutdownResult> decode(const json::value& result, std::type_identity<ShutdownResult>) {
+  FieldReader r(result, "result");
+  ShutdownResult s;
+  s.stopping = r.boolean("stopping", false).value_or(false);
+  return finish(r, s);
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const HelloParams& v) {

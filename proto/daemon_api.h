@@ -3,9 +3,10 @@
 // the message naming the failing field.
 #pragma once
 
+#include "proto/decode.h"
+
 #include <boost/json/value.hpp>
 #include <boost/json/value_from.hpp>
-#include <boost/system/result.hpp>
 
 #include <cstdint>
 #include <map>
@@ -22,10 +23,10 @@ inline constexpr int kProtocolVersion = 1;
 
 struct HelloParams {
   int protocol = 0;
-  std::string client;                                   // free text: "oppx", "vscode-oppx 0.3", …
-  std::string build;                                    // the client's build id, when it has one
-  std::map<std::string, std::string, std::less<>> env;  // the client's environment (for ${VAR})
-  std::string cwd;  // the client's working folder: its repository's .mcp.json applies (absolute)
+  std::string client;  // free text: "oppx", "vscode-oppx 0.3", …
+  std::string build;   // the client's build id, when it has one
+  StringMap env;       // the client's environment (for ${VAR})
+  std::string cwd;     // the client's working folder: its repository's .mcp.json applies (absolute)
 };
 
 struct HelloResult {
@@ -58,9 +59,10 @@ struct ShutdownResult {
   bool stopping = true;
 };
 
-boost::system::result<HelloParams, std::string> decode_hello_params(const boost::json::value& params);
-boost::system::result<HelloResult, std::string> decode_hello_result(const boost::json::value& result);
-boost::system::result<StatusResult, std::string> decode_status_result(const boost::json::value& result);
+Decoded<HelloParams> decode(const boost::json::value& v, std::type_identity<HelloParams>);
+Decoded<HelloResult> decode(const boost::json::value& v, std::type_identity<HelloResult>);
+Decoded<StatusResult> decode(const boost::json::value& v, std::type_identity<StatusResult>);
+Decoded<ShutdownResult> decode(const boost::json::value& v, std::type_identity<ShutdownResult>);
 
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const HelloParams& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const HelloResult& v);

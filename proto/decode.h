@@ -1,16 +1,40 @@
-// Field-by-field decoding of JSON params into wire structs, naming the failing field
+// Field-by-field decoding of JSON into wire structs, naming the failing field
 // ("params.protocol: expected integer"). Unknown keys are ignored, never an error: newer clients
-// may send more than this daemon knows.
+// may send more than this daemon knows, and a newer daemon may answer with more.
+//
+// Every wire struct T of proto/ has its decoder beside it, an overload
+// `Decoded<T> decode(const boost::json::value&, std::type_identity<T>)`, so that `decode<T>(v)`
+// finds it from the type alone: the daemon's method table deduces a method's decoder from its
+// handler's parameter type, and clients decode results the same way.
 #pragma once
 
 #include <boost/json/value.hpp>
+#include <boost/system/result.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 namespace oppx::proto {
+
+// A decoded struct, or the message naming its first failing field.
+template <class T>
+using Decoded = boost::system::result<T, std::string>;
+
+template <class T>
+Decoded<T> decode(const boost::json::value& v) {
+  return decode(v, std::type_identity<T>{});
+}
+
+// The params of a method that takes none: absent, null or an object (whose keys are ignored).
+struct NoParams {};
+Decoded<NoParams> decode(const boost::json::value& v, std::type_identity<NoParams>);
+
+using StringMap = std::map<std::string, std::string, std::less<>>;
 
 class FieldReader {
  public:
@@ -19,18 +43,36 @@ class FieldReader {
 
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
+  const boost::json::object* object() const { return obj_; }
 
   std::optional<std::string> string(std::string_view key, bool required);
   std::optional<std::int64_t> integer(std::string_view key, bool required);
   std::optional<bool> boolean(std::string_view key, bool required);
+  // A folder the request is about: absent, or an absolute path.
+  std::string absolute_path(std::string_view key);
+  // An array of strings; absent reads as empty.
+  std::vector<std::string> strings(std::string_view key);
+  // An object of strings; absent reads as empty.
+  StringMap string_map(std::string_view key);
+  // Any JSON value, as it is; absent reads as null.
+  boost::json::value any(std::string_view key);
+
+  // Fails `key` with `what` (the first failure wins).
+  void fail(std::string_view key, std::string_view what);
 
  private:
   const boost::json::value* find(std::string_view key, bool required);
-  void fail(std::string_view key, std::string_view what);
 
   const boost::json::object* obj_ = nullptr;
   std::string path_;
   std::string error_;
 };
+
+// The result of a reader: the struct when every field read, else the first failure.
+template <class T>
+Decoded<T> finish(const FieldReader& r, T value) {
+  if (!r.ok()) return {boost::system::in_place_error, r.error()};
+  return value;
+}
 
 }  // namespace oppx::proto

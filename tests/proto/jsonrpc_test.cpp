@@ -113,23 +113,23 @@ TEST(JsonRpc, ANumberTooLargeForADoubleIsWrittenAsNullNotAsInfinity) {
 }
 
 TEST(DaemonApi, HelloParamsNameTheFailingField) {
-  auto missing = decode_hello_params(json::parse(R"({"client":"x"})"));
+  auto missing = decode<HelloParams>(json::parse(R"({"client":"x"})"));
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error(), "params.protocol: required");
 
-  auto wrong = decode_hello_params(json::parse(R"({"protocol":"1"})"));
+  auto wrong = decode<HelloParams>(json::parse(R"({"protocol":"1"})"));
   ASSERT_FALSE(wrong);
   EXPECT_EQ(wrong.error(), "params.protocol: expected integer");
 
-  auto client = decode_hello_params(json::parse(R"({"protocol":1,"client":7})"));
+  auto client = decode<HelloParams>(json::parse(R"({"protocol":1,"client":7})"));
   ASSERT_FALSE(client);
   EXPECT_EQ(client.error(), "params.client: expected string");
 
-  auto extra = decode_hello_params(json::parse(R"({"protocol":1,"future_key":{"x":1}})"));
+  auto extra = decode<HelloParams>(json::parse(R"({"protocol":1,"future_key":{"x":1}})"));
   ASSERT_TRUE(extra);
   EXPECT_EQ(extra->protocol, 1);
 
-  auto array = decode_hello_params(json::parse(R"([1])"));
+  auto array = decode<HelloParams>(json::parse(R"([1])"));
   ASSERT_FALSE(array);
   EXPECT_EQ(array.error(), "params: expected object");
 }
@@ -140,7 +140,7 @@ TEST(DaemonApi, StatusRoundTrips) {
   s.version = "0.1.0";
   s.uptime_ms = 1500;
   s.clients = 2;
-  auto back = decode_status_result(json::value_from(s));
+  auto back = decode<StatusResult>(json::value_from(s));
   ASSERT_TRUE(back);
   EXPECT_EQ(back->pid, 42);
   EXPECT_EQ(back->clients, 2);

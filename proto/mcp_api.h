@@ -1,0 +1,79 @@
+// Wire structs of the mcp/…, consent/… and tools/call methods (docs/protocol.md, "Methods"):
+// the params the daemon decodes and the results its clients decode. Each has its decoder
+// (proto/decode.h) and its encoder, a tag_invoke for boost::json::value_from.
+#pragma once
+
+#include "proto/decode.h"
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+#include <boost/json/value_from.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oppx::proto {
+
+// A tools/call's time limit when the caller names none, and the most it may name.
+inline constexpr std::int64_t kCallTimeoutMs = 120'000;
+inline constexpr std::int64_t kMaxCallTimeoutMs = 3'600'000;
+
+// ---- Params ----
+
+struct McpListParams {
+  bool wait = false;  // answer once no connector is still starting
+  std::string cwd;    // the repository whose connectors are visible (else hello's cwd)
+};
+struct McpToolsParams {
+  std::string name, cwd;
+};
+struct McpReconnectParams {
+  std::string name;  // empty: every connector
+  std::string cwd;
+};
+struct McpGetParams {
+  std::string name, cwd;
+  bool show_values = false;  // values as written in the file, unmasked
+};
+struct McpAddParams {
+  std::string name, cwd;
+  boost::json::value definition;  // one mcpServers entry, written as given
+  bool project = false, force = false;
+};
+struct McpRemoveParams {
+  std::string name, cwd;
+  bool project = false;
+};
+// consent/approve and consent/deny.
+struct ConsentParams {
+  std::string name, sha256, cwd;
+  std::optional<StringMap> files;  // the files it runs as shown (mcp/get "files"), path → sha256
+};
+struct ToolsCallParams {
+  std::string connector, tool, cwd;
+  boost::json::value arguments = boost::json::object();
+  std::int64_t timeout_ms = kCallTimeoutMs;
+  boost::json::value progress_token;  // null: the caller wants no progress
+};
+
+Decoded<McpListParams> decode(const boost::json::value& v, std::type_identity<McpListParams>);
+Decoded<McpToolsParams> decode(const boost::json::value& v, std::type_identity<McpToolsParams>);
+Decoded<McpReconnectParams> decode(const boost::json::value& v, std::type_identity<McpReconnectParams>);
+Decoded<McpGetParams> decode(const boost::json::value& v, std::type_identity<McpGetParams>);
+Decoded<McpAddParams> decode(const boost::json::value& v, std::type_identity<McpAddParams>);
+Decoded<McpRemoveParams> decode(const boost::json::value& v, std::type_identity<McpRemoveParams>);
+Decoded<ConsentParams> decode(const boost::json::value& v, std::type_identity<ConsentParams>);
+Decoded<ToolsCallParams> decode(const boost::json::value& v, std::type_identity<ToolsCallParams>);
+
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpListParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpToolsParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpReconnectParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpGetParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpAddParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpRemoveParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ConsentParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ToolsCallParams& v);
+
+}  // namespace oppx::proto

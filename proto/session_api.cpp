@@ -1,0 +1,114 @@
+// Decoding and encoding of session/open and permissions/… params, and the rule grammar.
+#include "proto/session_api.h"
+
+#include "common/text.h"
+
+#include <boost/json/object.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+namespace oppx::proto {
+
+namespace json = boost::json;
+
+namespace {
+
+bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; }
+
+std::string trimmed(std::string_view s) {
+  auto b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return {};
+  auto e = s.find_last_not_of(" \t");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+}  // namespace
+
+std::optional<std::string> rule_problem(std::string_view rule) {
+  const std::string forms = "rules are <connector>.<tool>, <connector>.* or run:<command prefix>";
+  if (rule.rfind("run:", 0) == 0) {
+    if (trimmed(rule.substr(4)).empty()) return "\"run:\" needs the start of a command after it; " + forms;
+    if (rule.find_first_of("\n\r") != std::string_view::npos) return std::string("a rule is one line");
+    return std::nullopt;
+  }
+  auto dot = rule.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 == rule.size())
+    return "\"" + escape_controls(rule) + "\" is not a rule: " + forms;
+  std::string_view connector = rule.substr(0, dot), tool = rule.substr(dot + 1);
+  if (!std::all_of(connector.begin(), connector.end(), name_char))
+    return "\"" + escape_controls(connector) + "\" is not a connector name (letters, digits, '-' and '_')";
+  if (std::any_of(tool.begin(), tool.end(), [](unsigned char c) { return c <= ' ' || c == 0x7F; }))
+    return "\"" + escape_controls(tool) + "\" is not a tool name (no spaces or control characters)";
+  return std::nullopt;
+}
+
+Decoded<SessionOpenParams> decode(const json::value& v, std::type_identity<SessionOpenParams>) {
+  FieldReader r(v, "params");
+  SessionOpenParams p;
+  p.cwd = r.string("cwd", true).value_or("");
+  p.mode = r.string("mode", false).value_or("chat");
+  if (r.ok() && (p.cwd.empty() || p.cwd[0] != '/')) r.fail("cwd", "expected an absolute path");
+  if (p.mode != "chat" && p.mode != "print" && p.mode != "plan" && p.mode != "editor")
+    r.fail("mode", "expected chat, print, plan or editor");
+  return finish(r, std::move(p));
+}
+
+Decoded<PermissionsListParams> decode(const json::value& v, std::type_identity<PermissionsListParams>) {
+  FieldReader r(v, "params");
+  PermissionsListParams p;
+  p.cwd = r.absolute_path("cwd");
+  return finish(r, std::move(p));
+}
+
+Decoded<RuleParams> decode(const json::value& v, std::type_identity<RuleParams>) {
+  FieldReader r(v, "params");
+  RuleParams p;
+  p.rule = r.string("rule", true).value_or("");
+  p.cwd = r.absolute_path("cwd");
+  p.session = r.boolean("session", false).value_or(false);
+  if (r.ok()) {
+    if (auto why = rule_problem(p.rule)) r.fail("rule", *why);
+  }
+  return finish(r, std::move(p));
+}
+
+Decoded<JudgeParams> decode(const json::value& v, std::type_identity<JudgeParams>) {
+  FieldReader r(v, "params");
+  JudgeParams p;
+  p.connector = r.string("connector", false).value_or("");
+  p.tool = r.string("tool", false).value_or("");
+  p.command = r.string("command", false).value_or("");
+  p.cwd = r.absolute_path("cwd");
+  if (r.ok() && p.command.empty() == (p.connector.empty() || p.tool.empty()))
+    return {boost::system::in_place_error, "params: expected either connector and tool, or command"};
+  return finish(r, std::move(p));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const SessionOpenParams& v) {
+  jv = json::object{{"cwd", v.cwd}, {"mode", v.mode}};
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const PermissionsListParams& v) {
+  json::object o;
+  if (!v.cwd.empty()) o["cwd"] = v.cwd;
+  jv = std::move(o);
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const RuleParams& v) {
+  json::object o{{"rule", v.rule}};
+  if (v.session) o["session"] = true;
+  if (!v.cwd.empty()) o["cwd"] = v.cwd;
+  jv = std::move(o);
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const JudgeParams& v) {
+  json::object o;
+  if (!v.command.empty()) o["command"] = v.command;
+  if (!v.connector.empty()) o["connector"] = v.connector;
+  if (!v.tool.empty()) o["tool"] = v.tool;
+  if (!v.cwd.empty()) o["cwd"] = v.cwd;
+  jv = std::move(o);
+}
+
+}  // namespace oppx::proto
