@@ -419,9 +419,9 @@ void Connectors::changed(const Connector& c) {
   if (!tools_changed && state == seen.state) return;
   seen.state = std::move(state);
   if (subscriptions_.size() == 0) return;
-  json::object entry = entry_json(c.def(), &c, seen.root, source_path(seen.root));
-  entry["tools_changed"] = tools_changed;
-  subscriptions_.publish("mcp/changed", entry);
+  proto::ConnectorEntry e = entry(c.def(), &c, seen.root, source_path(seen.root));
+  e.tools_changed = tools_changed;
+  subscriptions_.publish("mcp/changed", json::value_from(e).as_object());
 }
 
 // `gone`: no connector of that name is left (one replaced by an edit speaks on as the new one).
@@ -500,93 +500,72 @@ std::shared_ptr<Connector> Connectors::find(const std::string& name, const std::
   return it == repo->second.connectors.end() ? nullptr : it->second;
 }
 
-json::object Connectors::entry_json(const ConnectorDef& d, const Connector* c, const std::string& root,
-                                    const std::string& file, bool as_written) const {
+proto::ConnectorEntry Connectors::entry(const ConnectorDef& d, const Connector* c, const std::string& root,
+                                        const std::string& file, bool as_written) const {
   auto value = [as_written](const std::string& v) { return as_written ? v : mask_value(v); };
-  json::object o{{"name", d.name},
-                 {"source", root.empty() ? "user" : "project"},
-                 {"file", file},
-                 {"type", d.kind == ConnectorDef::Kind::kHttp ? "http" : "stdio"},
-                 // Without an instance it is a repository's one that the user's of the same name hides.
-                 {"state", c ? state_name(c->state()) : "hidden"}};
-  if (d.kind != ConnectorDef::Kind::kHttp) o["log"] = log_path(d, root);  // its program's stderr; HTTP has none
-  o["requests_waiting"] = c ? c->calls_waiting() : 0;
-  bool cached = false;
-  o["tools"] = c ? tools_of(*c, &cached).size() : 0;
-  o["cached"] = cached;
+  proto::ConnectorEntry e;
+  e.name = d.name;
+  e.source = root.empty() ? "user" : "project";
+  e.file = file;
+  e.type = d.kind == ConnectorDef::Kind::kHttp ? "http" : "stdio";
+  // Without an instance it is a repository's one that the user's of the same name hides.
+  e.state = c ? state_name(c->state()) : "hidden";
+  if (d.kind != ConnectorDef::Kind::kHttp) e.log = log_path(d, root);  // its program's stderr; HTTP has none
+  e.requests_waiting = c ? static_cast<std::int64_t>(c->calls_waiting()) : 0;
+  e.tool_count = c ? static_cast<std::int64_t>(tools_of(*c, &e.cached).size()) : 0;
   if (d.kind == ConnectorDef::Kind::kHttp) {
-    o["url"] = as_written ? d.url : mask_url(d.url);
-    json::object h;
-    for (auto& [k, v] : d.headers) h[k] = value(v);
-    o["headers"] = std::move(h);
+    e.url = as_written ? d.url : mask_url(d.url);
+    for (auto& [k, v] : d.headers) e.headers[k] = value(v);
   } else {
-    o["command"] = d.command;
-    json::array args;
-    for (auto& a : as_written ? d.args : mask_args(d.args)) args.emplace_back(a);
-    o["args"] = std::move(args);
-    json::object e;
-    for (auto& [k, v] : d.env) e[k] = value(v);
-    o["env"] = std::move(e);
+    e.command = d.command;
+    e.args = as_written ? d.args : mask_args(d.args);
+    for (auto& [k, v] : d.env) e.env[k] = value(v);
   }
-  if (as_written) o["values"] = "as_written";
-  json::array reads;
-  for (auto& v : referenced_variables(d)) reads.emplace_back(v);
-  o["reads"] = std::move(reads);
+  e.as_written = as_written;
+  for (auto& v : referenced_variables(d)) e.reads.push_back(v);
   if (!root.empty()) {
-    std::string sha = sha256_hex(d.canonical);
     Consent decision = consent_of(d, root, false).decision;
-    o["root"] = root;
-    o["sha256"] = sha;
-    json::array files;
-    for (auto& [path, file_sha] : run_files(d, root, false))
-      files.push_back(json::object{{"path", path}, {"sha256", file_sha}});
-    o["files"] = std::move(files);
-    o["consent"] = decision == Consent::kApproved  ? "approved"
-                   : decision == Consent::kDenied  ? "denied"
-                   : decision == Consent::kChanged ? "changed"
-                                                   : "none";
-    if (decision != Consent::kApproved && !d.never_starts()) o["approve"] = "oppx mcp approve " + d.name;
+    e.root = root;
+    e.sha256 = sha256_hex(d.canonical);
+    for (auto& [path, file_sha] : run_files(d, root, false)) e.files.push_back({path, file_sha});
+    e.consent = decision == Consent::kApproved  ? "approved"
+                : decision == Consent::kDenied  ? "denied"
+                : decision == Consent::kChanged ? "changed"
+                                                : "none";
+    if (decision != Consent::kApproved && !d.never_starts()) e.approve = "oppx mcp approve " + d.name;
     if (!c) {
-      o["hidden_by"] = "user";
-      o["reason"] = fmt::format("hidden: your own connector named {} (in {}) is used instead", d.name, user_.path);
+      e.hidden_by = "user";
+      e.reason = fmt::format("hidden: your own connector named {} (in {}) is used instead", d.name, user_.path);
     }
   }
   if (c && !c->reason().empty()) {
-    o["reason"] = c->reason();
-    o["reason_kind"] = c->down_kind();
-    json::array steps;
-    for (auto& s : c->steps()) steps.emplace_back(s);
-    o["steps"] = std::move(steps);
+    e.reason = c->reason();
+    e.reason_kind = c->down_kind();
+    e.steps = c->steps();
   }
-  return o;
+  return e;
 }
 
-json::object Connectors::list_json(const std::string& root) const {
-  json::array list;
-  for (auto& [name, c] : user_.connectors) list.push_back(entry_json(c->def(), c.get(), "", user_.path));
-  json::object out{{"config", user_.path}};
-  if (!user_.error.empty()) out["error"] = user_.error;
-  json::array w;
-  for (auto& s : user_.warnings) w.emplace_back(s);
+proto::McpListResult Connectors::list(const std::string& root) const {
+  proto::McpListResult out;
+  for (auto& [name, c] : user_.connectors) out.connectors.push_back(entry(c->def(), c.get(), "", user_.path));
+  out.config = user_.path;
+  out.error = user_.error;
+  out.warnings = user_.warnings;
   if (auto repo = repos_.find(root); !root.empty() && repo != repos_.end()) {
     const Source& r = repo->second;
     for (auto& d : r.defs) {
       auto it = r.connectors.find(d.name);
-      list.push_back(entry_json(d, it == r.connectors.end() ? nullptr : it->second.get(), root, r.path));
+      out.connectors.push_back(entry(d, it == r.connectors.end() ? nullptr : it->second.get(), root, r.path));
     }
-    json::object project{{"root", root}, {"config", r.path}};
-    if (!r.error.empty()) project["error"] = r.error;
-    if (!r.warnings.empty()) project["warnings"] = json::array(r.warnings.begin(), r.warnings.end());
-    out["project"] = std::move(project);
+    out.project = proto::ProjectConnectors{root, r.path, r.error, r.warnings};
   }
-  if (!consent_.problem().empty()) out["consent_error"] = consent_.problem();
-  out["connectors"] = std::move(list);
-  out["warnings"] = std::move(w);
+  out.consent_error = consent_.problem();
   return out;
 }
 
-std::optional<json::object> Connectors::get_json(const std::string& name, const std::string& root,
-                                                 bool as_written) const {
+std::optional<proto::ConnectorEntry> Connectors::get(const std::string& name, const std::string& root,
+                                                     bool as_written) const {
   const ConnectorDef* project = nullptr;
   const Source* repo = nullptr;
   if (auto it = repos_.find(root); !root.empty() && it != repos_.end()) {
@@ -595,16 +574,16 @@ std::optional<json::object> Connectors::get_json(const std::string& name, const 
       if (d.name == name) project = &d;
     }
   }
-  std::optional<json::object> project_entry;
+  std::optional<proto::ConnectorEntry> project_entry;
   if (project) {
     auto it = repo->connectors.find(name);
     project_entry =
-        entry_json(*project, it == repo->connectors.end() ? nullptr : it->second.get(), root, repo->path, as_written);
+        entry(*project, it == repo->connectors.end() ? nullptr : it->second.get(), root, repo->path, as_written);
   }
   if (auto it = user_.connectors.find(name); it != user_.connectors.end()) {
-    json::object o = entry_json(it->second->def(), it->second.get(), "", user_.path, as_written);
-    if (project_entry) o["hides"] = std::move(*project_entry);
-    return o;
+    proto::ConnectorEntry e = entry(it->second->def(), it->second.get(), "", user_.path, as_written);
+    if (project_entry) e.hides = std::make_shared<const proto::ConnectorEntry>(std::move(*project_entry));
+    return e;
   }
   return project_entry;
 }

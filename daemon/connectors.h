@@ -11,6 +11,7 @@
 #include "daemon/subscriptions.h"
 #include "daemon/tools_cache.h"
 #include "daemon/worker.h"
+#include "proto/mcp_results.h"
 
 #include <boost/json/object.hpp>
 
@@ -56,11 +57,11 @@ class Connectors {
   void when_settled(const std::string& root, const std::string& name, std::function<void()> fn);
   void reconnect(const std::string& name, const EnvMap& env, const std::string& root);  // empty name: all
 
-  boost::json::object list_json(const std::string& root) const;
+  proto::McpListResult list(const std::string& root) const;
   // The connector `name` as `root` sees it (the user's wins), with the repository's one it hides.
   // as_written: values unmasked, as written in the file (never expanded).
-  std::optional<boost::json::object> get_json(const std::string& name, const std::string& root,
-                                              bool as_written = false) const;
+  std::optional<proto::ConnectorEntry> get(const std::string& name, const std::string& root,
+                                           bool as_written = false) const;
   // Its tools; while it is starting with none yet, the list cached for its definition, if any.
   const boost::json::array& tools_of(const Connector& c, bool* cached) const;
   Subscriptions& subscriptions() { return subscriptions_; }
@@ -114,8 +115,8 @@ class Connectors {
   void replace_connectors(Source& src, const std::string& root);
   void apply_consent(const std::string& root, Source& repo, const EnvMap& env);
   // as_written: values as the file has them (unexpanded), for a user who asked to review them.
-  boost::json::object entry_json(const ConnectorDef& d, const Connector* c, const std::string& root,
-                                 const std::string& file, bool as_written = false) const;
+  proto::ConnectorEntry entry(const ConnectorDef& d, const Connector* c, const std::string& root,
+                              const std::string& file, bool as_written = false) const;
   // A program's stderr log; an HTTP connector has no program, and the daemon's log (where its
   // failures are logged) stands in for it in its steps.
   std::string log_path(const ConnectorDef& def, const std::string& root) const;

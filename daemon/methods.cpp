@@ -13,6 +13,7 @@
 #include "daemon/methods_permissions.h"
 #include "proto/daemon_api.h"
 #include "proto/mcp_api.h"
+#include "proto/mcp_results.h"
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json/value_from.hpp>
@@ -75,10 +76,10 @@ proto::RpcError unknown_connector(const std::string& name) {
 using SharedReply = std::shared_ptr<Reply>;
 
 // The connectors `root` sees, and the session's browser when it has one.
-json::object list_with_browser(Server& s, const std::string& root, const std::weak_ptr<SessionBrowser>& browser) {
-  json::object o = s.connectors().list_json(root);
-  if (auto b = browser_list_entry(browser.lock())) o["connectors"].as_array().emplace_back(std::move(*b));
-  return o;
+json::value list_with_browser(Server& s, const std::string& root, const std::weak_ptr<SessionBrowser>& browser) {
+  proto::McpListResult list = s.connectors().list(root);
+  if (auto b = browser_list_entry(browser.lock())) list.connectors.push_back(std::move(*b));
+  return json::value_from(list);
 }
 
 void mcp_list(Server& s, const proto::McpListParams& p, Reply reply, Client& client) {
@@ -93,10 +94,9 @@ void mcp_list(Server& s, const proto::McpListParams& p, Reply reply, Client& cli
 
 void mcp_tools(Server& s, const proto::McpToolsParams& p, Reply reply, Client& client) {
   if (auto b = session_browser(client, p.name)) {
-    json::object o = b->status_json();
-    o["name"] = p.name;
-    o["tools"] = b->tools();
-    return reply.ok(std::move(o));
+    proto::ConnectorEntry e = browser_entry(*b);
+    e.tools = b->tools();
+    return reply.ok(json::value_from(e));
   }
   std::string root = request_root(p.cwd, client);
   s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
@@ -104,11 +104,11 @@ void mcp_tools(Server& s, const proto::McpToolsParams& p, Reply reply, Client& c
   auto shared = std::make_shared<Reply>(std::move(reply));
   auto answer = [&s, shared, name = p.name, root] {
     auto c = s.connectors().find(name, root);
-    auto o = c ? s.connectors().get_json(name, root) : std::nullopt;
-    if (!o) return shared->fail(unknown_connector(name));
+    auto e = c ? s.connectors().get(name, root) : std::nullopt;
+    if (!e) return shared->fail(unknown_connector(name));
     bool cached = false;
-    (*o)["tools"] = s.connectors().tools_of(*c, &cached);
-    shared->ok(std::move(*o));
+    e->tools = s.connectors().tools_of(*c, &cached);
+    shared->ok(json::value_from(*e));
   };
   // A connector still starting answers at once with the list cached for its definition.
   bool cached = false;
@@ -142,13 +142,8 @@ void send_call(const std::shared_ptr<Connector>& c, const proto::ToolsCallParams
                       bool is_error = r->is_object() && r->as_object().contains("isError") &&
                                       r->as_object().at("isError") == json::value(true);
                       // The model sees this as reference text from outside, never as instructions.
-                      shared->ok(json::object{{"connector", p.connector},
-                                              {"tool", p.tool},
-                                              {"arguments", p.arguments},
-                                              {"text", text},
-                                              {"isError", is_error},
-                                              {"truncated", truncated},
-                                              {"untrusted", true}});
+                      shared->ok(json::value_from(
+                          proto::ToolsCallResult{p.connector, p.tool, p.arguments, text, is_error, truncated, true}));
                     });
 }
 
@@ -227,11 +222,11 @@ void mcp_subscribe(Server& s, const proto::NoParams&, Reply reply, Client& clien
   std::string root = request_root("", client);
   s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
   s.connectors().subscriptions().add(client.id, client.peer);
-  reply.ok(s.connectors().list_json(root));
+  reply.ok(json::value_from(s.connectors().list(root)));
 }
 
 void mcp_unsubscribe(Server& s, const proto::NoParams&, Reply reply, Client& client) {
-  reply.ok(json::object{{"subscribed", false}, {"was_subscribed", s.connectors().subscriptions().remove(client.id)}});
+  reply.ok(json::value_from(proto::McpUnsubscribeResult{false, s.connectors().subscriptions().remove(client.id)}));
 }
 
 void mcp_reconnect(Server& s, const proto::McpReconnectParams& p, Reply reply, Client& client) {
@@ -241,17 +236,13 @@ void mcp_reconnect(Server& s, const proto::McpReconnectParams& p, Reply reply, C
   s.connectors().reconnect(p.name, client.env, root);
   auto shared = std::make_shared<Reply>(std::move(reply));
   s.connectors().when_settled(root, p.name, [&s, shared, root, name = p.name] {
-    json::object out = s.connectors().list_json(root);
+    proto::McpListResult out = s.connectors().list(root);
     if (!name.empty()) {
       // One named: that one alone (not a repository's of the same name that the user's hides).
-      json::array& all = out["connectors"].as_array();
-      json::array one;
-      for (auto& c : all) {
-        if (c.at("name") == json::value(name) && c.at("state") != json::value("hidden")) one.push_back(c);
-      }
-      all = std::move(one);
+      std::erase_if(out.connectors,
+                    [&name](const proto::ConnectorEntry& c) { return c.name != name || c.state == "hidden"; });
     }
-    shared->ok(std::move(out));
+    shared->ok(json::value_from(out));
   });
 }
 

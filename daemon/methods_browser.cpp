@@ -100,13 +100,20 @@ std::shared_ptr<Connector> browser_connector(const Client& client, const std::st
   return b ? b->connector() : nullptr;
 }
 
-std::optional<json::object> browser_list_entry(const std::shared_ptr<SessionBrowser>& b) {
-  if (!b || b->state() == "off") return std::nullopt;
-  json::object o = b->status_json();
+proto::ConnectorEntry browser_entry(const SessionBrowser& b) {
+  // The session browser's status is the part of a connector entry it has (state, folder, tools,
+  // pid, log, reason, or a failed start's reason_kind and steps).
+  json::object o = b.status_json();
   o["name"] = kBrowserName;
   o["source"] = "browser";
   o["type"] = "stdio";
-  return o;
+  auto e = proto::decode<proto::ConnectorEntry>(o);
+  return e ? std::move(*e) : proto::ConnectorEntry{.name = std::string(kBrowserName), .source = "browser"};
+}
+
+std::optional<proto::ConnectorEntry> browser_list_entry(const std::shared_ptr<SessionBrowser>& b) {
+  if (!b || b->state() == "off") return std::nullopt;
+  return browser_entry(*b);
 }
 
 void browser_status(Server& s, const proto::NoParams&, Reply reply, Client& client) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "daemon/router.h"
+#include "proto/mcp_results.h"
 
 #include <boost/json/object.hpp>
 
@@ -24,7 +25,8 @@ void browser_stop(Server& s, const proto::NoParams& p, Reply reply, Client& clie
 // The session's browser when `name` is `playwright` and the client's session has one started.
 std::shared_ptr<SessionBrowser> session_browser(const Client& client, const std::string& name);
 std::shared_ptr<Connector> browser_connector(const Client& client, const std::string& name);
-// The mcp/list entry of a session's browser, when it was started.
-std::optional<boost::json::object> browser_list_entry(const std::shared_ptr<SessionBrowser>& browser);
+// The session's browser as a connector entry (mcp/tools), and as mcp/list's entry once started.
+proto::ConnectorEntry browser_entry(const SessionBrowser& browser);
+std::optional<proto::ConnectorEntry> browser_list_entry(const std::shared_ptr<SessionBrowser>& browser);
 
 }  // namespace oppx::daemon

@@ -43,7 +43,7 @@ void added(Server& s, const std::shared_ptr<Reply>& reply, const proto::McpAddPa
            const std::string& root, const std::string& path, const EnvMap& env,
            boost::system::result<EditOutcome, EditError> out);
 void settle_added(Server& s, const std::shared_ptr<Reply>& shared, const proto::McpAddParams& p,
-                  const std::string& root, const EnvMap& env, json::object result);
+                  const std::string& root, const EnvMap& env, proto::McpAddResult result);
 void removed(Server& s, const std::shared_ptr<Reply>& reply, const proto::McpRemoveParams& p, const std::string& root,
              const std::string& path, const EnvMap& env, boost::system::result<EditOutcome, EditError> out);
 
@@ -57,12 +57,12 @@ std::string request_root(const std::string& cwd_param, const Client& client) {
 void mcp_get(Server& s, const proto::McpGetParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
   s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
-  auto o = s.connectors().get_json(p.name, root, p.show_values);
-  if (!o) {
+  auto e = s.connectors().get(p.name, root, p.show_values);
+  if (!e) {
     return reply.fail(error_of(ErrorCode::kInvalidParams, "unknown_connector",
                                "no connector named " + p.name + "; `oppx mcp list` shows them", "params.name"));
   }
-  reply.ok(std::move(*o));
+  reply.ok(json::value_from(*e));
 }
 
 namespace {
@@ -89,8 +89,8 @@ void consent_decide(Server& s, const proto::ConsentParams& p, bool approve, Repl
                             return shared->fail(error_of(code, e.kind, e.message, e.kind == "io" ? "" : "params.name"));
                           }
                           s.connectors().when_settled(root, name, [&s, shared, name, root] {
-                            auto o = s.connectors().get_json(name, root);
-                            shared->ok(o ? std::move(*o) : json::object{});
+                            auto e = s.connectors().get(name, root);
+                            shared->ok(e ? json::value_from(*e) : json::object{});
                           });
                         });
 }
@@ -138,8 +138,7 @@ void added(Server& s, const std::shared_ptr<Reply>& reply, const proto::McpAddPa
   }
   if (!out->warning.empty()) log::warn("{}", out->warning);
   log::info("connector {} {} in {}", p.name, out->replaced ? "replaced" : "added", path);
-  json::object result{{"name", p.name}, {"file", path}, {"replaced", out->replaced}};
-  if (!out->warning.empty()) result["warning"] = out->warning;
+  proto::McpAddResult result{.name = p.name, .file = path, .replaced = out->replaced, .warning = out->warning};
   s.connectors().file_written();
   if (!p.project) return settle_added(s, reply, p, root, env, std::move(result));
   // Adding it to the repository yourself is consent to exactly what was written, and to the
@@ -150,30 +149,30 @@ void added(Server& s, const std::shared_ptr<Reply>& reply, const proto::McpAddPa
   s.connectors().consent().approve(
       root, p.name, sha256_hex(out->canonical), s.connectors().run_files(written, root, true),
       [&s, reply, p, root, env, result](boost::system::result<void, std::string> r) mutable {
-        if (!r) result["consent_error"] = r.error() + "; approve it with `oppx mcp approve " + p.name + "`";
+        if (!r) result.consent_error = r.error() + "; approve it with `oppx mcp approve " + p.name + "`";
         settle_added(s, reply, p, root, env, std::move(result));
       });
 }
 
 // Starts what was added and answers with its probe once it has started or failed.
 void settle_added(Server& s, const std::shared_ptr<Reply>& shared, const proto::McpAddParams& p,
-                  const std::string& root, const EnvMap& env, json::object result) {
+                  const std::string& root, const EnvMap& env, proto::McpAddResult result) {
   s.connectors().refresh(env, root, Connectors::Restart::kMay);
   s.connectors().when_settled(root, p.name, [&s, shared, root, result, name = p.name, project = p.project]() mutable {
-    auto o = s.connectors().get_json(name, root);
-    if (o && project && o->contains("hides")) {
+    auto e = s.connectors().get(name, root);
+    if (e && project && e->hides) {
       // The user's own of the same name wins: the repository's is saved but does not run, and
       // the probe must not show the user's one as if it were the one just added.
-      json::object hidden = o->at("hides").as_object();
-      result["warning"] = fmt::format(
+      proto::ConnectorEntry hidden = *e->hides;
+      result.warning = fmt::format(
           "your own connector {} (in {}) has the same name and wins: the repository's is saved but does not run "
           "while yours exists; rename one of them",
-          name, std::string(o->at("file").as_string()));
-      hidden["tools"] = json::array{};
-      result["connector"] = std::move(hidden);
-      return shared->ok(std::move(result));
+          name, e->file);
+      hidden.tools = json::array{};
+      result.connector = std::move(hidden);
+      return shared->ok(json::value_from(result));
     }
-    if (o) {
+    if (e) {
       auto c = s.connectors().find(name, root);
       json::array tools = c ? c->tools() : json::array{};
       if (c && c->state() == ConnectorState::kRunning) {
@@ -181,19 +180,16 @@ void settle_added(Server& s, const std::shared_ptr<Reply>& shared, const proto::
         // The share of the model's context is the client's to ask (the daemon never waits on a
         // model server); docs/protocol.md says how.
         std::string text = tool_list_text(name, tools);
-        json::array lines;
+        proto::AddProbe probe{.tokens = estimate_tokens(text), .estimate = "about 4 characters a token"};
         for (std::size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
-          lines.emplace_back(text.substr(at, nl - at));
+          probe.lines.push_back(text.substr(at, nl - at));
         }
-        result["probe"] = json::object{{"lines", std::move(lines)},
-                                       {"tokens", estimate_tokens(text)},
-                                       {"estimated", true},
-                                       {"estimate", "about 4 characters a token"}};
+        result.probe = std::move(probe);
       }
-      (*o)["tools"] = std::move(tools);
-      result["connector"] = std::move(*o);
+      e->tools = std::move(tools);
+      result.connector = std::move(*e);
     }
-    shared->ok(std::move(result));
+    shared->ok(json::value_from(result));
   });
 }
 
@@ -222,8 +218,7 @@ void removed(Server& s, const std::shared_ptr<Reply>& reply, const proto::McpRem
     if (e.kind == "not_found" && !p.project && !root.empty()) {
       // Not yours, but the repository's: say how to remove that one.
       s.connectors().refresh(env, root, Connectors::Restart::kNever);
-      if (auto g = s.connectors().get_json(p.name, root);
-          g && g->if_contains("source") && g->at("source") == "project") {
+      if (auto g = s.connectors().get(p.name, root); g && g->is_project()) {
         message += fmt::format(
             "; {} is the repository's (in {}/.mcp.json): remove it with `oppx mcp remove {} "
             "--project`",
@@ -234,18 +229,17 @@ void removed(Server& s, const std::shared_ptr<Reply>& reply, const proto::McpRem
                                 e.kind == "not_found" ? "unknown_connector" : e.kind, message,
                                 io ? "" : "params.name"));
   }
-  json::object result{{"name", p.name}, {"file", path}, {"removed", true}};
-  if (!out->warning.empty()) result["warning"] = out->warning;
+  proto::McpRemoveResult result{.name = p.name, .file = path, .removed = true, .warning = out->warning};
   log::info("connector {} removed from {}", p.name, path);
   s.connectors().file_written();
-  auto answer = [&s, reply, root, env](json::object result) {
+  auto answer = [&s, reply, root, env](const proto::McpRemoveResult& result) {
     s.connectors().refresh(env, root, Connectors::Restart::kMay);
-    reply->ok(std::move(result));
+    reply->ok(json::value_from(result));
   };
   if (!p.project) return answer(std::move(result));
   s.connectors().consent().forget(root, p.name, [answer, result](boost::system::result<void, std::string> r) mutable {
-    if (!r) result["consent_error"] = r.error();
-    answer(std::move(result));
+    if (!r) result.consent_error = r.error();
+    answer(result);
   });
 }
 

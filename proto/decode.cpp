@@ -22,6 +22,13 @@ void FieldReader::fail(std::string_view key, std::string_view what) {
   if (error_.empty()) error_ = path_ + "." + std::string(key) + ": " + std::string(what);
 }
 
+void FieldReader::fail_nested(const std::string& where, const std::string& inner) {
+  // The inner reader named its object "result" (or "params"): the path here replaces that word.
+  if (!error_.empty()) return;
+  auto dot = inner.find_first_of(".:");
+  error_ = path_ + "." + where + (dot == std::string::npos ? ": " + inner : inner.substr(dot));
+}
+
 const json::value* FieldReader::find(std::string_view key, bool required) {
   if (!error_.empty()) return nullptr;
   const json::value* v = obj_ ? obj_->if_contains(key) : nullptr;

@@ -8,6 +8,7 @@
 // handler's parameter type, and clients decode results the same way.
 #pragma once
 
+#include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
 #include <boost/system/result.hpp>
 
@@ -56,17 +57,48 @@ class FieldReader {
   StringMap string_map(std::string_view key);
   // Any JSON value, as it is; absent reads as null.
   boost::json::value any(std::string_view key);
+  // An array of wire structs, each by its decoder; absent reads as empty.
+  template <class T>
+  std::vector<T> list(std::string_view key);
+  // A wire struct, by its decoder; absent reads as nothing.
+  template <class T>
+  std::optional<T> nested(std::string_view key);
 
   // Fails `key` with `what` (the first failure wins).
   void fail(std::string_view key, std::string_view what);
 
  private:
   const boost::json::value* find(std::string_view key, bool required);
+  // Takes a nested decoder's failure ("result.name: …") as this reader's, at `where`.
+  void fail_nested(const std::string& where, const std::string& inner);
 
   const boost::json::object* obj_ = nullptr;
   std::string path_;
   std::string error_;
 };
+
+template <class T>
+std::vector<T> FieldReader::list(std::string_view key) {
+  std::vector<T> out;
+  const boost::json::value* v = find(key, false);
+  if (!v) return out;
+  if (!v->is_array()) return fail(key, "expected array"), out;
+  for (std::size_t i = 0; i < v->get_array().size(); ++i) {
+    auto item = decode<T>(v->get_array()[i]);
+    if (!item) return fail_nested(std::string(key) + "[" + std::to_string(i) + "]", item.error()), out;
+    out.push_back(std::move(*item));
+  }
+  return out;
+}
+
+template <class T>
+std::optional<T> FieldReader::nested(std::string_view key) {
+  const boost::json::value* v = find(key, false);
+  if (!v) return std::nullopt;
+  auto item = decode<T>(*v);
+  if (!item) return fail_nested(std::string(key), item.error()), std::nullopt;
+  return std::move(*item);
+}
 
 // The result of a reader: the struct when every field read, else the first failure.
 template <class T>

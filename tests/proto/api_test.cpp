@@ -2,6 +2,7 @@
 // bad field is named, the first one only.
 #include "proto/daemon_api.h"
 #include "proto/mcp_api.h"
+#include "proto/mcp_results.h"
 #include "proto/session_api.h"
 
 #include <boost/json.hpp>
@@ -122,6 +123,86 @@ TEST(ProtoApi, SessionAndRuleParams) {
   auto judge = round_trip(JudgeParams{"", "", "git status", "/src"});
   ASSERT_TRUE(judge);
   EXPECT_EQ(judge->command, "git status");
+}
+
+TEST(ProtoApi, ConnectorEntriesRoundTripWithTheirOptionalParts) {
+  ConnectorEntry repo;
+  repo.name = "notes";
+  repo.source = "project";
+  repo.file = "/src/app/.mcp.json";
+  repo.type = "stdio";
+  repo.state = "waiting";
+  repo.log = "/state/mcp-notes.log";
+  repo.command = "node";
+  repo.args = {"server.js", "--token", "****"};
+  repo.env = {{"KEY", "****"}};
+  repo.reads = {"HOME"};
+  repo.root = "/src/app";
+  repo.sha256 = "5116";
+  repo.files = {{"server.js", "abcd"}};
+  repo.consent = "none";
+  repo.approve = "oppx mcp approve notes";
+  repo.reason = "it waits for your approval";
+  repo.reason_kind = "waiting";
+  repo.steps = {"Run `oppx mcp approve notes`."};
+  ConnectorEntry user;
+  user.name = "notes";
+  user.source = "user";
+  user.file = "/config/mcp.json";
+  user.type = "http";
+  user.state = "running";
+  user.url = "https://example.test/mcp";
+  user.headers = {{"Authorization", "Bearer ****"}};
+  user.tool_count = 3;
+  user.hides = std::make_shared<const ConnectorEntry>(repo);
+
+  auto back = round_trip(user);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->url, user.url);
+  EXPECT_EQ(back->headers, user.headers);
+  EXPECT_EQ(back->tool_count, 3);
+  EXPECT_TRUE(back->command.empty());
+  ASSERT_TRUE(back->hides);
+  EXPECT_EQ(back->hides->args, repo.args);
+  EXPECT_EQ(back->hides->env, repo.env);
+  ASSERT_EQ(back->hides->files.size(), 1u);
+  EXPECT_EQ(back->hides->files[0].sha256, "abcd");
+  EXPECT_EQ(back->hides->steps, repo.steps);
+  EXPECT_EQ(back->hides->approve, repo.approve);
+  EXPECT_TRUE(back->hides->is_project());
+
+  // A user's connector has no repository fields on the wire, and "tools" is a count or a list.
+  json::object wire = json::value_from(user).as_object();
+  EXPECT_FALSE(wire.contains("root"));
+  EXPECT_FALSE(wire.contains("consent"));
+  EXPECT_EQ(wire.at("tools"), json::value(3));
+  user.tools = json::array{json::object{{"name", "echo"}}};
+  auto listed = round_trip(user);
+  ASSERT_TRUE(listed && listed->tools);
+  EXPECT_EQ(listed->tools->size(), 1u);
+  EXPECT_EQ(listed->tool_count, 1);
+}
+
+TEST(ProtoApi, ListResultsNameANestedFailingField) {
+  McpListResult l;
+  l.config = "/config/mcp.json";
+  l.warnings = {"mcp.json is readable by others"};
+  l.project = ProjectConnectors{"/src/app", "/src/app/.mcp.json", "", {}};
+  l.connectors.push_back(ConnectorEntry{.name = "a", .source = "user", .state = "running"});
+  auto back = round_trip(l);
+  ASSERT_TRUE(back) << back.error();
+  ASSERT_TRUE(back->project);
+  EXPECT_EQ(back->project->root, "/src/app");
+  EXPECT_EQ(back->warnings, l.warnings);
+  ASSERT_EQ(back->connectors.size(), 1u);
+
+  auto bad = decode<McpListResult>(json::parse(R"({"connectors":[{"name":"a","state":"running"},{"state":1}]})"));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error(), "result.connectors[1].name: required");
+  auto call = decode<ToolsCallResult>(json::parse(R"({"text":"Echo: hi","isError":true})"));
+  ASSERT_TRUE(call);
+  EXPECT_TRUE(call->is_error);
+  EXPECT_TRUE(call->untrusted);
 }
 
 }  // namespace

@@ -1,0 +1,268 @@
+// Encoding and decoding of the mcp/… results. The encoders write what docs/protocol.md lists for
+// each, leaving out optional parts that are empty; the decoders read what they find, so a client
+// reads an older or newer daemon's answer alike.
+#include "proto/mcp_results.h"
+
+namespace oppx::proto {
+
+namespace json = boost::json;
+
+namespace {
+
+json::array array_of(const std::vector<std::string>& v) { return json::array(v.begin(), v.end()); }
+
+json::object object_of(const StringMap& m) {
+  json::object o;
+  for (auto& [k, v] : m) o[k] = v;
+  return o;
+}
+
+void put_if(json::object& o, std::string_view key, const std::string& v) {
+  if (!v.empty()) o[key] = v;
+}
+
+}  // namespace
+
+Decoded<RunFile> decode(const json::value& v, std::type_identity<RunFile>) {
+  FieldReader r(v, "result");
+  RunFile f;
+  f.path = r.string("path", true).value_or("");
+  f.sha256 = r.string("sha256", false).value_or("");
+  return finish(r, std::move(f));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const RunFile& v) {
+  jv = json::object{{"path", v.path}, {"sha256", v.sha256}};
+}
+
+Decoded<ConnectorEntry> decode(const json::value& v, std::type_identity<ConnectorEntry>) {
+  FieldReader r(v, "result");
+  ConnectorEntry c;
+  c.name = r.string("name", true).value_or("");
+  c.source = r.string("source", false).value_or("user");
+  c.file = r.string("file", false).value_or("");
+  c.type = r.string("type", false).value_or("");
+  c.state = r.string("state", true).value_or("");
+  c.log = r.string("log", false).value_or("");
+  c.requests_waiting = r.integer("requests_waiting", false).value_or(0);
+  json::value tools = r.any("tools");
+  if (tools.is_array()) {
+    c.tools = tools.get_array();
+    c.tool_count = static_cast<std::int64_t>(c.tools->size());
+  } else {
+    c.tool_count = r.integer("tools", false).value_or(0);
+  }
+  c.cached = r.boolean("cached", false).value_or(false);
+  c.command = r.string("command", false).value_or("");
+  c.args = r.strings("args");
+  c.env = r.string_map("env");
+  c.url = r.string("url", false).value_or("");
+  c.headers = r.string_map("headers");
+  c.as_written = r.string("values", false).value_or("") == "as_written";
+  c.reads = r.strings("reads");
+  c.root = r.string("root", false).value_or("");
+  c.sha256 = r.string("sha256", false).value_or("");
+  c.files = r.list<RunFile>("files");
+  c.consent = r.string("consent", false).value_or("");
+  c.approve = r.string("approve", false).value_or("");
+  c.hidden_by = r.string("hidden_by", false).value_or("");
+  c.reason = r.string("reason", false).value_or("");
+  c.reason_kind = r.string("reason_kind", false).value_or("");
+  c.steps = r.strings("steps");
+  c.folder = r.string("folder", false).value_or("");
+  c.pid = r.integer("pid", false).value_or(0);
+  if (auto hides = r.nested<ConnectorEntry>("hides")) c.hides = std::make_shared<const ConnectorEntry>(*hides);
+  c.tools_changed = r.boolean("tools_changed", false);
+  return finish(r, std::move(c));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const ConnectorEntry& v) {
+  json::object o{{"name", v.name}, {"source", v.source}};
+  put_if(o, "file", v.file);
+  put_if(o, "type", v.type);
+  o["state"] = v.state;
+  put_if(o, "log", v.log);
+  if (v.source != "browser") o["requests_waiting"] = v.requests_waiting;
+  o["tools"] = v.tools ? json::value(*v.tools) : json::value(v.tool_count);
+  if (v.source != "browser") o["cached"] = v.cached;
+  if (!v.url.empty()) {
+    o["url"] = v.url;
+    o["headers"] = object_of(v.headers);
+  } else if (!v.command.empty()) {
+    o["command"] = v.command;
+    o["args"] = array_of(v.args);
+    o["env"] = object_of(v.env);
+  }
+  if (v.as_written) o["values"] = "as_written";
+  if (v.source != "browser") o["reads"] = array_of(v.reads);
+  if (!v.root.empty()) {
+    o["root"] = v.root;
+    o["sha256"] = v.sha256;
+    json::array files;
+    for (auto& f : v.files) files.push_back(json::value_from(f));
+    o["files"] = std::move(files);
+    o["consent"] = v.consent;
+  }
+  put_if(o, "approve", v.approve);
+  put_if(o, "hidden_by", v.hidden_by);
+  put_if(o, "reason", v.reason);
+  if (!v.reason_kind.empty()) {
+    o["reason_kind"] = v.reason_kind;
+    o["steps"] = array_of(v.steps);
+  }
+  put_if(o, "folder", v.folder);
+  if (v.pid) o["pid"] = v.pid;
+  if (v.hides) o["hides"] = json::value_from(*v.hides);
+  if (v.tools_changed) o["tools_changed"] = *v.tools_changed;
+  jv = std::move(o);
+}
+
+Decoded<ProjectConnectors> decode(const json::value& v, std::type_identity<ProjectConnectors>) {
+  FieldReader r(v, "result");
+  ProjectConnectors p;
+  p.root = r.string("root", false).value_or("");
+  p.config = r.string("config", false).value_or("");
+  p.error = r.string("error", false).value_or("");
+  p.warnings = r.strings("warnings");
+  return finish(r, std::move(p));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const ProjectConnectors& v) {
+  json::object o{{"root", v.root}, {"config", v.config}};
+  put_if(o, "error", v.error);
+  if (!v.warnings.empty()) o["warnings"] = array_of(v.warnings);
+  jv = std::move(o);
+}
+
+Decoded<McpListResult> decode(const json::value& v, std::type_identity<McpListResult>) {
+  FieldReader r(v, "result");
+  McpListResult l;
+  l.connectors = r.list<ConnectorEntry>("connectors");
+  l.config = r.string("config", false).value_or("");
+  l.error = r.string("error", false).value_or("");
+  l.warnings = r.strings("warnings");
+  l.project = r.nested<ProjectConnectors>("project");
+  l.consent_error = r.string("consent_error", false).value_or("");
+  return finish(r, std::move(l));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const McpListResult& v) {
+  json::array list;
+  for (auto& c : v.connectors) list.push_back(json::value_from(c));
+  json::object o{{"config", v.config}};
+  put_if(o, "error", v.error);
+  if (v.project) o["project"] = json::value_from(*v.project);
+  put_if(o, "consent_error", v.consent_error);
+  o["connectors"] = std::move(list);
+  o["warnings"] = array_of(v.warnings);
+  jv = std::move(o);
+}
+
+Decoded<ToolsCallResult> decode(const json::value& v, std::type_identity<ToolsCallResult>) {
+  FieldReader r(v, "result");
+  ToolsCallResult c;
+  c.connector = r.string("connector", false).value_or("");
+  c.tool = r.string("tool", false).value_or("");
+  c.arguments = r.any("arguments");
+  c.text = r.string("text", true).value_or("");
+  c.is_error = r.boolean("isError", false).value_or(false);
+  c.truncated = r.boolean("truncated", false).value_or(false);
+  c.untrusted = r.boolean("untrusted", false).value_or(true);
+  return finish(r, std::move(c));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const ToolsCallResult& v) {
+  jv =
+      json::object{{"connector", v.connector}, {"tool", v.tool},           {"arguments", v.arguments}, {"text", v.text},
+                   {"isError", v.is_error},    {"truncated", v.truncated}, {"untrusted", v.untrusted}};
+}
+
+Decoded<ToolsProgress> decode(const json::value& v, std::type_identity<ToolsProgress>) {
+  FieldReader r(v, "params");
+  ToolsProgress p;
+  p.id = r.any("id");
+  p.progress_token = r.any("progress_token");
+  json::value progress = r.any("progress"), total = r.any("total");
+  if (progress.is_number()) p.progress = progress.to_number<double>();
+  if (total.is_number()) p.total = total.to_number<double>();
+  p.message = r.string("message", false).value_or("");
+  return finish(r, std::move(p));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const ToolsProgress& v) {
+  json::object o{{"id", v.id}, {"progress_token", v.progress_token}};
+  if (v.progress) o["progress"] = *v.progress;
+  if (v.total) o["total"] = *v.total;
+  put_if(o, "message", v.message);
+  jv = std::move(o);
+}
+
+Decoded<AddProbe> decode(const json::value& v, std::type_identity<AddProbe>) {
+  FieldReader r(v, "result");
+  AddProbe p;
+  p.lines = r.strings("lines");
+  p.tokens = r.integer("tokens", false).value_or(0);
+  p.estimated = r.boolean("estimated", false).value_or(true);
+  p.estimate = r.string("estimate", false).value_or("");
+  return finish(r, std::move(p));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const AddProbe& v) {
+  json::object o{{"lines", array_of(v.lines)}, {"tokens", v.tokens}, {"estimated", v.estimated}};
+  put_if(o, "estimate", v.estimate);
+  jv = std::move(o);
+}
+
+Decoded<McpAddResult> decode(const json::value& v, std::type_identity<McpAddResult>) {
+  FieldReader r(v, "result");
+  McpAddResult a;
+  a.name = r.string("name", true).value_or("");
+  a.file = r.string("file", false).value_or("");
+  a.replaced = r.boolean("replaced", false).value_or(false);
+  a.warning = r.string("warning", false).value_or("");
+  a.consent_error = r.string("consent_error", false).value_or("");
+  a.probe = r.nested<AddProbe>("probe");
+  a.connector = r.nested<ConnectorEntry>("connector");
+  return finish(r, std::move(a));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const McpAddResult& v) {
+  json::object o{{"name", v.name}, {"file", v.file}, {"replaced", v.replaced}};
+  put_if(o, "warning", v.warning);
+  put_if(o, "consent_error", v.consent_error);
+  if (v.probe) o["probe"] = json::value_from(*v.probe);
+  if (v.connector) o["connector"] = json::value_from(*v.connector);
+  jv = std::move(o);
+}
+
+Decoded<McpRemoveResult> decode(const json::value& v, std::type_identity<McpRemoveResult>) {
+  FieldReader r(v, "result");
+  McpRemoveResult m;
+  m.name = r.string("name", true).value_or("");
+  m.file = r.string("file", false).value_or("");
+  m.removed = r.boolean("removed", false).value_or(false);
+  m.warning = r.string("warning", false).value_or("");
+  m.consent_error = r.string("consent_error", false).value_or("");
+  return finish(r, std::move(m));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const McpRemoveResult& v) {
+  json::object o{{"name", v.name}, {"file", v.file}, {"removed", v.removed}};
+  put_if(o, "warning", v.warning);
+  put_if(o, "consent_error", v.consent_error);
+  jv = std::move(o);
+}
+
+Decoded<McpUnsubscribeResult> decode(const json::value& v, std::type_identity<McpUnsubscribeResult>) {
+  FieldReader r(v, "result");
+  McpUnsubscribeResult u;
+  u.subscribed = r.boolean("subscribed", false).value_or(false);
+  u.was_subscribed = r.boolean("was_subscribed", false).value_or(false);
+  return finish(r, std::move(u));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const McpUnsubscribeResult& v) {
+  jv = json::object{{"subscribed", v.subscribed}, {"was_subscribed", v.was_subscribed}};
+}
+
+}  // namespace oppx::proto

@@ -1,0 +1,144 @@
+// Wire structs of what the mcp/…, consent/… and tools/call methods answer (docs/protocol.md):
+// one connector as every listing shows it, the list, a call's result and its progress, and the
+// answers of mcp/add, mcp/remove and mcp/unsubscribe. The daemon fills them; oppx, the chat and
+// editor plugins decode them (proto/decode.h). Optional parts are left out of the JSON when empty.
+#pragma once
+
+#include "proto/decode.h"
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+#include <boost/json/value_from.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oppx::proto {
+
+// A file of the repository that a repository's connector runs.
+struct RunFile {
+  std::string path;  // relative to the repository root
+  std::string sha256;
+};
+
+// One connector: an mcp/list entry, the answer of mcp/get, mcp/tools and consent/…, and the
+// params of mcp/changed.
+struct ConnectorEntry {
+  std::string name;
+  std::string source;  // user | project | browser
+  std::string file;    // its connectors file (none for the browser)
+  std::string type;    // stdio | http
+  std::string state;   // starting | running | failed | stopped | waiting | disabled | unsupported | hidden | removed
+  std::string log;     // its program's stderr log (stdio only)
+  std::int64_t requests_waiting = 0;
+  std::int64_t tool_count = 0;                  // "tools" as a count (listings)
+  std::optional<boost::json::array> tools;      // "tools" as the server's tool objects (mcp/tools, mcp/add)
+  bool cached = false;                          // the tools are the list cached from its last run
+  std::string command;                          // stdio
+  std::vector<std::string> args;                // stdio, masked unless as_written
+  StringMap env;                                // stdio, values masked unless as_written
+  std::string url;                              // http
+  StringMap headers;                            // http, values masked unless as_written
+  bool as_written = false;                      // "values": "as_written" (mcp/get show_values)
+  std::vector<std::string> reads;               // the ${VAR} names it reads
+  std::string root, sha256;                     // a repository's: its root and the definition's hash
+  std::vector<RunFile> files;                   // a repository's: the files it runs
+  std::string consent;                          // a repository's: none | approved | denied | changed
+  std::string approve;                          // the command that approves it, when it is not
+  std::string hidden_by;                        // "user" when the user's connector of that name hides it
+  std::string reason, reason_kind;              // when not running: what happened, and its kind
+  std::vector<std::string> steps;               // what to do, in order
+  std::string folder;                           // the session's browser: its folder
+  std::int64_t pid = 0;                         // the session's browser: its server's pid
+  std::shared_ptr<const ConnectorEntry> hides;  // mcp/get: the repository's one this one hides
+  std::optional<bool> tools_changed;            // mcp/changed: its tool list changed
+
+  bool is_project() const { return source == "project"; }
+};
+
+struct ProjectConnectors {
+  std::string root, config, error;
+  std::vector<std::string> warnings;
+};
+
+// mcp/list, mcp/subscribe and mcp/reconnect.
+struct McpListResult {
+  std::vector<ConnectorEntry> connectors;  // the user's, then the repository's in file order
+  std::string config;                      // the user's file
+  std::string error;                       // when the user's file could not be read
+  std::vector<std::string> warnings;
+  std::optional<ProjectConnectors> project;
+  std::string consent_error;  // when the consent store was set aside
+};
+
+struct ToolsCallResult {
+  std::string connector, tool;
+  boost::json::value arguments;
+  std::string text;  // the text parts joined, cut at 12 000 characters
+  bool is_error = false;
+  bool truncated = false;
+  bool untrusted = true;  // reference text from outside, never instructions
+};
+
+// The tools/progress notification.
+struct ToolsProgress {
+  boost::json::value id;              // the tools/call's request id
+  boost::json::value progress_token;  // the caller's
+  std::optional<double> progress, total;
+  std::string message;
+};
+
+// mcp/add: what it costs once it runs (the client adds the model's share to it).
+struct AddProbe {
+  std::vector<std::string> lines;  // its tools in the one-line form the model sees
+  std::int64_t tokens = 0;
+  bool estimated = true;
+  std::string estimate;
+};
+
+struct McpAddResult {
+  std::string name, file;
+  bool replaced = false;
+  std::string warning, consent_error;
+  std::optional<AddProbe> probe;
+  std::optional<ConnectorEntry> connector;
+};
+
+struct McpRemoveResult {
+  std::string name, file;
+  bool removed = true;
+  std::string warning, consent_error;
+};
+
+struct McpUnsubscribeResult {
+  bool subscribed = false;
+  bool was_subscribed = false;
+};
+
+Decoded<RunFile> decode(const boost::json::value& v, std::type_identity<RunFile>);
+Decoded<ConnectorEntry> decode(const boost::json::value& v, std::type_identity<ConnectorEntry>);
+Decoded<ProjectConnectors> decode(const boost::json::value& v, std::type_identity<ProjectConnectors>);
+Decoded<McpListResult> decode(const boost::json::value& v, std::type_identity<McpListResult>);
+Decoded<ToolsCallResult> decode(const boost::json::value& v, std::type_identity<ToolsCallResult>);
+Decoded<ToolsProgress> decode(const boost::json::value& v, std::type_identity<ToolsProgress>);
+Decoded<AddProbe> decode(const boost::json::value& v, std::type_identity<AddProbe>);
+Decoded<McpAddResult> decode(const boost::json::value& v, std::type_identity<McpAddResult>);
+Decoded<McpRemoveResult> decode(const boost::json::value& v, std::type_identity<McpRemoveResult>);
+Decoded<McpUnsubscribeResult> decode(const boost::json::value& v, std::type_identity<McpUnsubscribeResult>);
+
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const RunFile& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ConnectorEntry& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ProjectConnectors& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpListResult& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ToolsCallResult& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ToolsProgress& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AddProbe& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpAddResult& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpRemoveResult& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpUnsubscribeResult& v);
+
+}  // namespace oppx::proto
