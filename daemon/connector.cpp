@@ -7,11 +7,14 @@
 // starts ends cleanly. All of it is callbacks on the daemon's io_context; no coroutines.
 #include "daemon/connector.h"
 
+#include "proto/mcp_results.h"
+
 #include "common/log.h"
 #include "common/text.h"
 #include "daemon/diagnose.h"
 #include "daemon/link.h"
 #include "daemon/mcp_client.h"
+#include "proto/mcp_results.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -423,12 +426,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   proto::RpcError down_error(std::string message) const {
     auto e = RpcError::make(ErrorCode::kInternal, "connector_down", std::move(message));
-    e.data["connector"] = def.name;
-    e.data["reason_kind"] = kind.empty() ? std::string(proto::kind::kStopped) : kind;
-    e.data["reason"] = reason;
-    json::array s;
-    for (auto& step : steps) s.emplace_back(step);
-    e.data["steps"] = std::move(s);
+    proto::ConnectorDown down{def.name, kind.empty() ? std::string(proto::kind::kStopped) : kind, reason, steps};
+    e.data = json::value_from(down).as_object();
     return e;
   }
 

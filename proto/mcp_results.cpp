@@ -177,6 +177,21 @@ void tag_invoke(json::value_from_tag, json::value& jv, const ToolsCallResult& v)
                    {"isError", v.is_error},    {"truncated", v.truncated}, {"untrusted", v.untrusted}};
 }
 
+Decoded<ConnectorDown> decode(const json::value& v, std::type_identity<ConnectorDown>) {
+  FieldReader r(v, "data");
+  ConnectorDown d;
+  d.connector = r.string("connector", false).value_or("");
+  d.reason_kind = r.string("reason_kind", false).value_or("");
+  d.reason = r.string("reason", false).value_or("");
+  d.steps = r.strings("steps");
+  return finish(r, std::move(d));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const ConnectorDown& v) {
+  jv = json::object{
+      {"connector", v.connector}, {"reason_kind", v.reason_kind}, {"reason", v.reason}, {"steps", array_of(v.steps)}};
+}
+
 Decoded<ToolsProgress> decode(const json::value& v, std::type_identity<ToolsProgress>) {
   FieldReader r(v, "params");
   ToolsProgress p;
@@ -197,6 +212,18 @@ void tag_invoke(json::value_from_tag, json::value& jv, const ToolsProgress& v) {
   jv = std::move(o);
 }
 
+Decoded<ProbeWarning> decode(const json::value& v, std::type_identity<ProbeWarning>) {
+  FieldReader r(v, "result");
+  ProbeWarning w;
+  w.kind = r.string("kind", true).value_or("");
+  w.message = r.string("message", false).value_or("");
+  return finish(r, std::move(w));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const ProbeWarning& v) {
+  jv = json::object{{"kind", v.kind}, {"message", v.message}};
+}
+
 Decoded<AddProbe> decode(const json::value& v, std::type_identity<AddProbe>) {
   FieldReader r(v, "result");
   AddProbe p;
@@ -204,12 +231,24 @@ Decoded<AddProbe> decode(const json::value& v, std::type_identity<AddProbe>) {
   p.tokens = r.integer("tokens", false).value_or(0);
   p.estimated = r.boolean("estimated", false).value_or(true);
   p.estimate = r.string("estimate", false).value_or("");
+  p.context = r.integer("context", false);
+  if (json::value share = r.any("share"); share.is_number()) p.share = share.to_number<double>();
+  p.context_note = r.string("context_note", false).value_or("");
+  if (!r.any("warnings").is_null()) p.warnings = r.list<ProbeWarning>("warnings");
   return finish(r, std::move(p));
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const AddProbe& v) {
   json::object o{{"lines", array_of(v.lines)}, {"tokens", v.tokens}, {"estimated", v.estimated}};
   put_if(o, "estimate", v.estimate);
+  if (v.context) o["context"] = *v.context;
+  if (v.share) o["share"] = *v.share;
+  put_if(o, "context_note", v.context_note);
+  if (v.warnings) {
+    json::array w;
+    for (auto& x : *v.warnings) w.push_back(json::value_from(x));
+    o["warnings"] = std::move(w);
+  }
   jv = std::move(o);
 }
 

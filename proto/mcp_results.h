@@ -84,6 +84,13 @@ struct ToolsCallResult {
   bool untrusted = true;  // reference text from outside, never instructions
 };
 
+// The data of a connector_down error (tools/call): which connector, and why, as in mcp/list.
+struct ConnectorDown {
+  std::string connector;
+  std::string reason_kind, reason;
+  std::vector<std::string> steps;
+};
+
 // The tools/progress notification.
 struct ToolsProgress {
   boost::json::value id;              // the tools/call's request id
@@ -92,12 +99,25 @@ struct ToolsProgress {
   std::string message;
 };
 
-// mcp/add: what it costs once it runs (the client adds the model's share to it).
+struct ProbeWarning {
+  std::string kind;  // SMALL_CONTEXT | HEAVY_SHARE
+  std::string message;
+};
+
+// mcp/add: what it costs once it runs. The daemon never waits on a model server: the client
+// completes it with what the model server says (docs/protocol.md, mcp/add).
 struct AddProbe {
   std::vector<std::string> lines;  // its tools in the one-line form the model sees
   std::int64_t tokens = 0;
   bool estimated = true;
   std::string estimate;
+  // The client's part: the context window and the list's share of it (percent), or why unknown.
+  std::optional<std::int64_t> context;
+  std::optional<double> share;
+  std::string context_note;
+  std::optional<std::vector<ProbeWarning>> warnings;  // set once completed
+
+  bool completed() const { return share.has_value() || !context_note.empty(); }
 };
 
 struct McpAddResult {
@@ -124,7 +144,9 @@ Decoded<ConnectorEntry> decode(const boost::json::value& v, std::type_identity<C
 Decoded<ProjectConnectors> decode(const boost::json::value& v, std::type_identity<ProjectConnectors>);
 Decoded<McpListResult> decode(const boost::json::value& v, std::type_identity<McpListResult>);
 Decoded<ToolsCallResult> decode(const boost::json::value& v, std::type_identity<ToolsCallResult>);
+Decoded<ConnectorDown> decode(const boost::json::value& v, std::type_identity<ConnectorDown>);
 Decoded<ToolsProgress> decode(const boost::json::value& v, std::type_identity<ToolsProgress>);
+Decoded<ProbeWarning> decode(const boost::json::value& v, std::type_identity<ProbeWarning>);
 Decoded<AddProbe> decode(const boost::json::value& v, std::type_identity<AddProbe>);
 Decoded<McpAddResult> decode(const boost::json::value& v, std::type_identity<McpAddResult>);
 Decoded<McpRemoveResult> decode(const boost::json::value& v, std::type_identity<McpRemoveResult>);
@@ -135,7 +157,9 @@ void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const Conne
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ProjectConnectors& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpListResult& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ToolsCallResult& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ConnectorDown& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ToolsProgress& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ProbeWarning& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AddProbe& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpAddResult& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpRemoveResult& v);
