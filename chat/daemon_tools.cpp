@@ -3,6 +3,8 @@
 #include "chat/daemon_tools.h"
 
 #include "common/tool_text.h"
+#include "proto/mcp_api.h"
+#include "proto/mcp_results.h"
 
 #include <boost/json.hpp>
 
@@ -46,34 +48,24 @@ std::string DaemonTools::open_session(const std::string& mode) {
 std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<ConnectorNote>& others) {
   tools.clear();
   others.clear();
-  auto r = client_.call("mcp/list", json::object{{"wait", true}, {"cwd", cwd_}}, kListWait);
+  auto r = client_.call("mcp/list", json::value_from(proto::McpListParams{true, cwd_}), kListWait);
   if (!r) return r.error().message;
-  const json::value* cs = r->as_object().if_contains("connectors");
-  if (!cs || !cs->is_array()) return "the daemon's mcp/list reply has no connectors";
-  for (const auto& cv : cs->as_array()) {
-    if (!cv.is_object()) continue;
-    const json::object& c = cv.as_object();
-    std::string name = str(c, "name"), state = str(c, "state");
-    if (state == "hidden" || state == "disabled") continue;
-    if (state != "running") {
-      ConnectorNote note{name, state, str(c, "reason"), str(c, "approve"), {}};
-      if (const json::value* s = c.if_contains("steps"); s && s->is_array()) {
-        for (const auto& step : s->as_array()) {
-          if (step.is_string()) note.steps.emplace_back(step.as_string());
-        }
-      }
-      others.push_back(std::move(note));
+  auto listed = proto::decode<proto::McpListResult>(*r);
+  if (!listed) return "the daemon's mcp/list reply is not what this oppx reads: " + listed.error();
+  for (const auto& c : listed->connectors) {
+    if (c.state == "hidden" || c.state == "disabled") continue;
+    if (c.state != "running") {
+      others.push_back(ConnectorNote{c.name, c.state, c.reason, c.approve, c.steps});
       continue;
     }
-    auto t = client_.call("mcp/tools", json::object{{"name", name}, {"cwd", cwd_}}, kListWait);
-    if (!t) continue;  // it went away between the two requests
-    const json::value* list = t->as_object().if_contains("tools");
-    if (!list || !list->is_array()) continue;
-    for (const auto& tv : list->as_array()) {
+    auto t = client_.call("mcp/tools", json::value_from(proto::McpToolsParams{c.name, cwd_}), kListWait);
+    auto entry = proto::decode_reply<proto::ConnectorEntry>(t);
+    if (!entry || !entry->tools) continue;  // it went away between the two requests
+    for (const auto& tv : *entry->tools) {
       if (!tv.is_object()) continue;
       const json::object& tool = tv.as_object();
       ToolInfo info;
-      info.connector = name;
+      info.connector = c.name;
       info.name = str(tool, "name");
       if (info.name.empty()) continue;
       info.description = str(tool, "description");
@@ -82,7 +74,7 @@ std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<Connecto
         const json::value* ro = a->as_object().if_contains("readOnlyHint");
         info.read_only = ro && ro->is_bool() && ro->as_bool();
       }
-      info.line = tool_line(name, tool);
+      info.line = tool_line(c.name, tool);
       tools.push_back(std::move(info));
     }
   }
@@ -120,41 +112,36 @@ void DaemonTools::interrupt() { client_.cancel_in_flight(); }
 DaemonTools::CallResult DaemonTools::call(const ToolInfo& tool, const json::object& arguments,
                                           const Progress& on_progress) {
   CallResult out;
-  json::object params{{"connector", tool.connector}, {"tool", tool.name}, {"arguments", arguments}, {"cwd", cwd_}};
+  proto::ToolsCallParams params{.connector = tool.connector, .tool = tool.name, .cwd = cwd_, .arguments = arguments};
   if (on_progress) {
-    params["progress_token"] = "agent";
-    client_.on_notification([&](const std::string& method, const json::value& p) {
-      if (method != "tools/progress" || !p.is_object()) return;
-      const json::object& o = p.as_object();
-      auto number = [&](std::string_view k) -> std::optional<double> {
-        const json::value* v = o.if_contains(k);
-        if (!v || !(v->is_number())) return std::nullopt;
-        return v->to_number<double>();
-      };
-      on_progress(number("progress").value_or(0), number("total"), str(o, "message"));
+    params.progress_token = "agent";
+    client_.on_notification([&](const std::string& method, const json::value& v) {
+      if (method != "tools/progress") return;
+      if (auto p = proto::decode<proto::ToolsProgress>(v)) on_progress(p->progress.value_or(0), p->total, p->message);
     });
   }
-  auto r = client_.call("tools/call", params, kToolCall);
+  auto r = client_.call("tools/call", json::value_from(params), kToolCall);
   client_.on_notification(nullptr);
   if (r) {
-    const json::object& o = r->as_object();
+    auto result = proto::decode<proto::ToolsCallResult>(*r);
+    if (!result) {
+      out.text = "the daemon's tools/call reply is not what this oppx reads: " + result.error();
+      return out;
+    }
     out.ok = true;
-    out.text = str(o, "text");
-    const json::value* e = o.if_contains("isError");
-    out.is_error = e && e->is_bool() && e->as_bool();
+    out.text = result->text;
+    out.is_error = result->is_error;
     return out;
   }
   const proto::RpcError& e = r.error();
   out.text = e.message;
   if (e.kind == "connector_down") {
     out.down = true;
-    out.text = str(e.data, "reason");
-    if (out.text.empty()) out.text = e.message;
-    out.reason_kind = str(e.data, "reason_kind");
-    if (const json::value* s = e.data.if_contains("steps"); s && s->is_array()) {
-      for (const auto& step : s->as_array()) {
-        if (step.is_string()) out.steps.emplace_back(step.as_string());
-      }
+    auto down = proto::decode<proto::ConnectorDown>(e.data);
+    out.text = down && !down->reason.empty() ? down->reason : e.message;
+    if (down) {
+      out.reason_kind = down->reason_kind;
+      out.steps = down->steps;
     }
   }
   return out;

@@ -13,6 +13,7 @@
 #include "cli/line_editor.h"
 #include "cli/probe.h"
 #include "common/paths.h"
+#include "proto/mcp_results.h"
 #include "common/text.h"
 #include "common/tool_text.h"
 
@@ -215,10 +216,8 @@ class Watcher {
     client_.emplace(std::move(c->client));
     auto r = client_->call("mcp/subscribe", json::object{}, kCallTimeout);
     if (!r) return;
-    if (const json::value* cs = r->as_object().if_contains("connectors"); cs && cs->is_array()) {
-      for (const auto& c : cs->as_array()) {
-        if (c.is_object()) state_[std::string(c.at("name").as_string())] = std::string(c.at("state").as_string());
-      }
+    if (auto list = proto::decode<proto::McpListResult>(*r)) {
+      for (const auto& c : list->connectors) state_[c.name] = c.state;
     }
     thread_ = std::thread([this] { run(); });
   }
@@ -244,31 +243,25 @@ class Watcher {
       json::value v = json::parse(*line, ec);
       if (ec || !v.is_object() || v.as_object().if_contains("method") == nullptr || v.at("method") != "mcp/changed")
         continue;
-      note(v.at("params").as_object());
+      if (auto entry = proto::decode<proto::ConnectorEntry>(v.at("params"))) note(*entry);
     }
   }
-  void note(const json::object& c) {
-    auto str = [&](std::string_view k) {
-      const json::value* x = c.if_contains(k);
-      return x && x->is_string() ? std::string(x->as_string()) : std::string();
-    };
-    std::string name = str("name"), state = str("state"), was = state_[name];
+  void note(const proto::ConnectorEntry& c) {
+    std::string was = state_[c.name];
+    const std::string& name = c.name;
+    const std::string& state = c.state;
     state_[name] = state;
     std::string text;
-    const json::value* tools = c.if_contains("tools");
-    std::int64_t n = tools && tools->is_int64() ? tools->as_int64() : 0;
     if (state == "failed" || state == "stopped") {
       if (was == state) return;
-      text = fmt::format("{} is down: {}", name, str("reason"));
-      if (const json::value* st = c.if_contains("steps"); st && st->is_array()) {
-        int i = 0;
-        for (const auto& step : st->as_array())
-          if (step.is_string()) text += fmt::format("\n    {}. {}", ++i, std::string_view(step.as_string()));
-      }
+      text = fmt::format("{} is down: {}", name, c.reason);
+      int i = 0;
+      for (const auto& step : c.steps) text += fmt::format("\n    {}. {}", ++i, step);
     } else if (state == "running" && was != "running") {
-      text = fmt::format("{} is {} ({} tools)", name, was == "failed" || was == "stopped" ? "back" : "running", n);
-    } else if (state == "running" && c.if_contains("tools_changed") && c.at("tools_changed") == true) {
-      text = fmt::format("{} changed its tool list ({} tools)", name, n);
+      text = fmt::format("{} is {} ({} tools)", name, was == "failed" || was == "stopped" ? "back" : "running",
+                         c.tool_count);
+    } else if (state == "running" && c.tools_changed.value_or(false)) {
+      text = fmt::format("{} changed its tool list ({} tools)", name, c.tool_count);
     } else if (state == "removed") {
       text = fmt::format("{} was removed", name);
     } else {

@@ -12,6 +12,8 @@
 #include "common/paths.h"
 #include "common/playwright.h"
 #include "common/text.h"
+#include "proto/mcp_api.h"
+#include "proto/mcp_results.h"
 
 #include <boost/json.hpp>
 
@@ -43,8 +45,8 @@ std::string everything_path() {
 // Adds `everything` through mcp/add (the daemon writes mcp.json) and prints the probe.
 bool add_everything(Connection& conn, const std::string& server) {
   json::object def{{"command", "node"}, {"args", json::array{json::value(server), "stdio"}}};
-  auto r =
-      conn.client.call("mcp/add", json::object{{"name", "everything"}, {"definition", def}}, std::chrono::seconds(40));
+  auto r = conn.client.call("mcp/add", json::value_from(proto::McpAddParams{.name = "everything", .definition = def}),
+                            std::chrono::seconds(40));
   if (!r && r.error().kind == "exists") {
     fmt::print("   `everything` is already in your mcp.json\n");
     return true;
@@ -86,15 +88,14 @@ void repository_tour(Connection& conn, const std::string& server, const std::str
     fmt::print("   cannot write the demo repository's .mcp.json: {}\n\n", r.error());
     return;
   }
-  auto r = conn.client.call("mcp/get", json::object{{"name", "demo-notes"}, {"cwd", repo}}, kCallTimeout);
-  if (!r) {
-    fmt::print("   mcp/get failed: {}\n\n", r.error().message);
+  auto r = conn.client.call("mcp/get", json::value_from(proto::McpGetParams{"demo-notes", repo}), kCallTimeout);
+  auto e = proto::decode_reply<proto::ConnectorEntry>(r);
+  if (!e) {
+    fmt::print("   mcp/get failed: {}\n\n", e.error());
     return;
   }
-  const json::object& e = r->as_object();
-  fmt::print("   {} has a .mcp.json with `demo-notes`; oppx mcp list there shows it {}:\n", repo,
-             std::string(e.at("state").as_string()));
-  if (e.contains("reason")) fmt::print("     {}\n", std::string(e.at("reason").as_string()));
+  fmt::print("   {} has a .mcp.json with `demo-notes`; oppx mcp list there shows it {}:\n", repo, e->state);
+  if (!e->reason.empty()) fmt::print("     {}\n", e->reason);
   // After the `cd`, a relative `build/oppx` would no longer be found.
   fmt::print("   Nothing from it ran. To allow it:  cd {} && {} mcp approve demo-notes\n\n", repo,
              runnable_from_anywhere(self));
@@ -108,28 +109,30 @@ void connector_tour(Connection& conn, const std::string& self) {
     return;
   }
   if (!add_everything(conn, server)) return;
-  auto list = conn.client.call("mcp/tools", json::object{{"name", "everything"}}, std::chrono::seconds(40));
-  if (!list) {
-    fmt::print("   mcp/tools failed: {}\n\n", list.error().message);
+  auto list =
+      conn.client.call("mcp/tools", json::value_from(proto::McpToolsParams{"everything"}), std::chrono::seconds(40));
+  auto e = proto::decode_reply<proto::ConnectorEntry>(list);
+  if (!e) {
+    fmt::print("   mcp/tools failed: {}\n\n", e.error());
     return;
   }
-  const json::object& e = list->as_object();
-  if (e.at("state") != json::value("running")) {
-    fmt::print("   it is {}: {}\n\n", std::string(e.at("state").as_string()),
-               e.contains("reason") ? std::string(e.at("reason").as_string()) : "");
+  if (e->state != "running") {
+    fmt::print("   it is {}: {}\n\n", e->state, e->reason);
     return;
   }
   json::object args{{"message", "hello from the oppx demo"}};
   auto t0 = std::chrono::steady_clock::now();
   auto r = conn.client.call(
-      "tools/call", json::object{{"connector", "everything"}, {"tool", "echo"}, {"arguments", args}}, kCallTimeout);
+      "tools/call",
+      json::value_from(proto::ToolsCallParams{.connector = "everything", .tool = "echo", .arguments = args}),
+      kCallTimeout);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!r) {
-    fmt::print("   echo failed: {}\n\n", r.error().message);
+  auto echoed = proto::decode_reply<proto::ToolsCallResult>(r);
+  if (!echoed) {
+    fmt::print("   echo failed: {}\n\n", echoed.error());
     return;
   }
-  fmt::print("   everything.echo {} → {} ({:.1f} ms)\n\n", json::serialize(args),
-             std::string(r->as_object().at("text").as_string()), ms);
+  fmt::print("   everything.echo {} → {} ({:.1f} ms)\n\n", json::serialize(args), echoed->text, ms);
   repository_tour(conn, server, self);
 }
 
@@ -200,15 +203,17 @@ void browser_tour(Connection& conn) {
     return;
   }
   json::object args{{"url", page.url}};
-  auto r = conn.client.call(
-      "tools/call", json::object{{"connector", "playwright"}, {"tool", "browser_navigate"}, {"arguments", args}},
-      std::chrono::seconds(60));
+  auto r = conn.client.call("tools/call",
+                            json::value_from(proto::ToolsCallParams{
+                                .connector = "playwright", .tool = "browser_navigate", .arguments = args}),
+                            std::chrono::seconds(60));
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!r) {
-    fmt::print("   browser_navigate failed: {}\n\n", r.error().message);
+  auto navigated = proto::decode_reply<proto::ToolsCallResult>(r);
+  if (!navigated) {
+    fmt::print("   browser_navigate failed: {}\n\n", navigated.error());
     return;
   }
-  std::string text(r->as_object().at("text").as_string());
+  const std::string& text = navigated->text;
   fmt::print("   playwright.browser_navigate {} ({:.1f} s, Chromium starting); the page as the model reads it:\n",
              json::serialize(args), s);
   auto at = text.find("- heading");

@@ -6,6 +6,8 @@
 #include "cli/daemon_client.h"
 #include "cli/output.h"
 #include "cli/probe.h"
+#include "proto/mcp_api.h"
+#include "proto/mcp_results.h"
 #include "common/tool_text.h"
 #include "common/text.h"
 
@@ -27,19 +29,9 @@ constexpr std::chrono::milliseconds kMcpTimeout{60'000};
 // `oppx mcp reconnect <name>` waits for the daemon's LOGIN_TIMEOUT (180 s) and a little more.
 constexpr std::chrono::milliseconds kReconnectTimeout{200'000};
 
-std::string str(const json::object& o, std::string_view k) {
-  const json::value* v = o.if_contains(k);
-  return v && v->is_string() ? std::string(v->as_string()) : "";
-}
-
-// The numbered steps back under a connector or an error, indented by `indent`.
-void print_steps(std::FILE* to, const json::object& o, std::string_view indent) {
-  const json::value* steps = o.if_contains("steps");
-  if (!steps || !steps->is_array()) return;
+void print_steps(std::FILE* to, const std::vector<std::string>& steps, std::string_view indent) {
   int n = 0;
-  for (auto& s : steps->as_array()) {
-    if (s.is_string()) fmt::print(to, "{}{}. {}\n", indent, ++n, std::string_view(s.as_string()));
-  }
+  for (auto& s : steps) fmt::print(to, "{}{}. {}\n", indent, ++n, s);
 }
 
 using NoteHandler = std::function<void(const std::string& method, const json::value& params)>;
@@ -63,7 +55,8 @@ int run(Context& ctx, const Command& self, std::string_view method, json::object
   if (!r) {
     fmt::print(stderr, "oppx: {}\n", r.error().message);
     // A connector that is down says why and what to do (data.reason, data.steps).
-    if (r.error().kind == "connector_down") print_steps(stderr, r.error().data, "  ");
+    if (auto down = proto::decode<proto::ConnectorDown>(r.error().data); down && r.error().kind == "connector_down")
+      print_steps(stderr, down->steps, "  ");
     // A script asked for JSON: it gets the error as JSON too (kind, reason, steps), on stdout.
     if (as_json) fmt::print("{}", json_line(json::object{{"error", r.error().to_json()}}));
     // A definition that cannot be used is the caller's argument; a name that matches no
@@ -79,109 +72,97 @@ int run(Context& ctx, const Command& self, std::string_view method, json::object
   return show(*r);
 }
 
-std::string what_runs(const json::object& c) {
-  if (str(c, "type") == "http") return str(c, "url");
-  std::string what = shell_word(str(c, "command"));
-  if (const json::value* a = c.if_contains("args"); a && a->is_array()) {
-    for (auto& arg : a->as_array()) what += " " + shell_word(arg.as_string());
-  }
+// A `show` of the method's result struct T: the reply decoded first (proto/decode.h).
+template <class T>
+Show typed(std::function<int(const T&)> show) {
+  return [show = std::move(show)](const json::value& v) {
+    auto r = proto::decode<T>(v);
+    return r ? show(*r) : unreadable_answer(r.error());
+  };
+}
+
+std::string what_runs(const proto::ConnectorEntry& c) {
+  if (c.type == "http") return c.url;
+  std::string what = shell_word(c.command);
+  for (auto& arg : c.args) what += " " + shell_word(arg);
   return what;
 }
 
-std::string pairs(const json::object& c, std::string_view key, std::string_view sep) {
+std::string pairs(const proto::StringMap& m, std::string_view sep) {
   std::string out;
-  if (const json::value* m = c.if_contains(key); m && m->is_object()) {
-    for (auto& [k, v] : m->as_object()) {
-      if (!out.empty()) out += ", ";
-      out += std::string(k) + std::string(sep) + (v.is_string() ? std::string(v.as_string()) : "");
-    }
-  }
+  for (auto& [k, v] : m) out += (out.empty() ? "" : ", ") + k + std::string(sep) + v;
   return out;
 }
 
-std::string reads(const json::object& c) {
+std::string reads(const proto::ConnectorEntry& c) {
   std::string out;
-  if (const json::value* r = c.if_contains("reads"); r && r->is_array()) {
-    for (auto& v : r->as_array()) out += (out.empty() ? "${" : ", ${") + std::string(v.as_string()) + "}";
-  }
+  for (auto& v : c.reads) out += (out.empty() ? "${" : ", ${") + v + "}";
   return out;
 }
 
 // The files of the repository it runs ("files" of a repository's connector), by path.
-std::string runs(const json::object& c) {
+std::string runs(const proto::ConnectorEntry& c) {
   std::string out;
-  if (const json::value* f = c.if_contains("files"); f && f->is_array()) {
-    for (auto& file : f->as_array()) {
-      if (file.is_object()) out += (out.empty() ? "" : ", ") + str(file.as_object(), "path");
-    }
-  }
+  for (auto& f : c.files) out += (out.empty() ? "" : ", ") + f.path;
   return out;
 }
 
-void print_entry(const json::object& c) {
-  std::string name = str(c, "name");  // a name oppx cannot use is listed as written
-  if (str(c, "source") == "project") name += " [repo]";
-  bool cached = c.contains("cached") && c.at("cached") == json::value(true);
-  fmt::print("{:<16} {:<9} {:>3} tools{}  {}\n", name, str(c, "state"), c.at("tools").as_int64(),
-             cached ? " (last run)" : "", what_runs(c));
-  if (str(c, "source") == "project" && c.contains("approve")) {
+void print_entry(const proto::ConnectorEntry& c) {
+  std::string name = c.name;  // a name oppx cannot use is listed as written
+  if (c.is_project()) name += " [repo]";
+  fmt::print("{:<16} {:<9} {:>3} tools{}  {}\n", name, c.state, c.tool_count, c.cached ? " (last run)" : "",
+             what_runs(c));
+  if (c.is_project() && !c.approve.empty()) {
     // What the user is asked to approve, in full: environment and headers (values masked), the
     // variables it reads from the environment of the oppx command that starts it, and the files
     // of the repository it runs.
-    if (std::string e = pairs(c, "env", "="); !e.empty()) fmt::print("    env: {}\n", e);
-    if (std::string h = pairs(c, "headers", ": "); !h.empty()) fmt::print("    headers: {}\n", h);
+    if (std::string e = pairs(c.env, "="); !e.empty()) fmt::print("    env: {}\n", e);
+    if (std::string h = pairs(c.headers, ": "); !h.empty()) fmt::print("    headers: {}\n", h);
     if (std::string r = reads(c); !r.empty()) fmt::print("    reads: {}\n", r);
     if (std::string r = runs(c); !r.empty()) fmt::print("    runs: {}\n", r);
   }
-  if (!str(c, "reason").empty()) fmt::print("    {}\n", str(c, "reason"));
-  print_steps(stdout, c, "    ");
+  if (!c.reason.empty()) fmt::print("    {}\n", c.reason);
+  print_steps(stdout, c.steps, "    ");
 }
 
-void print_definition(const json::object& c, bool with_reason = true) {
-  bool project = str(c, "source") == "project";
-  fmt::print("{} ({} connector, from {})\n", str(c, "name"), project ? "repository" : "your own", str(c, "file"));
-  fmt::print("  state:    {}\n", str(c, "state"));
-  if (str(c, "type") == "http") {
-    fmt::print("  url:      {}\n", str(c, "url"));
-    if (std::string h = pairs(c, "headers", ": "); !h.empty()) fmt::print("  headers:  {}\n", h);
+void print_definition(const proto::ConnectorEntry& c, bool with_reason = true) {
+  fmt::print("{} ({} connector, from {})\n", c.name, c.is_project() ? "repository" : "your own", c.file);
+  fmt::print("  state:    {}\n", c.state);
+  if (c.type == "http") {
+    fmt::print("  url:      {}\n", c.url);
+    if (std::string h = pairs(c.headers, ": "); !h.empty()) fmt::print("  headers:  {}\n", h);
   } else {
     fmt::print("  command:  {}\n", what_runs(c));
-    if (std::string e = pairs(c, "env", "="); !e.empty()) fmt::print("  env:      {}\n", e);
+    if (std::string e = pairs(c.env, "="); !e.empty()) fmt::print("  env:      {}\n", e);
   }
   if (std::string r = reads(c); !r.empty())
     fmt::print("  reads:    {} (from the environment of the oppx command)\n", r);
-  if (c.contains("tools") && c.at("tools").is_int64() && str(c, "state") == "running")
-    fmt::print("  tools:    {}\n", c.at("tools").as_int64());
-  if (project) {
-    fmt::print("  root:     {}\n", str(c, "root"));
-    fmt::print("  sha256:   {}\n", str(c, "sha256"));
+  if (c.state == "running") fmt::print("  tools:    {}\n", c.tool_count);
+  if (c.is_project()) {
+    fmt::print("  root:     {}\n", c.root);
+    fmt::print("  sha256:   {}\n", c.sha256);
     // The files of the repository it runs: the consent holds for them as they are.
-    if (const json::value* f = c.if_contains("files"); f && f->is_array()) {
-      std::string_view label = "  runs:     ";
-      for (auto& file : f->as_array()) {
-        if (!file.is_object()) continue;
-        fmt::print("{}{} (sha256 {})\n", label, str(file.as_object(), "path"), str(file.as_object(), "sha256"));
-        label = "            ";
-      }
+    std::string_view label = "  runs:     ";
+    for (auto& f : c.files) {
+      fmt::print("{}{} (sha256 {})\n", label, f.path, f.sha256);
+      label = "            ";
     }
-    fmt::print("  consent:  {}\n", str(c, "consent"));
+    fmt::print("  consent:  {}\n", c.consent);
   }
-  if (with_reason && !str(c, "reason").empty()) {
-    fmt::print("  reason:   {}\n", str(c, "reason"));
-    print_steps(stdout, c, "    ");
+  if (with_reason && !c.reason.empty()) {
+    fmt::print("  reason:   {}\n", c.reason);
+    print_steps(stdout, c.steps, "    ");
   }
-  if (c.contains("log")) fmt::print("  log:      {}\n", str(c, "log"));
+  if (!c.log.empty()) fmt::print("  log:      {}\n", c.log);
 }
 
-void print_list_notes(const json::object& o) {
-  for (auto& w : o.at("warnings").as_array()) fmt::print(stderr, "oppx: warning: {}\n", std::string(w.as_string()));
-  if (o.contains("error")) fmt::print(stderr, "oppx: {}\n", str(o, "error"));
-  if (o.contains("consent_error")) fmt::print(stderr, "oppx: {}\n", str(o, "consent_error"));
-  if (const json::value* p = o.if_contains("project"); p && p->is_object()) {
-    if (const json::value* w = p->as_object().if_contains("warnings"); w && w->is_array()) {
-      for (auto& s : w->as_array()) fmt::print(stderr, "oppx: warning: {}\n", std::string_view(s.as_string()));
-    }
-    if (p->as_object().contains("error")) fmt::print(stderr, "oppx: {}\n", str(p->as_object(), "error"));
+void print_list_notes(const proto::McpListResult& l) {
+  for (auto& w : l.warnings) fmt::print(stderr, "oppx: warning: {}\n", w);
+  if (!l.error.empty()) fmt::print(stderr, "oppx: {}\n", l.error);
+  if (!l.consent_error.empty()) fmt::print(stderr, "oppx: {}\n", l.consent_error);
+  if (l.project) {
+    for (auto& w : l.project->warnings) fmt::print(stderr, "oppx: warning: {}\n", w);
+    if (!l.project->error.empty()) fmt::print(stderr, "oppx: {}\n", l.project->error);
   }
 }
 
@@ -189,20 +170,17 @@ int list(Context& ctx) {
   const Command& self = *find_command("mcp", "list");
   bool as_json = take_flag(ctx.args, "--json");
   if (!ctx.args.empty()) return usage_error(self, "unexpected argument " + ctx.args[0]);
-  return run(ctx, self, "mcp/list", {}, as_json, [](const json::value& v) {
-    const json::object& o = v.as_object();
-    print_list_notes(o);
-    const json::array& list = o.at("connectors").as_array();
-    if (list.empty()) {
-      fmt::print("No connectors in {}", str(o, "config"));
-      if (const json::value* p = o.if_contains("project"); p && p->is_object())
-        fmt::print(" or {}", str(p->as_object(), "config"));
-      fmt::print(".\n");
-      return kExitOk;
-    }
-    for (auto& c : list) print_entry(c.as_object());
-    return kExitOk;
-  });
+  return run(ctx, self, "mcp/list", {}, as_json, typed<proto::McpListResult>([](const proto::McpListResult& l) {
+               print_list_notes(l);
+               if (l.connectors.empty()) {
+                 fmt::print("No connectors in {}", l.config);
+                 if (l.project) fmt::print(" or {}", l.project->config);
+                 fmt::print(".\n");
+                 return kExitOk;
+               }
+               for (auto& c : l.connectors) print_entry(c);
+               return kExitOk;
+             }));
 }
 
 int get(Context& ctx) {
@@ -210,17 +188,16 @@ int get(Context& ctx) {
   bool as_json = take_flag(ctx.args, "--json");
   bool show_values = take_flag(ctx.args, "--show-values");
   if (ctx.args.size() != 1) return usage_error(self, "name one connector");
-  json::object params{{"name", ctx.args[0]}};
-  if (show_values) params["show_values"] = true;
-  return run(ctx, self, "mcp/get", std::move(params), as_json, [](const json::value& v) {
-    const json::object& o = v.as_object();
-    print_definition(o);
-    if (const json::value* h = o.if_contains("hides"); h && h->is_object()) {
-      fmt::print("\nIt hides the repository's connector of the same name:\n");
-      print_definition(h->as_object());
-    }
-    return kExitOk;
-  });
+  json::object params = json::value_from(proto::McpGetParams{ctx.args[0], "", show_values}).as_object();
+  return run(ctx, self, "mcp/get", std::move(params), as_json,
+             typed<proto::ConnectorEntry>([](const proto::ConnectorEntry& c) {
+               print_definition(c);
+               if (c.hides) {
+                 fmt::print("\nIt hides the repository's connector of the same name:\n");
+                 print_definition(*c.hides);
+               }
+               return kExitOk;
+             }));
 }
 
 // approve / deny: show the definition as the daemon has it, then decide on exactly that one (its
@@ -234,44 +211,39 @@ int decide(Context& ctx, std::string_view command, bool approve) {
     fmt::print(stderr, "oppx: {}\n", conn.error().message);
     return conn.error().exit_code;
   }
-  auto got = conn->client.call("mcp/get", json::object{{"name", ctx.args[0]}}, kMcpTimeout);
+  auto got = conn->client.call("mcp/get", json::value_from(proto::McpGetParams{ctx.args[0]}), kMcpTimeout);
   if (!got) {
     fmt::print(stderr, "oppx: {}\n", got.error().message);
     if (as_json) fmt::print("{}", json_line(json::object{{"error", got.error().to_json()}}));
     return kExitFailed;
   }
-  json::object def = got->as_object();
-  if (str(def, "source") != "project") {
-    if (const json::value* h = def.if_contains("hides"); h && h->is_object()) {
-      def = h->as_object();
-    } else {
+  auto shown = proto::decode<proto::ConnectorEntry>(*got);
+  if (!shown) return unreadable_answer(shown.error());
+  proto::ConnectorEntry def = *shown;
+  if (!def.is_project()) {
+    if (!def.hides) {
       fmt::print(stderr, "oppx: {} is your own connector (from {}); only a repository's connectors need approval\n",
-                 ctx.args[0], str(def, "file"));
+                 ctx.args[0], def.file);
       return kExitUsage;
     }
+    def = *def.hides;
   }
   // Decided on the sha256 of what `def` shows, and of the files it runs; printed once the daemon
   // took it (a hidden or changed definition, or a file changed since, is refused, and then nothing
   // was approved to show).
-  json::object params{{"name", ctx.args[0]}, {"sha256", str(def, "sha256")}};
-  if (const json::value* f = def.if_contains("files"); f && f->is_array()) {
-    json::object files;
-    for (auto& file : f->as_array()) {
-      if (file.is_object()) files[str(file.as_object(), "path")] = str(file.as_object(), "sha256");
-    }
-    params["files"] = std::move(files);
-  }
-  auto r = conn->client.call(approve ? "consent/approve" : "consent/deny", params, kMcpTimeout);
+  proto::ConsentParams params{.name = ctx.args[0], .sha256 = def.sha256, .files = proto::StringMap{}};
+  for (auto& f : def.files) (*params.files)[f.path] = f.sha256;
+  auto r = conn->client.call(approve ? "consent/approve" : "consent/deny", json::value_from(params), kMcpTimeout);
   if (!r) {
     fmt::print(stderr, "oppx: {}\n", r.error().message);
     if (as_json) fmt::print("{}", json_line(json::object{{"error", r.error().to_json()}}));
     return kExitFailed;
   }
   // The answer is the connector as it is now; a hidden repository's one is under `hides`.
-  json::object now = r->as_object();
-  if (const json::value* h = now.if_contains("hides"); h && h->is_object()) now = h->as_object();
-  std::string state = str(now, "state");
-  int rc = approve && state != "running" ? kExitFailed : kExitOk;
+  auto decided = proto::decode<proto::ConnectorEntry>(*r);
+  if (!decided) return unreadable_answer(decided.error());
+  proto::ConnectorEntry now = decided->hides ? *decided->hides : *decided;
+  int rc = approve && now.state != "running" ? kExitFailed : kExitOk;
   if (as_json) {
     fmt::print("{}", json_line(*r));
     return rc;
@@ -279,16 +251,15 @@ int decide(Context& ctx, std::string_view command, bool approve) {
   fmt::print("{} this definition:\n", approve ? "Approved" : "Denied");
   print_definition(now, false);
   fmt::print("\n");
-  if (state == "hidden") {
+  if (now.state == "hidden") {
     fmt::print("{} stays off while your own connector of that name exists (remove or rename yours first).\n",
                ctx.args[0]);
   } else if (!approve) {
     fmt::print("{} stays waiting until you approve it (`oppx mcp approve {}`).\n", ctx.args[0], ctx.args[0]);
-  } else if (state == "running") {
-    std::int64_t n = now.at("tools").as_int64();
-    fmt::print("{} is running with {} tool{}.\n", ctx.args[0], n, n == 1 ? "" : "s");
+  } else if (now.state == "running") {
+    fmt::print("{} is running with {} tool{}.\n", ctx.args[0], now.tool_count, now.tool_count == 1 ? "" : "s");
   } else {
-    fmt::print("{} did not start ({}): {}\n", ctx.args[0], state, str(now, "reason"));
+    fmt::print("{} did not start ({}): {}\n", ctx.args[0], now.state, now.reason);
   }
   return rc;
 }
@@ -300,22 +271,21 @@ int tools(Context& ctx) {
   const Command& self = *find_command("mcp", "tools");
   bool as_json = take_flag(ctx.args, "--json");
   if (ctx.args.size() != 1) return usage_error(self, "name one connector");
-  return run(ctx, self, "mcp/tools", {{"name", ctx.args[0]}}, as_json, [name = ctx.args[0]](const json::value& v) {
-    const json::object& o = v.as_object();
-    bool cached = o.contains("cached") && o.at("cached") == json::value(true);
-    if (cached) {
-      fmt::print(stderr, "oppx: {} is still starting; these are its tools from its last run\n", name);
-    } else if (str(o, "state") != "running") {
-      fmt::print(stderr, "oppx: {} is {}: {}\n", name, str(o, "state"), str(o, "reason"));
-      print_steps(stderr, o, "  ");
-      return kExitFailed;
-    }
-    for (auto& t : o.at("tools").as_array()) {
-      const json::object& tool = t.as_object();
-      fmt::print("{}\n", tool_line(name, tool));
-    }
-    return kExitOk;
-  });
+  json::object params = json::value_from(proto::McpToolsParams{ctx.args[0]}).as_object();
+  return run(ctx, self, "mcp/tools", std::move(params), as_json,
+             typed<proto::ConnectorEntry>([name = ctx.args[0]](const proto::ConnectorEntry& c) {
+               if (c.cached) {
+                 fmt::print(stderr, "oppx: {} is still starting; these are its tools from its last run\n", name);
+               } else if (c.state != "running") {
+                 fmt::print(stderr, "oppx: {} is {}: {}\n", name, c.state, c.reason);
+                 print_steps(stderr, c.steps, "  ");
+                 return kExitFailed;
+               }
+               for (auto& t : c.tools.value_or(json::array{})) {
+                 if (t.is_object()) fmt::print("{}\n", tool_line(name, t.as_object()));
+               }
+               return kExitOk;
+             }));
 }
 
 int call(Context& ctx) {
@@ -335,77 +305,69 @@ int call(Context& ctx) {
   }
   if (ctx.args.size() < 2 || ctx.args.size() > 3)
     return usage_error(self, "give a connector, a tool and optionally JSON arguments");
-  json::object params{{"connector", ctx.args[0]}, {"tool", ctx.args[1]}, {"timeout_ms", limit.count()}};
+  proto::ToolsCallParams params{.connector = ctx.args[0], .tool = ctx.args[1], .timeout_ms = limit.count()};
   if (ctx.args.size() == 3) {
     boost::system::error_code ec;
     json::value a = json::parse(ctx.args[2], ec);
     if (ec || !a.is_object())
       return usage_error(self, "the arguments must be a JSON object, e.g. '{\"message\":\"hi\"}'");
-    params["arguments"] = a;
+    params.arguments = a;
   }
   // Progress the server reports goes to stderr as it comes; the result alone goes to stdout.
-  params["progress_token"] = 1;
-  auto progress = [tool = ctx.args[1]](const std::string& method, const json::value& p) {
-    if (method != "tools/progress" || !p.is_object()) return;
-    const json::object& o = p.as_object();
-    auto number = [&o](std::string_view k) {
-      const json::value* v = o.if_contains(k);
-      return v && v->is_number() ? fmt::format("{}", v->to_number<double>()) : std::string();
-    };
-    std::string total = number("total");
-    std::string message = str(o, "message");
-    fmt::print(stderr, "oppx: {}: {}{}{}\n", tool, number("progress"), total.empty() ? "" : "/" + total,
-               message.empty() ? "" : " " + message);
+  params.progress_token = 1;
+  auto progress = [tool = ctx.args[1]](const std::string& method, const json::value& v) {
+    if (method != "tools/progress") return;
+    auto p = proto::decode<proto::ToolsProgress>(v);
+    if (!p || !p->progress) return;
+    fmt::print(stderr, "oppx: {}: {}{}{}\n", tool, *p->progress, p->total ? fmt::format("/{}", *p->total) : "",
+               p->message.empty() ? "" : " " + p->message);
   };
   // --json prints the reply (or the error) as it is, and keeps the exit status of isError as well.
   auto status = [](const json::value& v) {
-    return v.as_object().at("isError") == json::value(true) ? kExitFailed : kExitOk;
+    auto r = proto::decode<proto::ToolsCallResult>(v);
+    return !r || r->is_error ? kExitFailed : kExitOk;
   };
-  return run(
-      ctx, self, "tools/call", params, as_json,
-      [status](const json::value& v) {
-        fmt::print("{}\n", str(v.as_object(), "text"));
-        return status(v);
-      },
-      progress, limit + std::chrono::seconds(15), status);
+  return run(ctx, self, "tools/call", json::value_from(params).as_object(), as_json,
+             typed<proto::ToolsCallResult>([](const proto::ToolsCallResult& r) {
+               fmt::print("{}\n", r.text);
+               return r.is_error ? kExitFailed : kExitOk;
+             }),
+             progress, limit + std::chrono::seconds(15), status);
 }
 
 int reconnect(Context& ctx) {
   const Command& self = *find_command("mcp", "reconnect");
   bool as_json = take_flag(ctx.args, "--json");
   if (ctx.args.size() > 1) return usage_error(self, "name at most one connector");
-  json::object params;
-  if (!ctx.args.empty()) params["name"] = ctx.args[0];
+  std::string name = ctx.args.empty() ? "" : ctx.args[0];
+  json::object params = json::value_from(proto::McpReconnectParams{name}).as_object();
   // Exit status 1 when what was reconnected is not running afterwards (a named one), or when
   // any of them failed (all).
-  std::string name = ctx.args.empty() ? "" : ctx.args[0];
-  auto concerned = [name](const json::object& o) {
-    return name.empty() || (str(o, "name") == name && str(o, "state") != "hidden");
+  auto concerned = [name](const proto::ConnectorEntry& c) {
+    return name.empty() || (c.name == name && c.state != "hidden");
   };
-  auto status = [name, concerned](const json::value& v) {
-    for (auto& c : v.as_object().at("connectors").as_array()) {
-      const json::object& o = c.as_object();
-      if (concerned(o) && (name.empty() ? str(o, "state") == "failed" : str(o, "state") != "running"))
-        return kExitFailed;
+  auto failed = [name, concerned](const proto::McpListResult& l) {
+    for (auto& c : l.connectors) {
+      if (concerned(c) && (name.empty() ? c.state == "failed" : c.state != "running")) return kExitFailed;
     }
     return kExitOk;
   };
-  return run(
-      ctx, self, "mcp/reconnect", params, as_json,
-      [concerned, status](const json::value& v) {
-        print_list_notes(v.as_object());
-        for (auto& c : v.as_object().at("connectors").as_array()) {
-          if (concerned(c.as_object())) print_entry(c.as_object());
-        }
-        return status(v);
-      },
-      {}, kReconnectTimeout, status);
+  auto show = typed<proto::McpListResult>([concerned, failed](const proto::McpListResult& l) {
+    print_list_notes(l);
+    for (auto& c : l.connectors) {
+      if (concerned(c)) print_entry(c);
+    }
+    return failed(l);
+  });
+  return run(ctx, self, "mcp/reconnect", params, as_json, show, {}, kReconnectTimeout,
+             typed<proto::McpListResult>(failed));
 }
 
 int send_add(Context& ctx, const Command& self, const std::string& name, json::object def, bool project, bool force,
              bool as_json) {
-  json::object params{{"name", name}, {"definition", std::move(def)}, {"project", project}, {"force", force}};
-  return run(ctx, self, "mcp/add", std::move(params), as_json, print_added, {}, kMcpTimeout, {}, complete_probe);
+  proto::McpAddParams params{.name = name, .definition = std::move(def), .project = project, .force = force};
+  return run(ctx, self, "mcp/add", json::value_from(params).as_object(), as_json, print_added, {}, kMcpTimeout, {},
+             complete_probe);
 }
 
 int add(Context& ctx) {
@@ -528,12 +490,14 @@ int remove(Context& ctx) {
   bool as_json = take_flag(ctx.args, "--json");
   bool project = take_flag(ctx.args, "--project");
   if (ctx.args.size() != 1) return usage_error(self, "name one connector");
-  return run(ctx, self, "mcp/remove", {{"name", ctx.args[0]}, {"project", project}}, as_json, [](const json::value& v) {
-    const json::object& o = v.as_object();
-    if (o.contains("warning")) fmt::print(stderr, "oppx: warning: {}\n", str(o, "warning"));
-    fmt::print("Removed {} from {}\n", str(o, "name"), str(o, "file"));
-    return kExitOk;
-  });
+  json::object params = json::value_from(proto::McpRemoveParams{ctx.args[0], "", project}).as_object();
+  return run(ctx, self, "mcp/remove", std::move(params), as_json,
+             typed<proto::McpRemoveResult>([](const proto::McpRemoveResult& r) {
+               if (!r.warning.empty()) fmt::print(stderr, "oppx: warning: {}\n", r.warning);
+               if (!r.consent_error.empty()) fmt::print(stderr, "oppx: {}\n", r.consent_error);
+               fmt::print("Removed {} from {}\n", r.name, r.file);
+               return kExitOk;
+             }));
 }
 
 }  // namespace

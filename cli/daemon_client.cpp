@@ -264,4 +264,9 @@ bool wait_for_exit(std::int64_t pid, std::chrono::milliseconds timeout) {
   return rc > 0;
 }
 
+int unreadable_answer(const std::string& why) {
+  fmt::print(stderr, "oppx: the daemon's answer is not what this oppx reads ({}); `oppx daemon restart`\n", why);
+  return kExitFailed;
+}
+
 }  // namespace oppx::cli

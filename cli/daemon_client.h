@@ -47,4 +47,8 @@ std::optional<std::string> build_mismatch_warning(const proto::HelloResult& hell
 // Waits until process `pid` has exited; false at the deadline.
 bool wait_for_exit(std::int64_t pid, std::chrono::milliseconds timeout);
 
+// A reply this oppx cannot decode (`why` names the field; a daemon of another build answered):
+// says so on stderr with the way out, and returns the exit status of a failed command.
+int unreadable_answer(const std::string& why);
+
 }  // namespace oppx::cli

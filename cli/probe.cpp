@@ -2,6 +2,8 @@
 // (common/http.h), blocking, every exchange within what is left of one 4 s limit.
 #include "cli/probe.h"
 
+#include "cli/daemon_client.h"
+
 #include "chat/model_client.h"
 #include "common/http.h"
 #include "common/paths.h"
@@ -161,110 +163,80 @@ std::vector<std::pair<std::string, std::string>> cost_warnings(std::int64_t toke
 }
 
 void complete_probe(json::value& add_result) {
-  json::object* result = add_result.if_object();
-  json::value* pv = result ? result->if_contains("probe") : nullptr;
-  json::object* probe = pv ? pv->if_object() : nullptr;
-  if (!probe || probe->contains("share") || probe->contains("context_note")) return;
-  const json::value* name = result->if_contains("name");
-  const json::value* lines = probe->if_contains("lines");
+  auto result = proto::decode<proto::McpAddResult>(add_result);
+  if (!result || !result->probe || result->probe->completed()) return;
+  proto::AddProbe& probe = *result->probe;
   std::string text;
-  if (lines && lines->is_array()) {
-    for (auto& l : lines->as_array()) {
-      if (l.is_string()) text += std::string(l.as_string()) + "\n";
-    }
-  }
-  ProbeReport r = probe_cost(name && name->is_string() ? std::string_view(name->as_string()) : std::string_view(), text,
-                             model_server_url());
-  (*probe)["tokens"] = r.tokens;
-  (*probe)["estimated"] = r.estimated;
-  if (r.estimated) {
-    (*probe)["estimate"] = "about 4 characters a token";
-  } else {
-    probe->erase("estimate");
-  }
+  for (auto& l : probe.lines) text += l + "\n";
+  ProbeReport r = probe_cost(result->name, text, model_server_url());
+  probe.tokens = r.tokens;
+  probe.estimated = r.estimated;
+  probe.estimate = r.estimated ? "about 4 characters a token" : "";
   if (r.context) {
-    (*probe)["context"] = *r.context;
-    (*probe)["share"] = std::round(share_of(r.tokens, *r.context) * 10.0) / 10.0;
+    probe.context = *r.context;
+    probe.share = std::round(share_of(r.tokens, *r.context) * 10.0) / 10.0;
   } else {
-    (*probe)["context_note"] = r.context_note;
+    probe.context_note = r.context_note;
   }
-  json::array warnings;
-  for (auto& [kind, message] : r.warnings) warnings.push_back(json::object{{"kind", kind}, {"message", message}});
-  (*probe)["warnings"] = std::move(warnings);
+  probe.warnings.emplace();
+  for (auto& [kind, message] : r.warnings) probe.warnings->push_back({kind, message});
+  // Only the probe is replaced: the rest of the reply is printed by --json as the daemon sent it.
+  add_result.as_object()["probe"] = json::value_from(probe);
 }
 
-std::vector<std::string> probe_lines(const json::object& probe) {
-  auto number = [&probe](std::string_view k) {
-    const json::value* v = probe.if_contains(k);
-    return v && v->is_number() ? v->to_number<double>() : 0.0;
-  };
-  auto tokens = static_cast<std::int64_t>(number("tokens"));
+std::vector<std::string> probe_lines(const proto::AddProbe& probe) {
   std::vector<std::string> out;
   out.push_back(
-      probe.at("estimated") == json::value(true)
+      probe.estimated
           ? fmt::format("Cost: about {} tokens a request (an estimate: ~4 characters a token, no tokenizer "
                         "endpoint was available to count them)",
-                        token_count(tokens))
-          : fmt::format("Cost: {} tokens a request (counted by the server's tokenizer)", token_count(tokens)));
-  if (probe.contains("context")) {
-    out.push_back(fmt::format("Share: {:.1f}% of the model's context of {} tokens", number("share"),
-                              token_count(static_cast<std::int64_t>(number("context")))));
-  } else if (const json::value* note = probe.if_contains("context_note"); note && note->is_string()) {
-    out.push_back(fmt::format("Share of the model's context: unknown ({})", std::string_view(note->as_string())));
+                        token_count(probe.tokens))
+          : fmt::format("Cost: {} tokens a request (counted by the server's tokenizer)", token_count(probe.tokens)));
+  if (probe.context) {
+    out.push_back(fmt::format("Share: {:.1f}% of the model's context of {} tokens", probe.share.value_or(0.0),
+                              token_count(*probe.context)));
+  } else if (!probe.context_note.empty()) {
+    out.push_back(fmt::format("Share of the model's context: unknown ({})", probe.context_note));
   }
-  if (const json::value* w = probe.if_contains("warnings"); w && w->is_array()) {
-    for (auto& x : w->as_array()) {
-      const json::object& o = x.as_object();
-      out.push_back(fmt::format("warning: {}: {}", std::string_view(o.at("kind").as_string()),
-                                std::string_view(o.at("message").as_string())));
-    }
-  }
+  for (auto& w : probe.warnings.value_or(std::vector<proto::ProbeWarning>{}))
+    out.push_back(fmt::format("warning: {}: {}", w.kind, w.message));
   return out;
 }
 
 int print_added(const json::value& v) {
-  const json::object& o = v.as_object();
-  auto str = [](const json::object& obj, std::string_view k) {
-    const json::value* x = obj.if_contains(k);
-    return x && x->is_string() ? std::string(x->as_string()) : std::string();
-  };
-  std::string name = str(o, "name");
-  if (o.contains("warning")) fmt::print(stderr, "oppx: warning: {}\n", str(o, "warning"));
-  fmt::print("{} {} in {}\n", o.at("replaced") == json::value(true) ? "Replaced" : "Added", name, str(o, "file"));
-  if (o.contains("consent_error")) fmt::print(stderr, "oppx: {}\n", str(o, "consent_error"));
-  const json::value* cv = o.if_contains("connector");
-  if (!cv || !cv->is_object()) return 0;
-  const json::object& c = cv->as_object();
-  if (str(c, "state") == "hidden") {
-    fmt::print("It does not run: {}\n", escape_controls(str(c, "reason")));
+  auto added = proto::decode<proto::McpAddResult>(v);
+  if (!added) return unreadable_answer(added.error());
+  const proto::McpAddResult& a = *added;
+  if (!a.warning.empty()) fmt::print(stderr, "oppx: warning: {}\n", a.warning);
+  fmt::print("{} {} in {}\n", a.replaced ? "Replaced" : "Added", a.name, a.file);
+  if (!a.consent_error.empty()) fmt::print(stderr, "oppx: {}\n", a.consent_error);
+  if (!a.connector) return 0;
+  const proto::ConnectorEntry& c = *a.connector;
+  if (c.state == "hidden") {
+    fmt::print("It does not run: {}\n", escape_controls(c.reason));
     return 0;
   }
-  if (str(c, "state") != "running") {
-    fmt::print("It did not start ({}): {}\n", str(c, "state"), escape_controls(str(c, "reason")));
-    const json::value* steps = c.if_contains("steps");
+  if (c.state != "running") {
+    fmt::print("It did not start ({}): {}\n", c.state, escape_controls(c.reason));
     int n = 0;
-    if (steps && steps->is_array()) {
-      for (auto& st : steps->as_array()) {
-        if (st.is_string()) fmt::print("  {}. {}\n", ++n, escape_controls(std::string(st.as_string())));
-      }
-    }
+    for (auto& st : c.steps) fmt::print("  {}. {}\n", ++n, escape_controls(st));
     // The steps say how to start it again; without them, the reconnect is the way.
     if (n > 0) {
       fmt::print("It is saved anyway.\n");
     } else {
-      fmt::print("It is saved anyway; fix it and run `oppx mcp reconnect {}`.\n", name);
+      fmt::print("It is saved anyway; fix it and run `oppx mcp reconnect {}`.\n", a.name);
     }
     return 0;
   }
-  const json::array& tools = c.at("tools").as_array();
+  json::array tools = c.tools.value_or(json::array{});
   fmt::print("Running, {} tool{}:\n", tools.size(), tools.size() == 1 ? "" : "s");
-  fmt::print("{}", tool_list_text(name, tools));
+  fmt::print("{}", tool_list_text(a.name, tools));
   // The probe's figures, asked of the model server once: by the caller (`oppx mcp add`, for its
   // --json as well) or here.
   json::value done = v;
   complete_probe(done);
-  if (const json::value* probe = done.as_object().if_contains("probe"); probe && probe->is_object()) {
-    for (auto& line : probe_lines(probe->as_object())) fmt::print("{}\n", line);
+  if (auto probe = proto::decode<proto::McpAddResult>(done); probe && probe->probe) {
+    for (auto& line : probe_lines(*probe->probe)) fmt::print("{}\n", line);
   }
   return 0;
 }

@@ -8,6 +8,8 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include "proto/mcp_results.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -49,6 +51,6 @@ int print_added(const boost::json::value& add_result);
 void complete_probe(boost::json::value& add_result);
 
 // The lines printed after the tool list, from a completed `probe`.
-std::vector<std::string> probe_lines(const boost::json::object& probe);
+std::vector<std::string> probe_lines(const proto::AddProbe& probe);
 
 }  // namespace oppx::cli

@@ -31,6 +31,13 @@ Decoded<T> decode(const boost::json::value& v) {
   return decode(v, std::type_identity<T>{});
 }
 
+// A method's reply decoded as T: a failed call (its error's message) or a result that does not decode.
+template <class T, class Reply>
+Decoded<T> decode_reply(const Reply& reply) {
+  if (!reply) return {boost::system::in_place_error, reply.error().message};
+  return decode<T>(*reply);
+}
+
 // The params of a method that takes none: absent, null or an object (whose keys are ignored).
 struct NoParams {};
 Decoded<NoParams> decode(const boost::json::value& v, std::type_identity<NoParams>);
