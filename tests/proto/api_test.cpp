@@ -1,5 +1,6 @@
-// proto/mcp_api and proto/session_api: what a client encodes is what the daemon decodes, and a
-// bad field is named, the first one only.
+// proto/mcp_api and proto/session_api: what a client encodes is what the daemon
+// decodes and the other way round, results keep the documented keys (docs/protocol.md's examples,
+// byte for byte), and a bad field is named, the first one only, with its path in nested objects.
 #include "proto/daemon_api.h"
 #include "proto/mcp_api.h"
 #include "proto/session_api.h"
@@ -20,6 +21,11 @@ Decoded<T> round_trip(const T& v) {
 std::string error_of_params(std::string_view text, auto tag) {
   auto r = decode<typename decltype(tag)::type>(json::parse(text));
   return r ? std::string("decoded") : r.error();
+}
+
+template <class T>
+std::string error_of(std::string_view text) {
+  return error_of_params(text, std::type_identity<T>{});
 }
 
 TEST(ProtoApi, ToolsCallParamsRoundTrip) {
@@ -122,6 +128,94 @@ TEST(ProtoApi, SessionAndRuleParams) {
   auto judge = round_trip(JudgeParams{"", "", "git status", "/src"});
   ASSERT_TRUE(judge);
   EXPECT_EQ(judge->command, "git status");
+}
+
+TEST(ProtoSessionApi, SessionOpenResultRoundTrip) {
+  SessionOpenResult s{"4821-3-1", "/src/app/lib", "/src/app", "plan", true};
+  json::value wire = json::value_from(s);
+  EXPECT_EQ(json::serialize(wire),
+            R"({"session":"4821-3-1","cwd":"/src/app/lib","project":"/src/app","mode":"plan","replaced":true})");
+  auto back = decode<SessionOpenResult>(wire);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->session, "4821-3-1");
+  EXPECT_EQ(back->project, "/src/app");
+  EXPECT_EQ(back->mode, "plan");
+  EXPECT_TRUE(back->replaced);
+  EXPECT_EQ(error_of<SessionOpenResult>(R"({"cwd":"/src"})"), "result.session: required");
+  EXPECT_EQ(error_of<SessionOpenResult>(R"({"session":"a","replaced":"no"})"), "result.replaced: expected boolean");
+}
+
+TEST(ProtoSessionApi, RuleResultIsTheDocumentedReply) {
+  RuleResult r;
+  r.project = "/home/ana/src/app";
+  r.file = "/home/ana/.local/state/oppx/permissions.json";
+  r.allow = {"linear.*"};
+  r.rule = "linear.*";
+  r.changed = true;
+  EXPECT_EQ(json::serialize(json::value_from(r)),
+            R"({"project":"/home/ana/src/app","file":"/home/ana/.local/state/oppx/permissions.json",)"
+            R"("allow":["linear.*"],"deny":[],"rule":"linear.*","changed":true})");
+  // A session allow: the session's list and `session` come along; a set-aside file its problem.
+  r.session_allow = std::vector<std::string>{"fake.write"};
+  r.session = true;
+  r.problem = "moved aside";
+  auto back = decode<RuleResult>(json::value_from(r));
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->allow, std::vector<std::string>{"linear.*"});
+  EXPECT_TRUE(back->deny.empty());
+  ASSERT_TRUE(back->session_allow);
+  EXPECT_EQ(*back->session_allow, std::vector<std::string>{"fake.write"});
+  EXPECT_EQ(back->problem, "moved aside");
+  EXPECT_EQ(back->rule, "linear.*");
+  EXPECT_TRUE(back->changed);
+  EXPECT_TRUE(back->session);
+}
+
+TEST(ProtoSessionApi, PermissionsListResultKeepsNoSessionApartFromAnEmptyOne) {
+  PermissionsListResult l{"/src", "/state/permissions.json", {}, {"run:rm"}, std::nullopt, ""};
+  EXPECT_EQ(json::serialize(json::value_from(l)),
+            R"({"project":"/src","file":"/state/permissions.json","allow":[],"deny":["run:rm"]})");
+  auto none = decode<PermissionsListResult>(json::value_from(l));
+  ASSERT_TRUE(none) << none.error();
+  EXPECT_FALSE(none->session_allow);
+  l.session_allow.emplace();
+  auto empty = decode<PermissionsListResult>(json::value_from(l));
+  ASSERT_TRUE(empty) << empty.error();
+  ASSERT_TRUE(empty->session_allow);
+  EXPECT_TRUE(empty->session_allow->empty());
+}
+
+TEST(ProtoSessionApi, RuleResultsNameTheFailingField) {
+  EXPECT_EQ(error_of<PermissionsListResult>(R"({"file":"/f"})"), "result.project: required");
+  EXPECT_EQ(error_of<PermissionsListResult>(R"({"project":"/p","allow":["a.b",3]})"),
+            "result.allow: expected an array of strings");
+  EXPECT_EQ(error_of<PermissionsListResult>(R"({"project":"/p","session_allow":"a.b"})"),
+            "result.session_allow: expected an array of strings");
+  EXPECT_EQ(error_of<RuleResult>(R"({"project":"/p","rule":"a.b"})"), "result.changed: required");
+  EXPECT_EQ(error_of<RuleResult>(R"({"project":"/p","changed":true})"), "result.rule: required");
+  EXPECT_EQ(error_of<RuleResult>(R"([])"), "result: expected object");
+  EXPECT_EQ(error_of<RuleResult>(R"({"project":"/p","rule":"a.b","changed":false,"later":{}})"), "decoded");
+}
+
+TEST(ProtoSessionApi, JudgeResultIsTheDocumentedReply) {
+  JudgeResult tool{"allow", "allowed by the rule linear.*", "/home/ana/src/app", "linear.*", false};
+  EXPECT_EQ(json::serialize(json::value_from(tool)),
+            R"({"decision":"allow","why":"allowed by the rule linear.*","project":"/home/ana/src/app",)"
+            R"("rule":"linear.*","read_only":false})");
+  // A command: no rule decided it, and read_only is left out.
+  JudgeResult command{"ask", "not allowed by any rule", "/src", "", std::nullopt};
+  EXPECT_EQ(json::serialize(json::value_from(command)),
+            R"({"decision":"ask","why":"not allowed by any rule","project":"/src"})");
+  auto back = decode<JudgeResult>(json::value_from(tool));
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->decision, "allow");
+  EXPECT_EQ(back->rule, "linear.*");
+  ASSERT_TRUE(back->read_only);
+  EXPECT_FALSE(*back->read_only);
+  EXPECT_FALSE(decode<JudgeResult>(json::value_from(command))->read_only);
+  EXPECT_EQ(error_of<JudgeResult>(R"({"why":"x"})"), "result.decision: required");
+  EXPECT_EQ(error_of<JudgeResult>(R"({"decision":"maybe"})"), "result.decision: expected allow, ask or deny");
+  EXPECT_EQ(error_of<JudgeResult>(R"({"decision":"deny","read_only":1})"), "result.read_only: expected boolean");
 }
 
 }  // namespace
