@@ -3,8 +3,10 @@
 #include "chat/daemon_tools.h"
 
 #include "common/tool_text.h"
+#include "proto/browser_api.h"
 #include "proto/mcp_api.h"
 #include "proto/mcp_results.h"
+#include "proto/session_api.h"
 
 #include <boost/json.hpp>
 
@@ -30,19 +32,30 @@ DaemonTools::Verdict verdict_of(const boost::system::result<json::value, proto::
     v.why = "the daemon could not judge it: " + r.error().message;
     return v;  // ask
   }
-  const json::object& o = r->as_object();
-  v.decision = str(o, "decision");
-  v.why = str(o, "why");
-  v.rule = str(o, "rule");
-  if (v.decision != "allow" && v.decision != "deny") v.decision = "ask";
+  auto judged = proto::decode<proto::JudgeResult>(*r);
+  if (!judged) {
+    v.why = "the daemon's verdict could not be read: " + judged.error();
+    return v;  // ask
+  }
+  v.decision = judged->decision;
+  v.why = judged->why;
+  v.rule = judged->rule;
   return v;
+}
+
+// "" when the call answered with a result of type `Result`, else why not.
+template <class Result>
+std::string failure_of(const boost::system::result<json::value, proto::RpcError>& r, std::string_view method) {
+  if (!r) return r.error().message;
+  auto decoded = proto::decode<Result>(*r);
+  return decoded ? std::string() : "the daemon's " + std::string(method) + " reply: " + decoded.error();
 }
 
 }  // namespace
 
 std::string DaemonTools::open_session(const std::string& mode) {
-  auto r = client_.call("session/open", json::object{{"cwd", cwd_}, {"mode", mode}}, kDaemonCall);
-  return r ? std::string() : r.error().message;
+  auto r = client_.call("session/open", json::value_from(proto::SessionOpenParams{cwd_, mode}), kDaemonCall);
+  return failure_of<proto::SessionOpenResult>(r, "session/open");
 }
 
 std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<ConnectorNote>& others) {
@@ -82,29 +95,28 @@ std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<Connecto
 }
 
 DaemonTools::Verdict DaemonTools::judge_tool(const ToolInfo& tool) {
-  return verdict_of(client_.call("permissions/judge",
-                                 json::object{{"connector", tool.connector}, {"tool", tool.name}, {"cwd", cwd_}},
-                                 kDaemonCall));
+  return verdict_of(client_.call(
+      "permissions/judge", json::value_from(proto::JudgeParams{tool.connector, tool.name, "", cwd_}), kDaemonCall));
 }
 
 DaemonTools::Verdict DaemonTools::judge_command(const std::string& command) {
-  return verdict_of(client_.call("permissions/judge", json::object{{"command", command}, {"cwd", cwd_}}, kDaemonCall));
+  return verdict_of(
+      client_.call("permissions/judge", json::value_from(proto::JudgeParams{"", "", command, cwd_}), kDaemonCall));
 }
 
 std::string DaemonTools::allow(const std::string& rule, bool session) {
-  auto r =
-      client_.call("permissions/allow", json::object{{"rule", rule}, {"session", session}, {"cwd", cwd_}}, kDaemonCall);
-  return r ? std::string() : r.error().message;
+  auto r = client_.call("permissions/allow", json::value_from(proto::RuleParams{rule, cwd_, session}), kDaemonCall);
+  return failure_of<proto::RuleResult>(r, "permissions/allow");
 }
 
 std::string DaemonTools::browser_start() {
   auto r = client_.call("browser/start", json::object{}, kBrowserStart);
-  return r ? std::string() : r.error().message;
+  return failure_of<proto::BrowserStartResult>(r, "browser/start");
 }
 
 std::string DaemonTools::browser_stop() {
   auto r = client_.call("browser/stop", json::object{}, kDaemonCall);
-  return r ? std::string() : r.error().message;
+  return failure_of<proto::BrowserStopResult>(r, "browser/stop");
 }
 
 void DaemonTools::interrupt() { client_.cancel_in_flight(); }

@@ -8,6 +8,7 @@
 #include "cli/output.h"
 #include "common/playwright.h"
 #include "common/text.h"
+#include "proto/browser_api.h"
 
 #include <boost/json.hpp>
 
@@ -25,11 +26,6 @@ constexpr std::string_view kAbout =
     "wants it (y, a = always, N, or text for the model). `oppx browser on` starts it with every\n"
     "session without asking (also in `oppx -p`); `off` goes back to asking.";
 
-std::string str(const json::object& o, std::string_view k) {
-  const json::value* v = o.if_contains(k);
-  return v && v->is_string() ? std::string(v->as_string()) : "";
-}
-
 int fail(const std::string& message) {
   fmt::print(stderr, "oppx: {}\n", escape_controls(message));
   return kExitFailed;
@@ -43,15 +39,17 @@ int status(Context& ctx) {
   if (!conn) return fail(conn.error().message);
   auto r = conn->client.call("browser/status", json::object{}, kCallTimeout);
   if (!r) return fail(r.error().message);
-  json::object o = r->as_object();
-  o["auto"] = chat::browser_auto();
-  o["node_major"] = node_major();
-  o.erase("session");  // this command has no session of its own
+  auto st = proto::decode<proto::BrowserStatusResult>(*r);
+  if (!st) return fail("the daemon's browser/status reply: " + st.error());
   if (as_json) {
+    json::object o = json::value_from(*st).as_object();
+    o.erase("session");  // this command has no session of its own
+    o["auto"] = chat::browser_auto();
+    o["node_major"] = node_major();
     fmt::print("{}", json_line(o));
     return kExitOk;
   }
-  std::string installed = str(o, "installed");
+  std::string installed = st->installed.value_or("");
   fmt::print("Browser: {}\n", chat::browser_auto() ? "on (starts with every session)" : "off (asked once a session)");
   fmt::print("Engine:  {} {} in {}\n", playwright::kMcpPackage,
              installed.empty() ? "not installed (`oppx browser install`)"
@@ -59,28 +57,21 @@ int status(Context& ctx) {
                  ? installed
                  : installed + " (this oppx uses " + std::string(playwright::kMcpVersion) +
                        ": `oppx browser install --update`)",
-             escape_controls(str(o, "engine")));
+             escape_controls(st->engine));
   int major = node_major();
   fmt::print("Node.js: {}\n", major == 0 ? "not found on PATH (the browser needs Node.js 18+)"
                                          : fmt::format("{}{}", major, major < 18 ? " (too old: 18+ needed)" : ""));
-  const json::object& b = o.at("browser").as_object();
-  if (!str(b, "path").empty()) {
-    fmt::print("Chrome:  {} ({})\n", escape_controls(str(b, "path")), str(b, "kind"));
+  if (const auto& problem = st->browser.problem) {
+    fmt::print("Chrome:  {}\n", escape_controls(problem->message));
+    for (const auto& step : problem->steps) fmt::print("  - {}\n", escape_controls(step));
   } else {
-    fmt::print("Chrome:  {}\n", escape_controls(str(b, "reason")));
-    if (const json::value* s = b.if_contains("steps"); s && s->is_array()) {
-      for (const auto& step : s->as_array())
-        fmt::print("  - {}\n", escape_controls(std::string_view(step.as_string())));
-    }
+    fmt::print("Chrome:  {} ({})\n", escape_controls(st->browser.path), st->browser.kind);
   }
-  fmt::print("Sandbox: {}\n", str(o, "sandbox"));
-  if (const json::value* sp = o.if_contains("spare"); sp && sp->is_object() && str(sp->as_object(), "state") != "off") {
-    const json::object& spare = sp->as_object();
-    const json::value* idle = spare.if_contains("idle_ms");
-    std::int64_t ms = idle && idle->is_int64() ? idle->as_int64() : 600000;
-    fmt::print("Spare:   a server {} (pid {}) for the next session's browser, stopped after {} unused\n",
-               str(spare, "state"), spare.contains("pid") ? json::serialize(spare.at("pid")) : "?",
-               ms >= 60000 ? fmt::format("{} min", ms / 60000) : fmt::format("{} s", ms / 1000));
+  fmt::print("Sandbox: {}\n", st->sandbox);
+  if (const auto& spare = st->spare; spare.state != "off") {
+    std::int64_t ms = spare.idle_ms;
+    fmt::print("Spare:   a server {} (pid {}) for the next session's browser, stopped after {} unused\n", spare.state,
+               spare.pid, ms >= 60000 ? fmt::format("{} min", ms / 60000) : fmt::format("{} s", ms / 1000));
   }
   return kExitOk;
 }

@@ -12,8 +12,10 @@
 #include "common/paths.h"
 #include "common/playwright.h"
 #include "common/text.h"
+#include "proto/browser_api.h"
 #include "proto/mcp_api.h"
 #include "proto/mcp_results.h"
+#include "proto/session_api.h"
 
 #include <boost/json.hpp>
 
@@ -192,7 +194,8 @@ void browser_tour(Connection& conn) {
   }
   char cwd[PATH_MAX];
   std::string here = ::getcwd(cwd, sizeof cwd) ? cwd : "/";
-  if (auto s = conn.client.call("session/open", json::object{{"cwd", here}, {"mode", "chat"}}, kCallTimeout); !s) {
+  if (auto s = conn.client.call("session/open", json::value_from(proto::SessionOpenParams{here, "chat"}), kCallTimeout);
+      !s) {
     fmt::print("   session/open failed: {}\n\n", s.error().message);
     return;
   }
@@ -202,6 +205,13 @@ void browser_tour(Connection& conn) {
     fmt::print("   it did not start: {}\n\n", started.error().message);
     return;
   }
+  auto browser = proto::decode<proto::BrowserStartResult>(*started);
+  if (!browser) {
+    fmt::print("   the daemon's browser/start reply: {}\n\n", browser.error());
+    return;
+  }
+  fmt::print("   started for this session: server pid {}, {} tools offered, its tools allowed as {}\n",
+             browser->pid.value_or(0), browser->tools, escape_controls(browser->session_allow));
   json::object args{{"url", page.url}};
   auto r = conn.client.call("tools/call",
                             json::value_from(proto::ToolsCallParams{

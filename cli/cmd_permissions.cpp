@@ -4,6 +4,7 @@
 #include "cli/daemon_client.h"
 #include "cli/output.h"
 #include "common/text.h"
+#include "proto/session_api.h"
 
 #include <boost/json.hpp>
 
@@ -21,27 +22,24 @@ constexpr std::string_view kRuleForms =
     "asked). A deny rule wins over an allow rule and over a tool marked read-only. Read-only tools\n"
     "run without asking; anything else is asked in the chat and declined by `oppx -p`.";
 
-std::string str(const json::object& o, std::string_view k) {
-  const json::value* v = o.if_contains(k);
-  return v && v->is_string() ? std::string(v->as_string()) : "";
-}
-
-void print_rules(const json::object& o) {
-  fmt::print("Permission rules for {}\n", escape_controls(str(o, "project")));
-  for (const char* list : {"allow", "deny"}) {
-    const json::array& a = o.at(list).as_array();
-    if (a.empty()) {
-      fmt::print("  {}: none\n", list);
+void print_rules(const proto::PermissionsListResult& l) {
+  fmt::print("Permission rules for {}\n", escape_controls(l.project));
+  for (const auto& [name, rules] : {std::pair{"allow", &l.allow}, std::pair{"deny", &l.deny}}) {
+    if (rules->empty()) {
+      fmt::print("  {}: none\n", name);
       continue;
     }
-    fmt::print("  {}:\n", list);
-    for (const auto& r : a) fmt::print("    {}\n", escape_controls(std::string_view(r.as_string()), false));
+    fmt::print("  {}:\n", name);
+    for (const auto& r : *rules) fmt::print("    {}\n", escape_controls(r, false));
   }
-  fmt::print("Kept in {}\n", escape_controls(str(o, "file")));
-  if (!str(o, "problem").empty()) fmt::print(stderr, "oppx: warning: {}\n", escape_controls(str(o, "problem")));
+  fmt::print("Kept in {}\n", escape_controls(l.file));
+  if (!l.problem.empty()) fmt::print(stderr, "oppx: warning: {}\n", escape_controls(l.problem));
 }
 
-int call(Context& ctx, std::string_view method, json::object params, bool as_json) {
+// Calls `method` with `params` and decodes its result as `Result`: the result, or the exit code.
+template <class Result>
+boost::system::result<Result, int> call(Context& ctx, std::string_view method, const json::value& params,
+                                        bool as_json) {
   auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
   if (!conn) {
     fmt::print(stderr, "oppx: {}\n", conn.error().message);
@@ -58,37 +56,43 @@ int call(Context& ctx, std::string_view method, json::object params, bool as_jso
     }
     return kExitFailed;
   }
-  if (as_json) {
-    fmt::print("{}", json_line(*r));
-    return kExitOk;
+  auto result = proto::decode<Result>(*r);
+  if (!result) {
+    fmt::print(stderr, "oppx: the daemon's {} reply: {}\n", method, result.error());
+    return kExitFailed;
   }
-  const json::object& o = r->as_object();
-  if (method != "permissions/list") {
-    std::string rule = escape_controls(str(o, "rule"));
-    bool changed = o.at("changed") == json::value(true);
-    if (method == "permissions/remove") {
-      fmt::print("Removed {}\n", rule);
-    } else {
-      fmt::print("{} {}{}\n", method == "permissions/allow" ? "Allowed" : "Denied", rule,
-                 changed ? "" : " (it was already)");
-    }
-  }
-  print_rules(o);
-  return kExitOk;
+  if (as_json) fmt::print("{}", json_line(json::value_from(*result)));
+  return *result;
 }
 
 int list(Context& ctx) {
   const Command& self = *find_command("permissions", "list");
   bool as_json = take_flag(ctx.args, "--json");
   if (!ctx.args.empty()) return usage_error(self, "unexpected argument " + ctx.args[0]);
-  return call(ctx, "permissions/list", {}, as_json);
+  auto r = call<proto::PermissionsListResult>(ctx, "permissions/list", json::value_from(proto::PermissionsListParams{}),
+                                              as_json);
+  if (!r) return r.error();
+  if (!as_json) print_rules(*r);
+  return kExitOk;
 }
 
 int rule_command(Context& ctx, std::string_view name, std::string_view method) {
   const Command& self = *find_command("permissions", name);
   bool as_json = take_flag(ctx.args, "--json");
   if (ctx.args.size() != 1) return usage_error(self, "name one rule");
-  return call(ctx, method, json::object{{"rule", ctx.args[0]}}, as_json);
+  proto::RuleParams params;
+  params.rule = ctx.args[0];
+  auto r = call<proto::RuleResult>(ctx, method, json::value_from(params), as_json);
+  if (!r) return r.error();
+  if (as_json) return kExitOk;
+  std::string rule = escape_controls(r->rule);
+  if (name == "remove") {
+    fmt::print("Removed {}\n", rule);
+  } else {
+    fmt::print("{} {}{}\n", name == "allow" ? "Allowed" : "Denied", rule, r->changed ? "" : " (it was already)");
+  }
+  print_rules(*r);
+  return kExitOk;
 }
 
 int allow(Context& ctx) { return rule_command(ctx, "allow", "permissions/allow"); }

@@ -115,12 +115,6 @@ std::string inline_line(const std::string& line, const std::string& folder, cons
 
 }  // namespace
 
-json::object BrowserProblem::to_json() const {
-  json::array s;
-  for (const auto& step : steps) s.emplace_back(step);
-  return json::object{{"reason_kind", kind}, {"reason", message}, {"steps", std::move(s)}};
-}
-
 boost::system::result<BrowserChoice, BrowserProblem> choose_browser(const EnvMap& env) {
   std::string chrome = on_path(env, {"google-chrome", "google-chrome-stable"});
   if (chrome.empty() && ::access("/opt/google/chrome/chrome", X_OK) == 0) chrome = "/opt/google/chrome/chrome";
@@ -287,14 +281,11 @@ void BrowserSpare::fill(const ConnectorDef& def, const EnvMap& env) {
   m.connector->start(env, start_timeout(env));
 }
 
-json::object BrowserSpare::status_json() const {
+proto::BrowserSpareStatus BrowserSpare::status() const {
   const auto& c = impl_->connector;
-  if (!c) return json::object{{"state", "off"}};
-  json::object o{{"state", c->state() == ConnectorState::kRunning ? "running" : "starting"},
-                 {"pid", c->pid()},
-                 {"log", c->log_path()},
-                 {"idle_ms", impl_->idle.count()}};
-  return o;
+  if (!c) return {};
+  return {c->state() == ConnectorState::kRunning ? "running" : "starting", c->pid(), c->log_path(),
+          impl_->idle.count()};
 }
 
 SessionBrowser::SessionBrowser(boost::asio::io_context& io, std::string session, BrowserSpare* spare)
@@ -381,16 +372,19 @@ json::array SessionBrowser::tools() const {
   return out;
 }
 
-json::object SessionBrowser::status_json() const {
-  json::object o{{"state", state()}, {"folder", folder_}, {"tools", tools().size()}};
+proto::SessionBrowserStatus SessionBrowser::status() const {
+  proto::SessionBrowserStatus s;
+  s.state = state();
+  s.folder = folder_;
+  s.tools = static_cast<std::int64_t>(tools().size());
   if (connector_) {
-    o["pid"] = connector_->pid();
-    o["log"] = connector_->log_path();
-    if (!connector_->reason().empty()) o["reason"] = connector_->reason();
-  } else if (problem_) {
-    for (auto& [k, v] : problem_->to_json()) o[k] = v;
+    s.pid = connector_->pid();
+    s.log = connector_->log_path();
+    s.reason = connector_->reason();
+  } else {
+    s.failed = problem_;
   }
-  return o;
+  return s;
 }
 
 }  // namespace oppx::daemon

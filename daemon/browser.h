@@ -7,6 +7,7 @@
 
 #include "daemon/connector.h"
 #include "daemon/mcp_config.h"
+#include "proto/browser_api.h"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -32,12 +33,7 @@ inline constexpr std::string_view kBrowserName = "playwright";
 inline constexpr std::string_view kBrowserSessionRule = "playwright.*";
 
 // Why the browser cannot start, with its kind (docs/protocol.md, browser/start) and the steps.
-struct BrowserProblem {
-  std::string kind;  // not_installed | outdated | no_node | no_browser | connector_down
-  std::string message;
-  std::vector<std::string> steps;
-  boost::json::object to_json() const;
-};
+using BrowserProblem = proto::BrowserProblem;
 
 // Which browser Playwright drives: a system Google Chrome (`--browser chrome`), else a system
 // Chromium by its path, else Playwright's Chrome for Testing in the engine folder.
@@ -81,7 +77,7 @@ class BrowserSpare {
   // browser was used (its OPPX_BROWSER_SPARE_IDLE_MS too).
   void fill(const ConnectorDef& def, const EnvMap& env);
   void stop();
-  boost::json::object status_json() const;  // {"state": off|starting|running, "pid", "log", "idle_ms"}
+  proto::BrowserSpareStatus status() const;
 
  private:
   struct Impl;
@@ -110,7 +106,7 @@ class SessionBrowser {
   const std::string& folder() const { return folder_; }
   std::shared_ptr<Connector> connector() const { return connector_; }
   boost::json::array tools() const;  // the offered ones
-  boost::json::object status_json() const;
+  proto::SessionBrowserStatus status() const;
 
  private:
   void settle(std::optional<BrowserProblem> problem);

@@ -27,7 +27,8 @@ proto::RpcError needs_session() {
 
 proto::RpcError problem_error(const BrowserProblem& p) {
   auto e = proto::RpcError::make(proto::ErrorCode::kInternal, p.kind, p.message);
-  for (auto& [k, v] : p.to_json()) e.data[k] = v;
+  json::value data = json::value_from(p);
+  for (auto& [k, v] : data.as_object()) e.data[k] = v;
   return e;
 }
 
@@ -40,25 +41,20 @@ void allow_for_session(Session& session, bool on) {
 
 void status(Server& s, const Client& client, Reply reply) {
   EnvMap env(client.env.begin(), client.env.end());
-  std::string installed = playwright::installed_version();
-  json::object o{{"version", playwright::kMcpVersion},
-                 {"installed", installed.empty() ? json::value(nullptr) : json::value(installed)},
-                 {"engine", playwright::engine_dir()},
-                 {"sandbox", ::geteuid() == 0 ? "off (Chromium refuses it as root)" : "on"}};
+  proto::BrowserStatusResult r;
+  r.version = playwright::kMcpVersion;
+  if (std::string installed = playwright::installed_version(); !installed.empty()) r.installed = installed;
+  r.engine = playwright::engine_dir();
+  r.sandbox = ::geteuid() == 0 ? "off (Chromium refuses it as root)" : "on";
   if (auto b = choose_browser(env)) {
-    o["browser"] = json::object{{"kind", b->kind}, {"path", b->path}};
+    r.browser = {b->kind, b->path, std::nullopt};
   } else {
-    o["browser"] = b.error().to_json();
+    r.browser.problem = b.error();
   }
-  if (!client.session) {
-    o["session"] = nullptr;
-  } else if (client.session->browser) {
-    o["session"] = client.session->browser->status_json();
-  } else {
-    o["session"] = json::object{{"state", "off"}};
-  }
-  o["spare"] = s.browser_spare().status_json();
-  reply.ok(std::move(o));
+  if (client.session)
+    r.session = client.session->browser ? client.session->browser->status() : proto::SessionBrowserStatus{};
+  r.spare = s.browser_spare().status();
+  reply.ok(json::value_from(r));
 }
 
 void start(Server& s, Reply reply, Client& client) {
@@ -73,9 +69,10 @@ void start(Server& s, Reply reply, Client& client) {
     if (!browser || !client.session || client.session->browser != browser) return;  // its session ended
     if (problem) return shared->fail(problem_error(*problem));
     allow_for_session(*client.session, true);
-    json::object o = browser->status_json();
-    o["session_allow"] = kBrowserSessionRule;
-    shared->ok(std::move(o));
+    proto::BrowserStartResult r;
+    static_cast<proto::SessionBrowserStatus&>(r) = browser->status();
+    r.session_allow = kBrowserSessionRule;
+    shared->ok(json::value_from(r));
   });
 }
 
@@ -85,7 +82,7 @@ void stop(Reply reply, Client& client) {
   bool was = session.browser && session.browser->state() != "off";
   session.browser.reset();  // stops its server, and Chromium with it
   allow_for_session(session, false);
-  reply.ok(json::object{{"state", "off"}, {"was_running", was}});
+  reply.ok(json::value_from(proto::BrowserStopResult{"off", was}));
 }
 
 }  // namespace
@@ -103,12 +100,19 @@ std::shared_ptr<Connector> browser_connector(const Client& client, const std::st
 proto::ConnectorEntry browser_entry(const SessionBrowser& b) {
   // The session browser's status is the part of a connector entry it has (state, folder, tools,
   // pid, log, reason, or a failed start's reason_kind and steps).
-  json::object o = b.status_json();
-  o["name"] = kBrowserName;
-  o["source"] = "browser";
-  o["type"] = "stdio";
-  auto e = proto::decode<proto::ConnectorEntry>(o);
-  return e ? std::move(*e) : proto::ConnectorEntry{.name = std::string(kBrowserName), .source = "browser"};
+  proto::SessionBrowserStatus st = b.status();
+  proto::ConnectorEntry e{.name = std::string(kBrowserName), .source = "browser", .type = "stdio", .state = st.state};
+  e.folder = st.folder;
+  e.tool_count = st.tools;
+  e.pid = st.pid.value_or(0);
+  e.log = st.log;
+  e.reason = st.reason;
+  if (st.failed) {
+    e.reason_kind = st.failed->kind;
+    e.reason = st.failed->message;
+    e.steps = st.failed->steps;
+  }
+  return e;
 }
 
 std::optional<proto::ConnectorEntry> browser_list_entry(const std::shared_ptr<SessionBrowser>& b) {

@@ -23,25 +23,32 @@ namespace json = boost::json;
 
 namespace {
 
-json::array array_of(const std::vector<std::string>& v) {
-  json::array a;
-  for (const auto& s : v) a.emplace_back(s);
-  return a;
-}
-
 // The session's allows apply to the project it was opened in.
 const std::vector<std::string>& session_allows(const Client& client, const std::string& project) {
   static const std::vector<std::string> none;
   return client.session && client.session->root == project ? client.session->allow : none;
 }
 
-json::object rules_json(Server& s, const std::string& project, const Client& client) {
+proto::PermissionsListResult rules_of(Server& s, const std::string& project, const Client& client) {
   Rules r = s.permissions().rules(project);
-  json::object o{
-      {"project", project}, {"file", s.permissions().path()}, {"allow", array_of(r.allow)}, {"deny", array_of(r.deny)}};
-  if (client.session) o["session_allow"] = array_of(session_allows(client, project));
-  if (!s.permissions().problem().empty()) o["problem"] = s.permissions().problem();
-  return o;
+  proto::PermissionsListResult l;
+  l.project = project;
+  l.file = s.permissions().path();
+  l.allow = std::move(r.allow);
+  l.deny = std::move(r.deny);
+  if (client.session) l.session_allow = session_allows(client, project);
+  l.problem = s.permissions().problem();
+  return l;
+}
+
+// What the rule methods answer: the rules after the change, and the change.
+proto::RuleResult rule_result(Server& s, const std::string& project, const Client& client, std::string rule,
+                              bool changed) {
+  proto::RuleResult r;
+  static_cast<proto::PermissionsListResult&>(r) = rules_of(s, project, client);
+  r.rule = std::move(rule);
+  r.changed = changed;
+  return r;
 }
 
 proto::RpcError no_session() {
@@ -64,19 +71,16 @@ void session_open(Server&, const proto::SessionOpenParams& p, Reply reply, Clien
                   p.mode,
                   {},
                   {}};
-  json::object o{{"session", session.id},
-                 {"cwd", session.cwd},
-                 {"project", session.root},
-                 {"mode", session.mode},
-                 {"replaced", client.session.has_value()}};
+  proto::SessionOpenResult opened_result{session.id, session.cwd, session.root, session.mode,
+                                         client.session.has_value()};
   client.session = std::move(session);
-  reply.ok(std::move(o));
+  reply.ok(json::value_from(opened_result));
 }
 
 void permissions_list(Server& s, const proto::PermissionsListParams& p, Reply reply, Client& client) {
   std::string project = request_root(p.cwd, client);
   if (project.empty()) return reply.fail(no_project());
-  reply.ok(rules_json(s, project, client));
+  reply.ok(json::value_from(rules_of(s, project, client)));
 }
 
 namespace {
@@ -96,11 +100,9 @@ void permissions_add(Server& s, const proto::RuleParams& p, bool allow, Reply re
     auto& list = client.session->allow;
     bool added = std::find(list.begin(), list.end(), p.rule) == list.end();
     if (added) list.push_back(p.rule);
-    json::object o = rules_json(s, project, client);
-    o["rule"] = p.rule;
-    o["changed"] = added;
-    o["session"] = true;
-    return reply.ok(std::move(o));
+    proto::RuleResult result = rule_result(s, project, client, p.rule, added);
+    result.session = true;
+    return reply.ok(json::value_from(result));
   }
   // Answered once written (on the worker); the connection may have closed by then, so what the
   // answer shows of it is as it was when asked.
@@ -109,10 +111,7 @@ void permissions_add(Server& s, const proto::RuleParams& p, bool allow, Reply re
       project, p.rule, allow,
       [&s, shared, project, rule = p.rule, asked = client](boost::system::result<bool, std::string> r) {
         if (!r) return shared->fail(proto::RpcError::make(proto::ErrorCode::kInternal, "write_failed", r.error()));
-        json::object o = rules_json(s, project, asked);
-        o["rule"] = rule;
-        o["changed"] = *r;
-        shared->ok(std::move(o));
+        shared->ok(json::value_from(rule_result(s, project, asked, rule, *r)));
       });
 }
 
@@ -147,10 +146,7 @@ void permissions_remove(Server& s, const proto::RuleParams& p, Reply reply, Clie
           e.data["field"] = "params.rule";
           return shared->fail(std::move(e));
         }
-        json::object o = rules_json(s, project, asked);
-        o["rule"] = rule;
-        o["changed"] = true;
-        shared->ok(std::move(o));
+        shared->ok(json::value_from(rule_result(s, project, asked, rule, true)));
       });
 }
 
@@ -174,10 +170,9 @@ void permissions_judge(Server& s, const proto::JudgeParams& p, Reply reply, Clie
     if (browser && asked_every_time(p.tool) && j.verdict == Verdict::kAllow)
       j = {Verdict::kAsk, {}, p.tool + " runs JavaScript the model wrote: it is asked every time"};
   }
-  json::object o{{"decision", verdict_name(j.verdict)}, {"why", j.why}, {"project", project}};
-  if (!j.rule.empty()) o["rule"] = j.rule;
-  if (p.command.empty()) o["read_only"] = read_only;
-  reply.ok(std::move(o));
+  proto::JudgeResult result{std::string(verdict_name(j.verdict)), j.why, project, j.rule, std::nullopt};
+  if (p.command.empty()) result.read_only = read_only;
+  reply.ok(json::value_from(result));
 }
 
 }  // namespace oppx::daemon

@@ -1,4 +1,4 @@
-// Decoding and encoding of session/open and permissions/… params, and the rule grammar.
+// Decoding and encoding of session/open and permissions/… params and results, and the rule grammar.
 #include "proto/session_api.h"
 
 #include "common/text.h"
@@ -21,6 +21,16 @@ std::string trimmed(std::string_view s) {
   if (b == std::string_view::npos) return {};
   auto e = s.find_last_not_of(" \t");
   return std::string(s.substr(b, e - b + 1));
+}
+
+// The fields of permissions/list's result, which the rule methods' results start with.
+void read_rules(FieldReader& r, PermissionsListResult& out) {
+  out.project = r.string("project", true).value_or("");
+  out.file = r.string("file", false).value_or("");
+  out.allow = r.strings("allow");
+  out.deny = r.strings("deny");
+  if (!r.any("session_allow").is_null()) out.session_allow = r.strings("session_allow");
+  out.problem = r.string("problem", false).value_or("");
 }
 
 }  // namespace
@@ -85,6 +95,47 @@ Decoded<JudgeParams> decode(const json::value& v, std::type_identity<JudgeParams
   return finish(r, std::move(p));
 }
 
+Decoded<SessionOpenResult> decode(const json::value& v, std::type_identity<SessionOpenResult>) {
+  FieldReader r(v, "result");
+  SessionOpenResult s;
+  s.session = r.string("session", true).value_or("");
+  s.cwd = r.string("cwd", false).value_or("");
+  s.project = r.string("project", false).value_or("");
+  s.mode = r.string("mode", false).value_or("");
+  s.replaced = r.boolean("replaced", false).value_or(false);
+  return finish(r, std::move(s));
+}
+
+Decoded<PermissionsListResult> decode(const json::value& v, std::type_identity<PermissionsListResult>) {
+  FieldReader r(v, "result");
+  PermissionsListResult l;
+  read_rules(r, l);
+  return finish(r, std::move(l));
+}
+
+Decoded<RuleResult> decode(const json::value& v, std::type_identity<RuleResult>) {
+  FieldReader r(v, "result");
+  RuleResult l;
+  read_rules(r, l);
+  l.rule = r.string("rule", true).value_or("");
+  l.changed = r.boolean("changed", true).value_or(false);
+  l.session = r.boolean("session", false).value_or(false);
+  return finish(r, std::move(l));
+}
+
+Decoded<JudgeResult> decode(const json::value& v, std::type_identity<JudgeResult>) {
+  FieldReader r(v, "result");
+  JudgeResult j;
+  j.decision = r.string("decision", true).value_or("");
+  if (r.ok() && j.decision != "allow" && j.decision != "ask" && j.decision != "deny")
+    r.fail("decision", "expected allow, ask or deny");
+  j.why = r.string("why", false).value_or("");
+  j.project = r.string("project", false).value_or("");
+  j.rule = r.string("rule", false).value_or("");
+  j.read_only = r.boolean("read_only", false);
+  return finish(r, std::move(j));
+}
+
 void tag_invoke(json::value_from_tag, json::value& jv, const SessionOpenParams& v) {
   jv = json::object{{"cwd", v.cwd}, {"mode", v.mode}};
 }
@@ -108,6 +159,36 @@ void tag_invoke(json::value_from_tag, json::value& jv, const JudgeParams& v) {
   if (!v.connector.empty()) o["connector"] = v.connector;
   if (!v.tool.empty()) o["tool"] = v.tool;
   if (!v.cwd.empty()) o["cwd"] = v.cwd;
+  jv = std::move(o);
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const SessionOpenResult& v) {
+  jv = json::object{
+      {"session", v.session}, {"cwd", v.cwd}, {"project", v.project}, {"mode", v.mode}, {"replaced", v.replaced}};
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const PermissionsListResult& v) {
+  json::object o{{"project", v.project},
+                 {"file", v.file},
+                 {"allow", json::value_from(v.allow)},
+                 {"deny", json::value_from(v.deny)}};
+  if (v.session_allow) o["session_allow"] = json::value_from(*v.session_allow);
+  if (!v.problem.empty()) o["problem"] = v.problem;
+  jv = std::move(o);
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const RuleResult& v) {
+  jv = json::value_from(static_cast<const PermissionsListResult&>(v));
+  json::object& o = jv.as_object();
+  o["rule"] = v.rule;
+  o["changed"] = v.changed;
+  if (v.session) o["session"] = true;
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const JudgeResult& v) {
+  json::object o{{"decision", v.decision}, {"why", v.why}, {"project", v.project}};
+  if (!v.rule.empty()) o["rule"] = v.rule;
+  if (v.read_only) o["read_only"] = *v.read_only;
   jv = std::move(o);
 }
 

@@ -1,7 +1,7 @@
 // Wire structs of session/open and the permissions/… methods (docs/protocol.md, "session/open"
-// and "Permissions"), with the grammar of a rule: what a client may send is decided here, so the
-// CLI can refuse a bad rule before it asks. Decoders in proto/decode.h's form, encoders as
-// tag_invoke for boost::json::value_from.
+// and "Permissions"), params and results, with the grammar of a rule: what a client may send is
+// decided here, so the CLI can refuse a bad rule before it asks. Decoders in proto/decode.h's
+// form, encoders as tag_invoke for boost::json::value_from.
 #pragma once
 
 #include "proto/decode.h"
@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace oppx::proto {
 
@@ -37,14 +38,52 @@ struct JudgeParams {
   std::string connector, tool, command, cwd;
 };
 
+struct SessionOpenResult {
+  std::string session;  // its id
+  std::string cwd;
+  std::string project;  // the repository root of cwd
+  std::string mode;
+  bool replaced = false;  // this connection had a session already
+};
+// permissions/list: the project's rules.
+struct PermissionsListResult {
+  std::string project;
+  std::string file;  // where the daemon keeps them
+  std::vector<std::string> allow, deny;
+  std::optional<std::vector<std::string>> session_allow;  // when the connection has a session
+  std::string problem;                                    // when the file was set aside; else ""
+};
+// permissions/allow, permissions/deny and permissions/remove: the rules after the change.
+struct RuleResult : PermissionsListResult {
+  std::string rule;
+  bool changed = false;  // false when it was there already
+  bool session = false;  // an allow for this session alone
+};
+// permissions/judge.
+struct JudgeResult {
+  std::string decision;  // allow, ask or deny
+  std::string why;       // in words
+  std::string project;
+  std::string rule;               // the rule that decided; "" when none did
+  std::optional<bool> read_only;  // for a tool, as its connector marks it
+};
+
 Decoded<SessionOpenParams> decode(const boost::json::value& v, std::type_identity<SessionOpenParams>);
 Decoded<PermissionsListParams> decode(const boost::json::value& v, std::type_identity<PermissionsListParams>);
 Decoded<RuleParams> decode(const boost::json::value& v, std::type_identity<RuleParams>);
 Decoded<JudgeParams> decode(const boost::json::value& v, std::type_identity<JudgeParams>);
+Decoded<SessionOpenResult> decode(const boost::json::value& v, std::type_identity<SessionOpenResult>);
+Decoded<PermissionsListResult> decode(const boost::json::value& v, std::type_identity<PermissionsListResult>);
+Decoded<RuleResult> decode(const boost::json::value& v, std::type_identity<RuleResult>);
+Decoded<JudgeResult> decode(const boost::json::value& v, std::type_identity<JudgeResult>);
 
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const SessionOpenParams& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const PermissionsListParams& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const RuleParams& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const JudgeParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const SessionOpenResult& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const PermissionsListResult& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const RuleResult& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const JudgeResult& v);
 
 }  // namespace oppx::proto

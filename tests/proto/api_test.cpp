@@ -1,5 +1,7 @@
-// proto/mcp_api and proto/session_api: what a client encodes is what the daemon decodes, and a
-// bad field is named, the first one only.
+// proto/mcp_api, proto/session_api and proto/browser_api: what a client encodes is what the daemon
+// decodes and the other way round, results keep the documented keys (docs/protocol.md's examples,
+// byte for byte), and a bad field is named, the first one only, with its path in nested objects.
+#include "proto/browser_api.h"
 #include "proto/daemon_api.h"
 #include "proto/mcp_api.h"
 #include "proto/mcp_results.h"
@@ -21,6 +23,11 @@ Decoded<T> round_trip(const T& v) {
 std::string error_of_params(std::string_view text, auto tag) {
   auto r = decode<typename decltype(tag)::type>(json::parse(text));
   return r ? std::string("decoded") : r.error();
+}
+
+template <class T>
+std::string error_of(std::string_view text) {
+  return error_of_params(text, std::type_identity<T>{});
 }
 
 TEST(ProtoApi, ToolsCallParamsRoundTrip) {
@@ -203,6 +210,213 @@ TEST(ProtoApi, ListResultsNameANestedFailingField) {
   ASSERT_TRUE(call);
   EXPECT_TRUE(call->is_error);
   EXPECT_TRUE(call->untrusted);
+}
+
+TEST(ProtoSessionApi, SessionOpenResultRoundTrip) {
+  SessionOpenResult s{"4821-3-1", "/src/app/lib", "/src/app", "plan", true};
+  json::value wire = json::value_from(s);
+  EXPECT_EQ(json::serialize(wire),
+            R"({"session":"4821-3-1","cwd":"/src/app/lib","project":"/src/app","mode":"plan","replaced":true})");
+  auto back = decode<SessionOpenResult>(wire);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->session, "4821-3-1");
+  EXPECT_EQ(back->project, "/src/app");
+  EXPECT_EQ(back->mode, "plan");
+  EXPECT_TRUE(back->replaced);
+  EXPECT_EQ(error_of<SessionOpenResult>(R"({"cwd":"/src"})"), "result.session: required");
+  EXPECT_EQ(error_of<SessionOpenResult>(R"({"session":"a","replaced":"no"})"), "result.replaced: expected boolean");
+}
+
+TEST(ProtoSessionApi, RuleResultIsTheDocumentedReply) {
+  RuleResult r;
+  r.project = "/home/ana/src/app";
+  r.file = "/home/ana/.local/state/oppx/permissions.json";
+  r.allow = {"linear.*"};
+  r.rule = "linear.*";
+  r.changed = true;
+  EXPECT_EQ(json::serialize(json::value_from(r)),
+            R"({"project":"/home/ana/src/app","file":"/home/ana/.local/state/oppx/permissions.json",)"
+            R"("allow":["linear.*"],"deny":[],"rule":"linear.*","changed":true})");
+  // A session allow: the session's list and `session` come along; a set-aside file its problem.
+  r.session_allow = std::vector<std::string>{"fake.write"};
+  r.session = true;
+  r.problem = "moved aside";
+  auto back = decode<RuleResult>(json::value_from(r));
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->allow, std::vector<std::string>{"linear.*"});
+  EXPECT_TRUE(back->deny.empty());
+  ASSERT_TRUE(back->session_allow);
+  EXPECT_EQ(*back->session_allow, std::vector<std::string>{"fake.write"});
+  EXPECT_EQ(back->problem, "moved aside");
+  EXPECT_EQ(back->rule, "linear.*");
+  EXPECT_TRUE(back->changed);
+  EXPECT_TRUE(back->session);
+}
+
+TEST(ProtoSessionApi, PermissionsListResultKeepsNoSessionApartFromAnEmptyOne) {
+  PermissionsListResult l{"/src", "/state/permissions.json", {}, {"run:rm"}, std::nullopt, ""};
+  EXPECT_EQ(json::serialize(json::value_from(l)),
+            R"({"project":"/src","file":"/state/permissions.json","allow":[],"deny":["run:rm"]})");
+  auto none = decode<PermissionsListResult>(json::value_from(l));
+  ASSERT_TRUE(none) << none.error();
+  EXPECT_FALSE(none->session_allow);
+  l.session_allow.emplace();
+  auto empty = decode<PermissionsListResult>(json::value_from(l));
+  ASSERT_TRUE(empty) << empty.error();
+  ASSERT_TRUE(empty->session_allow);
+  EXPECT_TRUE(empty->session_allow->empty());
+}
+
+TEST(ProtoSessionApi, RuleResultsNameTheFailingField) {
+  EXPECT_EQ(error_of<PermissionsListResult>(R"({"file":"/f"})"), "result.project: required");
+  EXPECT_EQ(error_of<PermissionsListResult>(R"({"project":"/p","allow":["a.b",3]})"),
+            "result.allow: expected an array of strings");
+  EXPECT_EQ(error_of<PermissionsListResult>(R"({"project":"/p","session_allow":"a.b"})"),
+            "result.session_allow: expected an array of strings");
+  EXPECT_EQ(error_of<RuleResult>(R"({"project":"/p","rule":"a.b"})"), "result.changed: required");
+  EXPECT_EQ(error_of<RuleResult>(R"({"project":"/p","changed":true})"), "result.rule: required");
+  EXPECT_EQ(error_of<RuleResult>(R"([])"), "result: expected object");
+  EXPECT_EQ(error_of<RuleResult>(R"({"project":"/p","rule":"a.b","changed":false,"later":{}})"), "decoded");
+}
+
+TEST(ProtoSessionApi, JudgeResultIsTheDocumentedReply) {
+  JudgeResult tool{"allow", "allowed by the rule linear.*", "/home/ana/src/app", "linear.*", false};
+  EXPECT_EQ(json::serialize(json::value_from(tool)),
+            R"({"decision":"allow","why":"allowed by the rule linear.*","project":"/home/ana/src/app",)"
+            R"("rule":"linear.*","read_only":false})");
+  // A command: no rule decided it, and read_only is left out.
+  JudgeResult command{"ask", "not allowed by any rule", "/src", "", std::nullopt};
+  EXPECT_EQ(json::serialize(json::value_from(command)),
+            R"({"decision":"ask","why":"not allowed by any rule","project":"/src"})");
+  auto back = decode<JudgeResult>(json::value_from(tool));
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->decision, "allow");
+  EXPECT_EQ(back->rule, "linear.*");
+  ASSERT_TRUE(back->read_only);
+  EXPECT_FALSE(*back->read_only);
+  EXPECT_FALSE(decode<JudgeResult>(json::value_from(command))->read_only);
+  EXPECT_EQ(error_of<JudgeResult>(R"({"why":"x"})"), "result.decision: required");
+  EXPECT_EQ(error_of<JudgeResult>(R"({"decision":"maybe"})"), "result.decision: expected allow, ask or deny");
+  EXPECT_EQ(error_of<JudgeResult>(R"({"decision":"deny","read_only":1})"), "result.read_only: expected boolean");
+}
+
+BrowserProblem no_browser() {
+  return {"no_browser", "no Google Chrome or Chromium was found", {"install Chromium", "or let Playwright download"}};
+}
+
+TEST(ProtoBrowserApi, StartResultIsTheDocumentedReply) {
+  BrowserStartResult r;
+  r.state = "running";
+  r.folder = "/home/ana/.cache/oppx/browser/48213-4-1";
+  r.tools = 21;
+  r.pid = 48377;
+  r.log = "/home/ana/.cache/oppx/browser/48213-4-1/server.log";
+  r.session_allow = "playwright.*";
+  json::value wire = json::value_from(r);
+  EXPECT_EQ(json::serialize(wire),
+            R"({"state":"running","folder":"/home/ana/.cache/oppx/browser/48213-4-1","tools":21,"pid":48377,)"
+            R"("log":"/home/ana/.cache/oppx/browser/48213-4-1/server.log","session_allow":"playwright.*"})");
+  auto back = decode<BrowserStartResult>(wire);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->state, "running");
+  EXPECT_EQ(back->tools, 21);
+  ASSERT_TRUE(back->pid);
+  EXPECT_EQ(*back->pid, 48377);
+  EXPECT_EQ(back->session_allow, "playwright.*");
+  EXPECT_FALSE(back->failed);
+}
+
+TEST(ProtoBrowserApi, SessionStatusAfterAFailedStartCarriesTheProblem) {
+  SessionBrowserStatus s;
+  s.state = "failed";
+  s.folder = "/cache/browser/1-2-3";
+  s.failed = no_browser();
+  json::value wire = json::value_from(s);
+  EXPECT_EQ(
+      json::serialize(wire),
+      R"({"state":"failed","folder":"/cache/browser/1-2-3","tools":0,"reason_kind":"no_browser",)"
+      R"("reason":"no Google Chrome or Chromium was found","steps":["install Chromium","or let Playwright download"]})");
+  auto back = decode<SessionBrowserStatus>(wire);
+  ASSERT_TRUE(back) << back.error();
+  ASSERT_TRUE(back->failed);
+  EXPECT_EQ(back->failed->kind, "no_browser");
+  EXPECT_EQ(back->failed->steps.size(), 2u);
+  EXPECT_TRUE(back->reason.empty());
+  // A server that stopped on its own: its reason, no problem.
+  s.failed.reset();
+  s.pid = 7;
+  s.reason = "exited with status 1";
+  back = decode<SessionBrowserStatus>(json::value_from(s));
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->reason, "exited with status 1");
+  EXPECT_FALSE(back->failed);
+  // A session that never had a browser: its state alone.
+  EXPECT_EQ(json::serialize(json::value_from(SessionBrowserStatus{})), R"({"state":"off"})");
+}
+
+TEST(ProtoBrowserApi, StatusResultRoundTrip) {
+  BrowserStatusResult r;
+  r.version = "0.0.83";
+  r.engine = "/data/oppx/playwright";
+  r.sandbox = "on";
+  r.browser.problem = no_browser();
+  r.spare = {"running", 99, "/cache/browser/spare-1.log", 600000};
+  json::value wire = json::value_from(r);
+  const json::object& o = wire.as_object();
+  EXPECT_TRUE(o.at("installed").is_null());
+  EXPECT_TRUE(o.at("session").is_null());
+  EXPECT_EQ(o.at("browser").at("reason_kind"), "no_browser");
+  EXPECT_EQ(json::serialize(o.at("spare")),
+            R"({"state":"running","pid":99,"log":"/cache/browser/spare-1.log","idle_ms":600000})");
+  auto back = decode<BrowserStatusResult>(wire);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_FALSE(back->installed);
+  EXPECT_FALSE(back->session);
+  ASSERT_TRUE(back->browser.problem);
+  EXPECT_EQ(back->browser.problem->message, "no Google Chrome or Chromium was found");
+  EXPECT_EQ(back->spare.idle_ms, 600000);
+
+  r.installed = "0.0.83";
+  r.browser = {"chromium", "/usr/bin/chromium", std::nullopt};
+  r.session = SessionBrowserStatus{};
+  r.spare = {};
+  wire = json::value_from(r);
+  EXPECT_EQ(json::serialize(wire.at("browser")), R"({"kind":"chromium","path":"/usr/bin/chromium"})");
+  EXPECT_EQ(json::serialize(wire.at("spare")), R"({"state":"off"})");
+  back = decode<BrowserStatusResult>(wire);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->installed.value_or(""), "0.0.83");
+  EXPECT_EQ(back->browser.path, "/usr/bin/chromium");
+  EXPECT_FALSE(back->browser.problem);
+  ASSERT_TRUE(back->session);
+  EXPECT_EQ(back->session->state, "off");
+  EXPECT_EQ(back->spare.state, "off");
+}
+
+TEST(ProtoBrowserApi, DecodersNameTheFailingFieldInsideNestedObjects) {
+  const std::string found = R"("browser":{"kind":"chrome","path":"/opt/chrome"})";
+  EXPECT_EQ(error_of<BrowserStatusResult>(R"({"installed":3})"), "result.installed: expected string");
+  EXPECT_EQ(error_of<BrowserStatusResult>(R"({"browser":{"kind":"chrome"}})"), "result.browser.path: required");
+  EXPECT_EQ(error_of<BrowserStatusResult>(R"({"browser":{"reason_kind":"no_browser","steps":"x"}})"),
+            "result.browser.steps: expected an array of strings");
+  EXPECT_EQ(error_of<BrowserStatusResult>("{" + found + R"(,"session":{"state":"running","pid":"7"}})"),
+            "result.session.pid: expected integer");
+  EXPECT_EQ(error_of<BrowserStatusResult>("{" + found + R"(,"session":[]})"), "result.session: expected object");
+  EXPECT_EQ(error_of<BrowserStatusResult>("{" + found + R"(,"spare":{"state":"running","idle_ms":true}})"),
+            "result.spare.idle_ms: expected integer");
+  EXPECT_EQ(error_of<BrowserStatusResult>("{" + found + "}"), "decoded");
+  EXPECT_EQ(error_of<BrowserStartResult>(R"({"tools":21})"), "result.state: required");
+  EXPECT_EQ(error_of<BrowserStopResult>(R"({"state":"off","was_running":"yes"})"),
+            "result.was_running: expected boolean");
+  EXPECT_EQ(error_of<BrowserProblem>(R"({"reason":"x"})"), "data.reason_kind: required");
+}
+
+TEST(ProtoBrowserApi, StopResultRoundTrip) {
+  json::value wire = json::value_from(BrowserStopResult{"off", true});
+  EXPECT_EQ(json::serialize(wire), R"({"state":"off","was_running":true})");
+  auto back = decode<BrowserStopResult>(wire);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_TRUE(back->was_running);
 }
 
 }  // namespace
