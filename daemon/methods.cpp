@@ -126,11 +126,13 @@ void send_call(const std::shared_ptr<Connector>& c, const proto::ToolsCallParams
     options.on_progress = [peer, id = shared->id(), token = p.progress_token](const json::object& progress) {
       auto client = peer.lock();
       if (!client) return;
-      json::object note{{"id", id}, {"progress_token", token}};
-      for (const char* k : {"progress", "total", "message"}) {
-        if (const json::value* v = progress.if_contains(k)) note[k] = *v;
-      }
-      client->notify("tools/progress", note);
+      // The server's notifications/progress params, passed on under the caller's id and token.
+      auto from_server = proto::decode<proto::ToolsProgress>(progress);
+      if (!from_server) return;
+      proto::ToolsProgress note = std::move(*from_server);
+      note.id = id;
+      note.progress_token = token;
+      client->notify("tools/progress", json::value_from(note));
     };
   }
   *cancel = c->call(p.tool, p.arguments, std::move(options),
