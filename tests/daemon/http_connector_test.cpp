@@ -862,7 +862,14 @@ TEST_F(HttpConnectors, ManyFloodingStreamsShareOneBoundedBudget) {
     EXPECT_NE(message.find("of 8 MiB in use"), std::string::npos) << message;
   }
   long after = peak_kib(pid);
-  EXPECT_LT(after - before, 40 * 1024) << "the peak grew from " << before << " to " << after << " KiB";
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer keeps shadow memory for what the daemon touches (several bytes for each of
+  // its own) and a deferred allocator: its peak counts those too.
+  constexpr long kGrowthKib = 160 * 1024;
+#else
+  constexpr long kGrowthKib = 40 * 1024;
+#endif
+  EXPECT_LT(after - before, kGrowthKib) << "the peak grew from " << before << " to " << after << " KiB";
   // What was buffered is given back, and the status shows the figures.
   EXPECT_TRUE(poll_until([&] { return status_of(home.socket()).at("buffered_bytes").as_int64() == 0; }));
   EXPECT_EQ(status_of(home.socket()).at("buffer_budget").as_int64(), 8 << 20);
