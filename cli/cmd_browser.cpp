@@ -40,10 +40,10 @@ int status(Context& ctx) {
   auto r = conn->client.call("browser/status", json::object{}, kCallTimeout);
   if (!r) return fail(r.error().message);
   auto st = proto::decode<proto::BrowserStatusResult>(*r);
-  if (!st) return fail("the daemon's browser/status reply: " + st.error());
+  if (!st) return unreadable_answer(st.error());
   if (as_json) {
-    json::object o = json::value_from(*st).as_object();
-    o.erase("session");  // this command has no session of its own
+    json::object o = r->as_object();  // the reply as the daemon sent it
+    o.erase("session");               // this command has no session of its own
     o["auto"] = chat::browser_auto();
     o["node_major"] = node_major();
     fmt::print("{}", json_line(o));

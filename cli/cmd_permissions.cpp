@@ -57,11 +57,8 @@ boost::system::result<Result, int> call(Context& ctx, std::string_view method, c
     return kExitFailed;
   }
   auto result = proto::decode<Result>(*r);
-  if (!result) {
-    fmt::print(stderr, "oppx: the daemon's {} reply: {}\n", method, result.error());
-    return kExitFailed;
-  }
-  if (as_json) fmt::print("{}", json_line(json::value_from(*result)));
+  if (!result) return unreadable_answer(result.error());
+  if (as_json) fmt::print("{}", json_line(*r));  // the reply as the daemon sent it
   return *result;
 }
 
