@@ -11,6 +11,7 @@
 #include "daemon/methods_browser.h"
 #include "daemon/methods_config.h"
 #include "daemon/methods_permissions.h"
+#include "daemon/status_waits.h"
 #include "proto/decode.h"
 #include "proto/daemon_api.h"
 
@@ -51,7 +52,7 @@ void hello(const proto::HelloParams& p, Reply reply, Client& client) {
   reply.ok(json::value_from(proto::HelloResult{proto::kProtocolVersion, OPPX_VERSION, kBuildId, ::getpid()}));
 }
 
-void status(Server& server, Reply reply) {
+proto::StatusResult status_of(Server& server) {
   proto::StatusResult s;
   s.pid = ::getpid();
   s.version = OPPX_VERSION;
@@ -67,7 +68,9 @@ void status(Server& server, Reply reply) {
   s.isolation = connector_isolation().kind;
   s.isolation_reason = connector_isolation().reason;
   s.reaper_pid = reaper_pid();
-  reply.ok(json::value_from(s));
+  s.requests_waiting = static_cast<std::int64_t>(server.connectors().calls_waiting());
+  s.spare_state = std::string(server.browser_spare().status_json().at("state").as_string());
+  return s;
 }
 
 struct NameParams {
@@ -317,7 +320,9 @@ void shutdown(Server& server, Reply reply) {
 
 void register_methods(Router& r, Server& s) {
   r.add("hello", proto::decode_hello_params, hello);
-  r.add("daemon/status", no_params, [&s](NoParams, Reply reply, Client&) { status(s, std::move(reply)); });
+  auto waits = std::make_shared<StatusWaits>(s.io(), [&s] { return status_of(s); });
+  r.add("daemon/status", proto::decode_status_params,
+        [waits](const proto::StatusParams& p, Reply reply, Client&) { waits->answer(p, std::move(reply)); });
   r.add("daemon/shutdown", no_params, [&s](NoParams, Reply reply, Client&) { shutdown(s, std::move(reply)); });
   r.add(
       "mcp/list", [](const json::value& v) { return name_params(v, false); },

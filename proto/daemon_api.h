@@ -7,9 +7,12 @@
 #include <boost/json/value_from.hpp>
 #include <boost/system/result.hpp>
 
+#include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace oppx {
 extern const char kBuildId[];  // generated: version and a hash of the sources
@@ -35,6 +38,18 @@ struct HelloResult {
   std::int64_t pid = 0;
 };
 
+// The fields of StatusResult that `until` may name: the daemon looks again each time one of them
+// may have changed (common/changes.h); the others (uptime_ms, rss_kib, …) change without a signal.
+inline constexpr std::array<std::string_view, 4> kStatusWaitFields = {"clients", "buffered_bytes", "requests_waiting",
+                                                                      "spare_state"};
+
+struct StatusParams {
+  // Answer once every named field equals its value (an integer, or a string for spare_state), or
+  // at timeout_ms with until_met false. Empty: answer now.
+  std::map<std::string, boost::json::value, std::less<>> until;
+  std::int64_t timeout_ms = 30'000;
+};
+
 struct StatusResult {
   std::int64_t pid = 0;
   std::string version;
@@ -51,7 +66,10 @@ struct StatusResult {
   // (with the reason namespaces are not used), or "" before the first connector started.
   std::string isolation;
   std::string isolation_reason;
-  std::int64_t reaper_pid = 0;  // the group reaper of "process_group"; 0 when none runs
+  std::int64_t reaper_pid = 0;        // the group reaper of "process_group"; 0 when none runs
+  std::int64_t requests_waiting = 0;  // sent to the connectors' servers and not answered yet
+  std::string spare_state = "off";    // the browser spare (daemon/browser.h): off|starting|running
+  std::optional<bool> until_met;      // only when the request named `until`
 };
 
 struct ShutdownResult {
@@ -60,6 +78,7 @@ struct ShutdownResult {
 
 boost::system::result<HelloParams, std::string> decode_hello_params(const boost::json::value& params);
 boost::system::result<HelloResult, std::string> decode_hello_result(const boost::json::value& result);
+boost::system::result<StatusParams, std::string> decode_status_params(const boost::json::value& params);
 boost::system::result<StatusResult, std::string> decode_status_result(const boost::json::value& result);
 
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const HelloParams& v);
