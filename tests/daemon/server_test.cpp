@@ -5,6 +5,7 @@
 
 #include "proto/daemon_api.h"
 #include "tests/support/harness.h"
+#include "tests/support/waits.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -236,6 +238,80 @@ TEST_F(LiveDaemon, ManyClientsAtOnceAndResourcesReturnToIdle) {
   }
   EXPECT_TRUE(poll_until([&] { return status_of(home.socket()).at("clients").as_int64() == 1; }));
   EXPECT_TRUE(poll_until([&] { return open_fds(pid) <= fds_idle; })) << open_fds(pid) << " fds, idle " << fds_idle;
+}
+
+// daemon/status with `until`: answered when the condition becomes true (here: another client
+// left), not before; by then the leaver's socket is closed, so the fds can be checked at once.
+TEST_F(LiveDaemon, AStatusWaitIsAnsweredOnceAClientLeavesAndItsSocketIsClosedFirst) {
+  pid_t pid = static_cast<pid_t>(daemon->pid());
+  auto watch = client();
+  auto alone = status_until(watch, json::object{{"clients", 1}});
+  ASSERT_TRUE(alone) << alone.describe();
+  EXPECT_EQ(alone.status.at("clients"), json::value(1));
+  int fds_alone = open_fds(pid);
+  std::optional<SyncClient> other = client();
+  ASSERT_TRUE(other->call("daemon/status", json::object{}, 5s));  // accepted and counted
+  // The wait, then a plain status on the same connection: the plain one is answered first.
+  ASSERT_TRUE(watch.write_raw(R"({"jsonrpc":"2.0","id":"wait","method":"daemon/status",)"
+                              R"("params":{"until":{"clients":1},"timeout_ms":20000}})"
+                              "\n"
+                              R"({"jsonrpc":"2.0","id":"now","method":"daemon/status"})"
+                              "\n"));
+  auto now = reply_of(watch);
+  ASSERT_EQ(now.at("id"), json::value("now")) << json::serialize(now);
+  EXPECT_EQ(now.at("result").at("clients"), json::value(2));
+  EXPECT_FALSE(now.at("result").as_object().contains("until_met"));
+  EXPECT_EQ(open_fds(pid), fds_alone + 1);
+  other.reset();  // hangs up
+  auto waited = reply_of(watch);
+  ASSERT_EQ(waited.at("id"), json::value("wait")) << json::serialize(waited);
+  EXPECT_EQ(waited.at("result").at("until_met"), json::value(true));
+  EXPECT_EQ(waited.at("result").at("clients"), json::value(1));
+  EXPECT_EQ(open_fds(pid), fds_alone) << "the socket was closed before the client stopped counting";
+}
+
+// At the deadline first: the status as it is, until_met false; the connection goes on.
+TEST_F(LiveDaemon, AStatusWaitAnswersAtItsDeadlineWithTheStatusAsItIs) {
+  auto c = client();
+  auto asked = std::chrono::steady_clock::now();
+  auto r = c.call(
+      "daemon/status",
+      json::object{{"until", json::object{{"clients", 3}, {"spare_state", "running"}}}, {"timeout_ms", 300}}, 10s);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_GE(std::chrono::steady_clock::now() - asked, 300ms);
+  EXPECT_EQ(r->at("until_met"), json::value(false));
+  EXPECT_EQ(r->at("clients"), json::value(1));
+  EXPECT_EQ(r->at("spare_state"), json::value("off"));
+  EXPECT_EQ(r->at("requests_waiting"), json::value(0));
+  // A waiter that hangs up ends its wait: nothing is answered to it, nothing breaks.
+  {
+    auto gone = client();
+    ASSERT_TRUE(gone.write_raw(R"({"jsonrpc":"2.0","id":1,"method":"daemon/status",)"
+                               R"("params":{"until":{"clients":5},"timeout_ms":60000}})"
+                               "\n"));
+    ASSERT_TRUE(gone.call("daemon/status", json::object{}, 5s));  // the wait is open by now
+  }
+  auto after = status_until(c, json::object{{"clients", 1}});
+  EXPECT_TRUE(after) << after.describe();
+}
+
+// A field that no signal moves (or none of the status), or a value of the wrong type: rejected,
+// naming the field, rather than a wait that would only ever end at its deadline.
+TEST_F(LiveDaemon, AStatusWaitOnAFieldItCannotWaitForIsInvalidParams) {
+  auto c = client();
+  for (auto [until, field] : {std::pair{json::object{{"rss_kib", 0}}, "params.until.rss_kib"},
+                              std::pair{json::object{{"nope", 1}}, "params.until.nope"},
+                              std::pair{json::object{{"clients", "one"}}, "params.until.clients"},
+                              std::pair{json::object{{"spare_state", 1}}, "params.until.spare_state"}}) {
+    auto r = c.call("daemon/status", json::object{{"until", until}}, 5s);
+    ASSERT_FALSE(r) << json::serialize(until);
+    EXPECT_EQ(r.error().kind, "invalid_params") << r.error().message;
+    const auto e = r.error();
+    EXPECT_EQ(e.data.at("field"), json::value(field)) << e.message;
+  }
+  auto r = c.call("daemon/status", json::object{{"until", json::object{{"clients", 1}}}, {"timeout_ms", 0}}, 5s);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, "invalid_params");
 }
 
 // "Max open files" of /proc/<pid>/limits: {soft, hard}.

@@ -106,6 +106,34 @@ bool wait_for_exits(const std::set<pid_t>& pids, std::chrono::milliseconds timeo
   return all;
 }
 
+StatusWait status_until(SyncClient& c, boost::json::object until, std::chrono::milliseconds timeout) {
+  StatusWait w;
+  auto r = c.call("daemon/status", boost::json::object{{"until", std::move(until)}, {"timeout_ms", timeout.count()}},
+                  timeout + 10s);
+  if (!r) {
+    w.error = r.error().message;
+    return w;
+  }
+  if (!r->is_object()) {
+    w.error = "not an object: " + boost::json::serialize(*r);
+    return w;
+  }
+  w.status = r->as_object();
+  const boost::json::value* met = w.status.if_contains("until_met");
+  w.met = met && *met == boost::json::value(true);
+  return w;
+}
+
+StatusWait status_until(const std::string& socket, boost::json::object until, std::chrono::milliseconds timeout) {
+  auto c = SyncClient::connect(socket);
+  if (!c) return StatusWait{false, {}, c.error().message};
+  return status_until(*c, std::move(until), timeout);
+}
+
+std::string StatusWait::describe() const {
+  return error.empty() ? "the status at the deadline: " + boost::json::serialize(status) : "no status: " + error;
+}
+
 bool poll_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
   auto interval = 1ms;

@@ -5,12 +5,18 @@
 // files): it checks at a growing interval, 1 ms up to 50 ms, never in a busy loop.
 #pragma once
 
+#include <boost/json/object.hpp>
+
 #include <chrono>
 #include <functional>
 #include <set>
 #include <string>
 
 #include <sys/types.h>
+
+namespace oppx {
+class SyncClient;
+}
 
 namespace oppx::test {
 
@@ -31,6 +37,20 @@ bool when_connectors_change(const std::string& socket, const std::function<bool(
 // Until every one of `pids` has exited (pidfd: no polling of /proc), or the deadline.
 bool wait_for_exits(const std::set<pid_t>& pids, std::chrono::milliseconds timeout = 10s);
 inline bool wait_for_exit(pid_t pid, std::chrono::milliseconds timeout = 10s) { return wait_for_exits({pid}, timeout); }
+
+// daemon/status with `until` (docs/protocol.md): the daemon answers once every named field has its
+// value (clients, buffered_bytes, requests_waiting, spare_state), or at the deadline. The
+// connection asking counts in "clients": {"clients": 1} is "every other client has gone", and
+// then their sockets are closed already. True only when the daemon said until_met.
+struct StatusWait {
+  bool met = false;
+  boost::json::object status;  // as the daemon answered (empty without an answer)
+  std::string error;           // why there is no answer
+  explicit operator bool() const { return met; }
+  std::string describe() const;  // for a failure's message
+};
+StatusWait status_until(SyncClient& c, boost::json::object until, std::chrono::milliseconds timeout = 10s);
+StatusWait status_until(const std::string& socket, boost::json::object until, std::chrono::milliseconds timeout = 10s);
 
 // For conditions nothing announces; see the banner.
 bool poll_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s);
