@@ -864,7 +864,8 @@ TEST_F(HttpConnectors, ManyFloodingStreamsShareOneBoundedBudget) {
   long after = peak_kib(pid);
   EXPECT_LT(after - before, 40 * 1024) << "the peak grew from " << before << " to " << after << " KiB";
   // What was buffered is given back, and the status shows the figures.
-  EXPECT_TRUE(poll_until([&] { return status_of(home.socket()).at("buffered_bytes").as_int64() == 0; }));
+  auto given_back = status_until(home.socket(), json::object{{"buffered_bytes", 0}});
+  EXPECT_TRUE(given_back) << given_back.describe();
   EXPECT_EQ(status_of(home.socket()).at("buffer_budget").as_int64(), 8 << 20);
   Result status = oppx({"daemon", "status"});
   EXPECT_NE(status.out.find("buffers     0.0 of 8 MiB"), std::string::npos) << status.out;

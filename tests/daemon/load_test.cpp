@@ -201,15 +201,10 @@ std::int64_t settle(SyncClient& c, const std::vector<Connector>& conns) {
     }
     EXPECT_EQ(list->at("connectors").as_array().size(), conns.size());
   }
-  EXPECT_TRUE(poll_until(
-      [&] {
-        auto s = c.call("daemon/status", json::object{}, 10s);
-        return s && s->at("clients") == json::value(1);
-      },
-      30s))
-      << "the load's clients are still counted";
-  auto s = c.call("daemon/status", json::object{}, 10s);
-  return s ? s->at("rss_kib").to_number<std::int64_t>() : 0;
+  // Their sockets are closed before they stop being counted.
+  auto alone = status_until(c, json::object{{"clients", 1}}, 30s);
+  EXPECT_TRUE(alone) << "the load's clients are still counted: " << alone.describe();
+  return alone ? alone.status.at("rss_kib").to_number<std::int64_t>() : 0;
 }
 
 TEST(Load, TwoHundredClientsWithTenCallsInFlightEachGetTheirOwnRepliesAndLeaveNothingBehind) {
