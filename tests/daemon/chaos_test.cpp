@@ -449,7 +449,9 @@ struct Chaos : ::testing::Test {
       }
       return out;
     };
-    EXPECT_TRUE(poll_until([&] { return outside().empty(); }, 10s)) << outside().size() << " orphans";
+    std::set<pid_t> orphans = outside();
+    EXPECT_TRUE(wait_for_exits(orphans, 10s)) << orphans.size() << " orphans";
+    EXPECT_TRUE(outside().empty()) << outside().size() << " orphans";
     kills.clear();
   }
 
