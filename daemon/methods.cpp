@@ -70,6 +70,8 @@ proto::StatusResult status_of(Server& server) {
   s.reaper_pid = reaper_pid();
   s.requests_waiting = static_cast<std::int64_t>(server.connectors().calls_waiting());
   s.spare_state = std::string(server.browser_spare().status_json().at("state").as_string());
+  s.children = static_cast<std::int64_t>(children_unreaped());
+  s.worker_jobs = static_cast<std::int64_t>(server.connectors().worker().jobs());
   return s;
 }
 

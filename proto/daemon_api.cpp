@@ -57,7 +57,9 @@ boost::system::result<StatusParams, std::string> decode_status_params(const json
   for (auto& [k, v] : until->as_object()) {
     std::string field = "params.until." + std::string(k);
     if (std::find(kStatusWaitFields.begin(), kStatusWaitFields.end(), std::string_view(k)) == kStatusWaitFields.end())
-      return field + ": not a field a wait may name; one of clients, buffered_bytes, requests_waiting, spare_state";
+      return field +
+             ": not a field a wait may name; one of clients, buffered_bytes, requests_waiting, spare_state, children, "
+             "worker_jobs";
     if (k == "spare_state") {
       if (!v.is_string()) return field + ": expected a string";
       p.until.emplace(std::string(k), v);
@@ -88,6 +90,8 @@ boost::system::result<StatusResult, std::string> decode_status_result(const json
   s.reaper_pid = r.integer("reaper_pid", false).value_or(0);
   s.requests_waiting = r.integer("requests_waiting", false).value_or(0);
   s.spare_state = r.string("spare_state", false).value_or("off");
+  s.children = r.integer("children", false).value_or(0);
+  s.worker_jobs = r.integer("worker_jobs", false).value_or(0);
   if (auto met = r.boolean("until_met", false)) s.until_met = *met;
   if (!r.ok()) return r.error();
   return s;
@@ -120,7 +124,9 @@ void tag_invoke(json::value_from_tag, json::value& jv, const StatusResult& v) {
                     {"isolation_reason", v.isolation_reason},
                     {"reaper_pid", v.reaper_pid},
                     {"requests_waiting", v.requests_waiting},
-                    {"spare_state", v.spare_state}};
+                    {"spare_state", v.spare_state},
+                    {"children", v.children},
+                    {"worker_jobs", v.worker_jobs}};
   if (v.until_met) jv.as_object()["until_met"] = *v.until_met;
 }
 

@@ -40,8 +40,8 @@ struct HelloResult {
 
 // The fields of StatusResult that `until` may name: the daemon looks again each time one of them
 // may have changed (common/changes.h); the others (uptime_ms, rss_kib, …) change without a signal.
-inline constexpr std::array<std::string_view, 4> kStatusWaitFields = {"clients", "buffered_bytes", "requests_waiting",
-                                                                      "spare_state"};
+inline constexpr std::array<std::string_view, 6> kStatusWaitFields = {
+    "clients", "buffered_bytes", "requests_waiting", "spare_state", "children", "worker_jobs"};
 
 struct StatusParams {
   // Answer once every named field equals its value (an integer, or a string for spare_state), or
@@ -69,6 +69,8 @@ struct StatusResult {
   std::int64_t reaper_pid = 0;        // the group reaper of "process_group"; 0 when none runs
   std::int64_t requests_waiting = 0;  // sent to the connectors' servers and not answered yet
   std::string spare_state = "off";    // the browser spare (daemon/browser.h): off|starting|running
+  std::int64_t children = 0;          // the daemon's child processes not reaped yet
+  std::int64_t worker_jobs = 0;       // file writes given to the daemon's worker thread, not finished
   std::optional<bool> until_met;      // only when the request named `until`
 };
 
