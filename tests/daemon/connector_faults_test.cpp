@@ -583,13 +583,15 @@ TEST_F(ConnectorFaults, ASignalStopShowsNoStartBanner) {
 // freed slot to the pidfd watch of the old child, so the event completes that watch early. The
 // daemon must then look (WNOHANG) and watch again, not block until that child, which lives on
 // after its stdin closes, exits: nothing (timers, clients) would run in the meantime.
+// The daemon is the test's own child (not one the CLI starts, detached): only a parent is told
+// that a process has stopped, and the request and the stderr line must both wait for it.
 TEST_F(ConnectorFaults, AStaleEventOnAReusedSlotNeverFreezesTheDaemonOnALiveChild) {
+  ForegroundDaemon daemon(home);
+  ASSERT_TRUE(daemon.ready());
+  const pid_t d = daemon.pid();
   std::string dir = fake_dir("usr1");
   write_config(stdio("usr1", FAKE_MCP_SERVER, {"usr1_stderr", dir}));
   ASSERT_EQ(entry("usr1").at("state"), json::value("running"));
-  auto daemon = daemon_pid(home.socket());
-  ASSERT_TRUE(daemon);
-  auto d = static_cast<pid_t>(*daemon);
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     ASSERT_EQ(entry("usr1").at("state"), json::value("running"));
@@ -602,7 +604,7 @@ TEST_F(ConnectorFaults, AStaleEventOnAReusedSlotNeverFreezesTheDaemonOnALiveChil
     };
     auto before = usr1s();
     ASSERT_EQ(::kill(d, SIGSTOP), 0);
-    ASSERT_TRUE(poll_until([&] { return process_stopped(d); }));
+    ASSERT_TRUE(wait_for_stop(d)) << "the daemon stopped";
     ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":1,"method":"mcp/reconnect","params":{"name":"usr1"}})"
                             "\n"));
     ASSERT_EQ(::kill(child, SIGUSR1), 0);

@@ -8,12 +8,17 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <condition_variable>
+#include <csignal>
+#include <cstdint>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include <poll.h>
 #include <sys/inotify.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace oppx::test {
@@ -104,6 +109,30 @@ bool wait_for_exits(const std::set<pid_t>& pids, std::chrono::milliseconds timeo
     }
   }
   return all;
+}
+
+bool wait_for_stop(pid_t child, std::chrono::milliseconds timeout) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool told = false, stopped = false, killed = false;
+  std::thread waiter([&] {
+    siginfo_t info{};
+    int rc;
+    do {
+      rc = ::waitid(P_PID, static_cast<id_t>(child), &info, WSTOPPED | WEXITED | WNOWAIT);
+    } while (rc != 0 && errno == EINTR);
+    std::lock_guard l(mu);
+    told = true;
+    stopped = rc == 0 && info.si_code == CLD_STOPPED;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock l(mu);
+    killed = !cv.wait_for(l, timeout, [&] { return told; });
+    if (killed) ::kill(child, SIGKILL);  // ends the waitid
+  }
+  waiter.join();
+  return stopped && !killed;
 }
 
 StatusWait status_until(SyncClient& c, boost::json::object until, std::chrono::milliseconds timeout) {

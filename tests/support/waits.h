@@ -38,8 +38,14 @@ bool when_connectors_change(const std::string& socket, const std::function<bool(
 bool wait_for_exits(const std::set<pid_t>& pids, std::chrono::milliseconds timeout = 10s);
 inline bool wait_for_exit(pid_t pid, std::chrono::milliseconds timeout = 10s) { return wait_for_exits({pid}, timeout); }
 
+// Until `child` is stopped by a signal (kill -STOP): true then, false when it exited or at the
+// deadline. Only a parent is told of a stop, so `child` must be this process's own child (e.g. a
+// ForegroundDaemon); it stays waitable. At the deadline it is SIGKILLed: the wait (waitid on a
+// thread of its own) has no timeout, and a child that does not stop when told is a failure.
+bool wait_for_stop(pid_t child, std::chrono::milliseconds timeout = 10s);
+
 // daemon/status with `until` (docs/protocol.md): the daemon answers once every named field has its
-// value (clients, buffered_bytes, requests_waiting, spare_state), or at the deadline. The
+// value (clients, buffered_bytes, requests_waiting, spare_state, children, worker_jobs), or at the deadline. The
 // connection asking counts in "clients": {"clients": 1} is "every other client has gone", and
 // then their sockets are closed already. True only when the daemon said until_met.
 struct StatusWait {
