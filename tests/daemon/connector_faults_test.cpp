@@ -37,10 +37,18 @@ struct ConnectorFaults : ConnectorFixture {
     write_config("");
     EXPECT_EQ(oppx({"mcp", "list"}).exit_code, 0);
   }
-  // Exited, then reaped by the daemon (gone from /proc, not a zombie).
-  bool reaped(pid_t pid) {
-    return wait_for_exit(pid, 10s) &&
-           poll_until([&] { return ::access(("/proc/" + std::to_string(pid)).c_str(), F_OK) != 0; }, 10s);
+  // Every child of the daemon reaped (daemon/status "children": none but the group reaper, where
+  // one runs), then `pid` gone from /proc: no zombie. The daemon says when it reaps; /proc is the
+  // check that what it says is true.
+  ::testing::AssertionResult all_reaped(pid_t pid) {
+    if (!wait_for_exit(pid, 10s)) return ::testing::AssertionFailure() << pid << " did not exit";
+    json::value now = status_of(home.socket());
+    std::int64_t reaper = now.is_object() ? now.at("reaper_pid").as_int64() : 0;
+    auto w = status_until(home.socket(), {{"children", reaper > 0 ? 1 : 0}}, 10s);
+    if (!w) return ::testing::AssertionFailure() << "children left: " << w.describe();
+    if (::access(("/proc/" + std::to_string(pid)).c_str(), F_OK) == 0)
+      return ::testing::AssertionFailure() << pid << " is still in /proc (a zombie)";
+    return ::testing::AssertionSuccess();
   }
 };
 
@@ -52,7 +60,7 @@ TEST_F(ConnectorFaults, StopClosesStdinFirstAndNeedsNoSignalForOneThatEnds) {
   ASSERT_GT(pid, 0);
   remove_all();
   EXPECT_TRUE(cli::wait_for_exit(pid, 10s));
-  EXPECT_TRUE(reaped(pid)) << "no zombie";
+  EXPECT_TRUE(all_reaped(pid)) << "no zombie";
   EXPECT_EQ(lines(dir + "/events"), std::vector<std::string>{"eof"}) << "ended by its stdin closing, no SIGTERM";
 }
 
@@ -69,11 +77,11 @@ TEST_F(ConnectorFaults, StopEndsOneThatIgnoresSigtermAndItsGrandchildren) {
   ASSERT_TRUE(process_alive(grandchild));
   remove_all();
   EXPECT_TRUE(cli::wait_for_exit(a, 15s)) << "SIGKILL ends what SIGTERM did not";
-  EXPECT_TRUE(reaped(a));
   auto events = lines(stubborn + "/events");
   EXPECT_NE(std::find(events.begin(), events.end(), "SIGTERM"), events.end()) << "SIGTERM came before SIGKILL";
   EXPECT_TRUE(cli::wait_for_exit(b, 15s));
   EXPECT_TRUE(cli::wait_for_exit(grandchild, 15s)) << "the grandchild goes with its group";
+  EXPECT_TRUE(all_reaped(a));
 }
 
 TEST_F(ConnectorFaults, KillNineOfTheDaemonLeavesNoOrphans) {
