@@ -1,8 +1,9 @@
 // Waiting in tests without spinning and without sleeping: a condition is checked, then checked
 // again only when something that could change it happened (a file in a folder changed, a process
-// exited, the daemon said a connector changed, a terminal pane printed), until a deadline.
-// `poll_until` is for what has no event to wait on (the daemon's client count, a process's open
-// files): it checks at a growing interval, 1 ms up to 50 ms, never in a busy loop.
+// exited or stopped, the daemon said a connector changed, a terminal pane printed), until a
+// deadline. The daemon's own figures (clients, buffers, children, …) are waited for by the daemon
+// itself: status_until. There is no wait on a timer here, on purpose: a condition nothing
+// announces needs an announcement (see the tests' own comments for how each got one).
 #pragma once
 
 #include <boost/json/object.hpp>
@@ -57,8 +58,5 @@ struct StatusWait {
 };
 StatusWait status_until(SyncClient& c, boost::json::object until, std::chrono::milliseconds timeout = 10s);
 StatusWait status_until(const std::string& socket, boost::json::object until, std::chrono::milliseconds timeout = 10s);
-
-// For conditions nothing announces; see the banner.
-bool poll_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s);
 
 }  // namespace oppx::test
