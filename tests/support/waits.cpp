@@ -90,9 +90,14 @@ bool when_file_changes(const std::string& file, const std::function<bool()>& pre
 
 bool when_connectors_change(const std::string& socket, const std::function<bool()>& pred,
                             std::chrono::milliseconds timeout) {
-  // No daemon to tell of changes: nothing will change what mcp/list reports, so one check.
+  // No daemon yet: the check may start one (through the CLI, as most do), and is made again once
+  // subscribed. Still none: nothing will change what mcp/list reports, so no more checks.
   auto c = SyncClient::connect(socket);
-  if (!c) return pred();
+  if (!c) {
+    if (pred()) return true;
+    c = SyncClient::connect(socket);
+    if (!c) return pred();
+  }
   if (!c->call("hello", boost::json::object{{"protocol", proto::kProtocolVersion}, {"client", "test-watch"}}, 5s) ||
       !c->call("mcp/subscribe", nullptr, 10s))
     return pred();
