@@ -483,7 +483,8 @@ TEST_F(Sessions, ManyClientsAtOnceEachGetTheirOwnAnswersAndNothingIsLeftAfterwar
   ASSERT_TRUE(daemon);
   auto watch = SyncClient::connect(home.socket());  // counted with the idle fds: the waits ask on it
   ASSERT_TRUE(watch);
-  auto idle = status_until(*watch, json::object{{"clients", 1}});
+  // The worker idle too: the tool-list cache it writes after the start holds a file open meanwhile.
+  auto idle = status_until(*watch, json::object{{"clients", 1}, {"worker_jobs", 0}});
   ASSERT_TRUE(idle) << idle.describe();
   int idle_fds = open_fds(static_cast<pid_t>(*daemon));
   constexpr int kClients = 100, kCalls = 10;
@@ -515,7 +516,7 @@ TEST_F(Sessions, ManyClientsAtOnceEachGetTheirOwnAnswersAndNothingIsLeftAfterwar
     }
   }
   // The clients' sockets are closed before they stop being counted: the fds are back by then.
-  auto gone = status_until(*watch, json::object{{"clients", 1}});
+  auto gone = status_until(*watch, json::object{{"clients", 1}, {"worker_jobs", 0}});
   EXPECT_TRUE(gone) << gone.describe();
   EXPECT_LE(open_fds(static_cast<pid_t>(*daemon)), idle_fds);
   EXPECT_EQ(listed("one").at("requests_waiting"), json::value(0));
