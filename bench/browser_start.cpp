@@ -21,7 +21,6 @@
 #include <map>
 #include <set>
 #include <sys/stat.h>
-#include <thread>
 #include <unistd.h>
 
 namespace {
@@ -84,15 +83,12 @@ void fail(Through& t, const std::string& why) {
   if (t.failures++ == 0) t.first_error = why;
 }
 
-// Whether the daemon's spare server runs, waited for up to a minute.
+// Whether the daemon's spare server runs, waited for up to a minute (the daemon answers when it
+// does: daemon/status with `until`).
 bool spare_running(oppx::SyncClient& c) {
-  auto deadline = Clock::now() + 60s;
-  while (Clock::now() < deadline) {
-    auto s = c.call("browser/status", json::object{}, 10s);
-    if (s && s->at("spare").at("state") == "running") return true;
-    std::this_thread::sleep_for(20ms);  // a benchmark's setup, not a measured step
-  }
-  return false;
+  auto s = c.call("daemon/status",
+                  json::object{{"until", json::object{{"spare_state", "running"}}}, {"timeout_ms", 60000}}, 70s);
+  return s && s->at("until_met") == json::value(true);
 }
 
 // One session: browser/start, navigate (the first snapshot), click. `warm`: the daemon's spare

@@ -2,6 +2,8 @@
 // takes nothing.
 #include "common/budget.h"
 
+#include "common/changes.h"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -14,6 +16,12 @@ bool MemoryBudget::take(std::size_t n) {
     if (n > limit_ || now > limit_ - n) return false;
   } while (!in_use_.compare_exchange_weak(now, now + n, std::memory_order_relaxed));
   return true;
+}
+
+void MemoryBudget::give(std::size_t n) {
+  if (n == 0) return;
+  in_use_.fetch_sub(n, std::memory_order_relaxed);
+  changes::changed();
 }
 
 MemoryBudget& buffer_budget() {

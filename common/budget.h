@@ -18,7 +18,7 @@ class MemoryBudget {
   std::size_t in_use() const { return in_use_.load(std::memory_order_relaxed); }
   // Takes `n` bytes if they fit under the limit; false (nothing taken) when not.
   bool take(std::size_t n);
-  void give(std::size_t n) { in_use_.fetch_sub(n, std::memory_order_relaxed); }
+  void give(std::size_t n);  // and tells common/changes.h: in_use() fell
 
  private:
   std::size_t limit_;

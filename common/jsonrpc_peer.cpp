@@ -2,6 +2,7 @@
 // the transport closes, their on_cancel hooks run and outgoing calls fail with "disconnected".
 #include "common/jsonrpc_peer.h"
 
+#include "common/changes.h"
 #include "common/log.h"
 
 namespace oppx {
@@ -102,6 +103,7 @@ void JsonRpcPeer::request_failed(const json::value& id, RpcError error) {
   if (it == outgoing_.end()) return;
   auto done = std::move(it->second);
   outgoing_.erase(it);
+  changes::changed();  // calls_waiting() fell
   error.received = false;
   done(std::move(error));
 }
@@ -137,7 +139,9 @@ json::value JsonRpcPeer::call(std::string_view method, const json::value& params
   return id;
 }
 
-void JsonRpcPeer::forget(const json::value& id) { outgoing_.erase(proto::id_key(id)); }
+void JsonRpcPeer::forget(const json::value& id) {
+  if (outgoing_.erase(proto::id_key(id))) changes::changed();
+}
 
 bool JsonRpcPeer::cancel_request(const json::value& id, const RpcError& answer) {
   auto it = incoming_.find(proto::id_key(id));
@@ -176,6 +180,7 @@ void JsonRpcPeer::on_line(std::string line) {
     }
     auto done = std::move(it->second);
     outgoing_.erase(it);
+    changes::changed();
     if (resp->ok) {
       done(std::move(resp->result));
     } else {
@@ -234,6 +239,7 @@ void JsonRpcPeer::on_closed(const TransportError& e) {
   }
   auto outgoing = std::move(outgoing_);
   outgoing_.clear();
+  changes::changed();  // calls_waiting() is 0, and a client's connection ended (its fd closed first)
   for (auto& [key, done] : outgoing) {
     done(RpcError::make(ErrorCode::kInternal, proto::kind::kDisconnected, options_.name + " closed: " + e.message));
   }

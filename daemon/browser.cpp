@@ -3,6 +3,7 @@
 // it runs or fails. Callbacks only, on the daemon's loop.
 #include "daemon/browser.h"
 
+#include "common/changes.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/paths.h"
@@ -230,6 +231,7 @@ struct BrowserSpare::Impl : std::enable_shared_from_this<BrowserSpare::Impl> {
     connector->on_change(nullptr);
     connector->stop();
     connector.reset();
+    changes::changed();  // the spare is off
   }
 };
 
@@ -245,6 +247,7 @@ std::shared_ptr<Connector> BrowserSpare::take(const ConnectorDef& def) {
   impl_->idle_timer.cancel();
   c->on_change(nullptr);
   log::info("browser: a session takes the spare server (pid {})", c->pid());
+  changes::changed();  // the spare is off: this one is the session's now
   return std::move(c);
 }
 
@@ -266,6 +269,7 @@ void BrowserSpare::fill(const ConnectorDef& def, const EnvMap& env) {
     auto self = weak.lock();
     auto c = which.lock();
     if (!self || !c || c != self->connector) return;
+    changes::changed();  // its state may be another in status_json()
     if (c->state() == ConnectorState::kFailed || c->state() == ConnectorState::kStopped) return self->drop();
     if (c->state() != ConnectorState::kRunning) return;
     // Unused from the moment it is ready.
@@ -279,6 +283,7 @@ void BrowserSpare::fill(const ConnectorDef& def, const EnvMap& env) {
   });
   log::info("browser: starting a spare server for the next session (log {})", m.connector->log_path());
   m.connector->start(env, start_timeout(env));
+  changes::changed();  // starting
 }
 
 proto::BrowserSpareStatus BrowserSpare::status() const {

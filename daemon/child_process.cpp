@@ -24,6 +24,7 @@
 // (its worker, Asio's resolver), and the child of a fork has only the one that forked.
 #include "daemon/child_process.h"
 
+#include "common/changes.h"
 #include "common/log.h"
 
 #include <boost/asio/io_context.hpp>
@@ -64,6 +65,16 @@ bool executable(const std::string& path) {
 }
 
 int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+// The daemon's children it knows of and has not reaped (children_unreaped()). Those made with
+// CLONE_PARENT count from when their pids come on the status pipe.
+std::set<pid_t> unreaped;
+void born(pid_t pid) {
+  if (pid > 0 && unreaped.insert(pid).second) changes::changed();
+}
+void reaped(pid_t pid) {
+  if (unreaped.erase(pid)) changes::changed();
+}
 
 // In a forked child: every signal back to its default and none blocked (exec keeps ignored
 // signals ignored and the mask as it is; the daemon ignores SIGPIPE and its handlers are Asio's).
@@ -310,6 +321,7 @@ void wait_on(const std::shared_ptr<asio::posix::stream_descriptor>& pidfd, Ended
                       if (::waitid(P_PIDFD, static_cast<id_t>(pidfd->native_handle()), &info, WEXITED | WNOHANG) != 0)
                         return then(fmt::format("waitid: {}", std::strerror(errno)));
                       if (info.si_pid == 0) return wait_on(pidfd, std::move(then));  // not yet reapable
+                      reaped(info.si_pid);
                       then(how_it_ended(info));
                     });
 }
@@ -319,7 +331,8 @@ void when_ended(asio::io_context* io, pid_t pid, Ended then) {
   int fd = pidfd_open(pid);
   if (fd < 0 || !io) {
     if (fd >= 0) ::close(fd);
-    if (::waitpid(pid, nullptr, WNOHANG) != pid) log::warn("cannot watch process {} (no loop or pidfd)", pid);
+    if (::waitpid(pid, nullptr, WNOHANG) == pid) return reaped(pid);
+    log::warn("cannot watch process {} (no loop or pidfd)", pid);
     return;
   }
   wait_on(std::make_shared<asio::posix::stream_descriptor>(*io, fd), std::move(then));
@@ -385,6 +398,7 @@ bool start_reaper() {
     log::warn("no group reaper (fork: {})", std::strerror(errno));
     return false;
   }
+  born(pid);
   reaper.pid = pid;
   reaper.fd = p[1];
   log::debug("group reaper is pid {}", pid);
@@ -512,6 +526,7 @@ boost::system::result<Forked, SpawnError> fork_once(const SpawnSpec& spec, const
     ::close(in_w), ::close(out_r), ::close(err_r), ::close(status_r);
     return SpawnError{false, fmt::format("cannot run {}: {}", program, std::strerror(spawn_errno))};
   }
+  born(pid);
   return Forked{pid, in_w, out_r, err_r, status_r};
 }
 
@@ -546,10 +561,15 @@ boost::system::result<Child, SpawnError> exec_status(asio::io_context& io, const
     reap_later(io, pid);  // the forked child, ended once it told
     pid = told ? connector : -1;
     init = told ? its_init : 0;
+    born(pid);
+    born(init);
     if (!told) spawn_errno = ECHILD;
   } else if (word < 0) {
     int its_init = 0;
-    if (in.next(its_init) && its_init > 0) reap_later(io, its_init);  // killed, alone
+    if (in.next(its_init) && its_init > 0) {  // killed, alone
+      born(its_init);
+      reap_later(io, its_init);
+    }
     reap_later(io, pid);
     pid = -1;
   }
@@ -656,6 +676,7 @@ boost::system::result<std::optional<ExitStatus>, std::string> try_reap(pid_t pid
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) return fmt::format("cannot reap pid {}: {}", pid, std::strerror(errno));
   if (info.si_pid == 0) return std::optional<ExitStatus>();
+  reaped(info.si_pid);
   return std::optional<ExitStatus>(ExitStatus{info.si_code != CLD_EXITED, info.si_status});
 }
 
@@ -679,6 +700,8 @@ void release_group(pid_t pgid) {
 const Isolation& connector_isolation() { return last_isolation; }
 
 pid_t reaper_pid() { return reaper.pid; }
+
+std::size_t children_unreaped() { return unreaped.size(); }
 
 void watch_reaper_on(asio::io_context& io) {
   loop = &io;

@@ -77,6 +77,10 @@ struct Isolation {
 const Isolation& connector_isolation();
 pid_t reaper_pid();  // the group reaper's pid; 0 when none runs
 
+// The daemon's children not reaped yet (servers, their namespaces' inits, the group reaper), as
+// daemon/status "children"; each reap signals common/changes.h, so a status wait can name it.
+std::size_t children_unreaped();
+
 // Watches the group reaper on `io`: when it dies, that is logged and another is started, told
 // every group the last one knew.
 void watch_reaper_on(boost::asio::io_context& io);

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <map>
 
@@ -62,8 +63,16 @@ namespace {
 constexpr auto kStableRun = std::chrono::seconds(60);
 constexpr int kMaxQuickDeaths = 4;
 constexpr auto kMaxBackoff = std::chrono::seconds(30);
-// A server that could not be reached is tried again by a call at most this often.
-constexpr auto kUnreachableRetry = std::chrono::seconds(2);
+// A server that could not be reached is tried again by a call at most this often: 2 s, or
+// OPPX_TEST_UNREACHABLE_RETRY_MS from the daemon's environment, so that a test can show both
+// sides of the limit without waiting for a clock (0: the next call tries; an hour: it does not).
+std::chrono::milliseconds unreachable_retry() {
+  static const std::chrono::milliseconds every = [] {
+    const char* v = std::getenv("OPPX_TEST_UNREACHABLE_RETRY_MS");
+    return std::chrono::milliseconds(v && *v ? std::max(0L, std::strtol(v, nullptr, 10)) : 2000L);
+  }();
+  return every;
+}
 // A call that lost its program waits this long for the exit (and its reason) before answering.
 constexpr auto kExitWait = std::chrono::seconds(5);
 
@@ -443,9 +452,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   }
 
   // A server that could not be reached (only an HTTP link says so) may be back: a call tries it
-  // again, at most once every kUnreachableRetry (the call never reached it, so nothing runs twice).
+  // again, at most once every unreachable_retry() (the call never reached it, so nothing runs twice).
   bool may_be_back() const {
-    return kind == proto::kind::kUnreachable && Clock::now() - failed_at >= kUnreachableRetry;
+    return kind == proto::kind::kUnreachable && Clock::now() - failed_at >= unreachable_retry();
   }
 
   // Starts it again for a call and runs `then` once it is no longer starting.

@@ -104,6 +104,14 @@ std::size_t Connectors::size() const {
   return n;
 }
 
+std::size_t Connectors::calls_waiting() const {
+  std::size_t n = 0;
+  for (auto& [name, c] : user_.connectors) n += c ? c->calls_waiting() : 0;
+  for (auto& [root, repo] : repos_)
+    for (auto& [name, c] : repo.connectors) n += c ? c->calls_waiting() : 0;
+  return n;
+}
+
 std::string Connectors::log_path(const ConnectorDef& def, const std::string& root) const {
   if (def.kind == ConnectorDef::Kind::kHttp) return state_dir_ + "/oppxd.log";  // as paths::daemon_log()
   if (root.empty()) return state_dir_ + "/mcp-" + def.name + ".log";

@@ -67,6 +67,7 @@ class Connectors {
   Subscriptions& subscriptions() { return subscriptions_; }
   std::shared_ptr<Connector> find(const std::string& name, const std::string& root) const;
   std::size_t size() const;
+  std::size_t calls_waiting() const;  // of every connector: mcp/list's requests_waiting summed
   void stop_all();
 
   // Consent for the repository connector (root, name), for exactly the definition with `sha256`.

@@ -11,6 +11,7 @@
 #include "daemon/methods_browser.h"
 #include "daemon/methods_config.h"
 #include "daemon/methods_permissions.h"
+#include "daemon/status_waits.h"
 #include "proto/daemon_api.h"
 #include "proto/mcp_api.h"
 #include "proto/mcp_results.h"
@@ -46,7 +47,7 @@ void hello(Server&, const proto::HelloParams& p, Reply reply, Client& client) {
   reply.ok(json::value_from(proto::HelloResult{proto::kProtocolVersion, OPPX_VERSION, kBuildId, ::getpid()}));
 }
 
-void status(Server& server, const proto::NoParams&, Reply reply, Client&) {
+proto::StatusResult status_of(Server& server) {
   proto::StatusResult s;
   s.pid = ::getpid();
   s.version = OPPX_VERSION;
@@ -62,7 +63,11 @@ void status(Server& server, const proto::NoParams&, Reply reply, Client&) {
   s.isolation = connector_isolation().kind;
   s.isolation_reason = connector_isolation().reason;
   s.reaper_pid = reaper_pid();
-  reply.ok(json::value_from(s));
+  s.requests_waiting = static_cast<std::int64_t>(server.connectors().calls_waiting());
+  s.spare_state = server.browser_spare().status().state;
+  s.children = static_cast<std::int64_t>(children_unreaped());
+  s.worker_jobs = static_cast<std::int64_t>(server.connectors().worker().jobs());
+  return s;
 }
 
 proto::RpcError unknown_connector(const std::string& name) {
@@ -258,7 +263,10 @@ void shutdown(Server& server, const proto::NoParams&, Reply reply, Client&) {
 void register_methods(Router& r, Server& s) {
   auto method = [&r, &s](std::string name, auto handler) { r.add(std::move(name), s, handler); };
   method("hello", hello);
-  method("daemon/status", status);
+  // daemon/status's handler holds the open waits (until): the status now, or once it holds.
+  auto waits = std::make_shared<StatusWaits>(s.io(), [&s] { return status_of(s); });
+  r.add("daemon/status",
+        [waits](const proto::StatusParams& p, Reply reply, Client&) { waits->answer(p, std::move(reply)); });
   method("daemon/shutdown", shutdown);
   method("mcp/list", mcp_list);
   method("mcp/get", mcp_get);

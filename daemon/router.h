@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,13 @@ struct Client {
   std::optional<Session> session;                       // after session/open
 };
 
+template <class CallOperator>
+struct HandlerParams;
+template <class C, class P>
+struct HandlerParams<void (C::*)(const P&, Reply, Client&) const> {
+  using type = P;
+};
+
 class Router {
  public:
   using Handler = std::function<void(const proto::Request&, Reply, Client&)>;
@@ -65,6 +73,17 @@ class Router {
       auto params = proto::decode<P>(req.params);
       if (!params) return reply.fail(invalid_params(params.error()));
       fn(server, *params, std::move(reply), client);
+    });
+  }
+
+  // A handler object (a lambda that holds state), P deduced from its call operator.
+  template <class Fn>
+  requires(!std::is_invocable_v<Fn, const proto::Request&, Reply, Client&>) void add(std::string method, Fn fn) {
+    using P = typename HandlerParams<decltype(&Fn::operator())>::type;
+    add(std::move(method), [fn = std::move(fn)](const proto::Request& req, Reply reply, Client& client) {
+      auto params = proto::decode<P>(req.params);
+      if (!params) return reply.fail(invalid_params(params.error()));
+      fn(*params, std::move(reply), client);
     });
   }
 

@@ -2,6 +2,7 @@
 // only; the jobs share nothing with the loop but what they were given.
 #include "daemon/worker.h"
 
+#include "common/changes.h"
 #include "common/fs.h"
 #include "common/log.h"
 
@@ -26,6 +27,7 @@ void Worker::write_file(std::string path, std::string content, int mode, std::st
 }
 
 void Worker::push(std::function<void()> job) {
+  jobs_given_.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard lock(mutex_);
     jobs_.push_back(std::move(job));
@@ -44,6 +46,9 @@ void Worker::loop() {
       jobs_.pop_front();
     }
     job();
+    job = nullptr;  // what it held goes first
+    jobs_given_.fetch_sub(1, std::memory_order_acq_rel);
+    changes::changed();
   }
 }
 

@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -30,6 +31,10 @@ class Worker {
   // loop) as "cannot save <what>: …".
   void write_file(std::string path, std::string content, int mode, std::string what);
 
+  // Jobs given and not finished (daemon/status "worker_jobs"); a job's end signals
+  // common/changes.h, from the worker thread, after it has closed what it opened.
+  std::size_t jobs() const { return jobs_given_.load(std::memory_order_acquire); }
+
   // Runs `job` on the worker thread, then `done(result)` on the io_context (which keeps
   // running until then).
   template <class Job, class Done>
@@ -50,6 +55,7 @@ class Worker {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> jobs_;
+  std::atomic<std::size_t> jobs_given_{0};
   bool stopping_ = false;
   std::thread thread_;  // last: starts once the rest is ready
 };

@@ -6,6 +6,8 @@
 
 #include <boost/json/object.hpp>
 
+#include <algorithm>
+
 namespace oppx::proto {
 
 namespace json = boost::json;
@@ -35,6 +37,32 @@ Decoded<HelloResult> decode(const json::value& result, std::type_identity<HelloR
   return h;
 }
 
+Decoded<StatusParams> decode(const json::value& params, std::type_identity<StatusParams>) {
+  FieldReader r(params, "params");
+  StatusParams p;
+  p.timeout_ms = r.integer("timeout_ms", false).value_or(p.timeout_ms);
+  if (!r.ok()) return r.error();
+  if (p.timeout_ms <= 0 || p.timeout_ms > 3'600'000) return std::string("params.timeout_ms: expected 1 to 3600000");
+  const json::value* until = params.is_object() ? params.as_object().if_contains("until") : nullptr;
+  if (!until || until->is_null()) return p;
+  if (!until->is_object()) return std::string("params.until: expected an object");
+  for (auto& [k, v] : until->as_object()) {
+    std::string field = "params.until." + std::string(k);
+    if (std::find(kStatusWaitFields.begin(), kStatusWaitFields.end(), std::string_view(k)) == kStatusWaitFields.end())
+      return field +
+             ": not a field a wait may name; one of clients, buffered_bytes, requests_waiting, spare_state, children, "
+             "worker_jobs";
+    if (k == "spare_state") {
+      if (!v.is_string()) return field + ": expected a string";
+      p.until.emplace(std::string(k), v);
+    } else {
+      if (!v.is_int64() && !v.is_uint64()) return field + ": expected an integer";
+      p.until.emplace(std::string(k), v.to_number<std::int64_t>());
+    }
+  }
+  return p;
+}
+
 Decoded<StatusResult> decode(const json::value& result, std::type_identity<StatusResult>) {
   FieldReader r(result, "result");
   StatusResult s;
@@ -52,6 +80,11 @@ Decoded<StatusResult> decode(const json::value& result, std::type_identity<Statu
   s.isolation = r.string("isolation", false).value_or("");
   s.isolation_reason = r.string("isolation_reason", false).value_or("");
   s.reaper_pid = r.integer("reaper_pid", false).value_or(0);
+  s.requests_waiting = r.integer("requests_waiting", false).value_or(0);
+  s.spare_state = r.string("spare_state", false).value_or("off");
+  s.children = r.integer("children", false).value_or(0);
+  s.worker_jobs = r.integer("worker_jobs", false).value_or(0);
+  if (auto met = r.boolean("until_met", false)) s.until_met = *met;
   if (!r.ok()) return r.error();
   return s;
 }
@@ -88,7 +121,12 @@ void tag_invoke(json::value_from_tag, json::value& jv, const StatusResult& v) {
                     {"buffer_budget", v.buffer_budget},
                     {"isolation", v.isolation},
                     {"isolation_reason", v.isolation_reason},
-                    {"reaper_pid", v.reaper_pid}};
+                    {"reaper_pid", v.reaper_pid},
+                    {"requests_waiting", v.requests_waiting},
+                    {"spare_state", v.spare_state},
+                    {"children", v.children},
+                    {"worker_jobs", v.worker_jobs}};
+  if (v.until_met) jv.as_object()["until_met"] = *v.until_met;
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const ShutdownResult& v) {

@@ -8,9 +8,12 @@
 #include <boost/json/value.hpp>
 #include <boost/json/value_from.hpp>
 
+#include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace oppx {
 extern const char kBuildId[];  // generated: version and a hash of the sources
@@ -36,6 +39,18 @@ struct HelloResult {
   std::int64_t pid = 0;
 };
 
+// The fields of StatusResult that `until` may name: the daemon looks again each time one of them
+// may have changed (common/changes.h); the others (uptime_ms, rss_kib, …) change without a signal.
+inline constexpr std::array<std::string_view, 6> kStatusWaitFields = {
+    "clients", "buffered_bytes", "requests_waiting", "spare_state", "children", "worker_jobs"};
+
+struct StatusParams {
+  // Answer once every named field equals its value (an integer, or a string for spare_state), or
+  // at timeout_ms with until_met false. Empty: answer now.
+  std::map<std::string, boost::json::value, std::less<>> until;
+  std::int64_t timeout_ms = 30'000;
+};
+
 struct StatusResult {
   std::int64_t pid = 0;
   std::string version;
@@ -52,7 +67,12 @@ struct StatusResult {
   // (with the reason namespaces are not used), or "" before the first connector started.
   std::string isolation;
   std::string isolation_reason;
-  std::int64_t reaper_pid = 0;  // the group reaper of "process_group"; 0 when none runs
+  std::int64_t reaper_pid = 0;        // the group reaper of "process_group"; 0 when none runs
+  std::int64_t requests_waiting = 0;  // sent to the connectors' servers and not answered yet
+  std::string spare_state = "off";    // the browser spare (daemon/browser.h): off|starting|running
+  std::int64_t children = 0;          // the daemon's child processes not reaped yet
+  std::int64_t worker_jobs = 0;       // file writes given to the daemon's worker thread, not finished
+  std::optional<bool> until_met;      // only when the request named `until`
 };
 
 struct ShutdownResult {
@@ -61,6 +81,7 @@ struct ShutdownResult {
 
 Decoded<HelloParams> decode(const boost::json::value& v, std::type_identity<HelloParams>);
 Decoded<HelloResult> decode(const boost::json::value& v, std::type_identity<HelloResult>);
+Decoded<StatusParams> decode(const boost::json::value& v, std::type_identity<StatusParams>);
 Decoded<StatusResult> decode(const boost::json::value& v, std::type_identity<StatusResult>);
 Decoded<ShutdownResult> decode(const boost::json::value& v, std::type_identity<ShutdownResult>);
 

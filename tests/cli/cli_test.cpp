@@ -160,20 +160,21 @@ TEST(Cli, StopRestartAndStart) {
   EXPECT_NE(::access(home.socket().c_str(), F_OK), 0);
 }
 
-// A daemon started, then stopped by kill -STOP; still stopped at the test's end, it is killed.
+// A daemon started, then stopped by kill -STOP. It is the test's own child (the CLI's would be
+// detached), because only a parent is told when a process has stopped; the CLI finds it on the
+// socket as it would one it started. Still running at the test's end, it is ended and reaped.
 struct FrozenDaemon {
+  ForegroundDaemon daemon;
   pid_t pid = -1;
   std::string its;  // "(pid N)"
-  explicit FrozenDaemon(const TempHome& home) {
-    EXPECT_EQ(oppx({"daemon", "start"}).exit_code, 0);
-    if (auto p = daemon_pid(home.socket())) pid = static_cast<pid_t>(*p);
+  explicit FrozenDaemon(const TempHome& home) : daemon(home) {
+    if (daemon.ready()) pid = daemon.pid();
     its = "(pid " + std::to_string(pid) + ")";
     EXPECT_GT(pid, 0);
+    if (pid <= 0) return;
     EXPECT_EQ(::kill(pid, SIGSTOP), 0);
-    EXPECT_TRUE(poll_until([this] { return process_stopped(pid); }));
-  }
-  ~FrozenDaemon() {
-    if (pid > 0 && process_stopped(pid)) ::kill(pid, SIGKILL);
+    EXPECT_TRUE(wait_for_stop(pid));
+    EXPECT_TRUE(process_stopped(pid));
   }
 };
 

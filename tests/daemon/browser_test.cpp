@@ -56,16 +56,10 @@ struct BrowserSession : ::testing::Test {
   // The spare server the daemon keeps for the next session, once it runs: its pid (-1 when it does
   // not run within `limit`).
   pid_t running_spare(std::chrono::milliseconds limit = 60s) {
-    pid_t pid = -1;
-    poll_until(
-        [&] {
-          auto s = call("browser/status", {});
-          if (!s || s->at("spare").at("state") != "running") return false;
-          pid = static_cast<pid_t>(s->at("spare").at("pid").to_number<std::int64_t>());
-          return true;
-        },
-        limit);
-    return pid;
+    if (!status_until(*c, json::object{{"spare_state", "running"}}, limit)) return -1;
+    auto s = call("browser/status", {});
+    if (!s || s->at("spare").at("state") != "running") return -1;
+    return static_cast<pid_t>(s->at("spare").at("pid").to_number<std::int64_t>());
   }
   // A page open in the session's browser and the spare server started after it: every process
   // of both (empty when the spare did not start).

@@ -23,6 +23,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <thread>
 
@@ -174,18 +175,21 @@ class Load {
 };
 
 // A call that never ends by itself (the fake's tool "hang"): it ends with the kill (its connector
-// down, the connection closed) or is cancelled at the end of the round.
+// down, the connection closed) or is cancelled at the end of the round. The request is written
+// before the constructor returns, so that it is in flight whenever finish() cancels it; its
+// reply is read on a thread of its own, which tells finish() through a condition variable.
 class LongCall {
  public:
   LongCall(const std::string& socket, const std::string& cwd, const std::string& connector)
       : client_(client_in(socket, cwd)) {
     if (!client_) return;
-    thread_ = std::thread([this, connector] {
-      auto r = client_->call("tools/call",
-                             json::object{{"connector", connector}, {"tool", "hang"}, {"timeout_ms", 60000}}, 70s);
-      kind_ = r ? "a result" : r.error().kind;
+    json::object params{{"connector", connector}, {"tool", "hang"}, {"timeout_ms", 60000}};
+    if (!client_->write_raw(proto::serialize_request(kId, "tools/call", params) + "\n")) {
+      kind_ = "not sent";
       done_ = true;
-    });
+      return;
+    }
+    thread_ = std::thread([this] { read_reply(); });
   }
   ~LongCall() {
     if (thread_.joinable()) finish();
@@ -193,15 +197,50 @@ class LongCall {
   // The kind it ended with: cancelled when neither the kill nor anything else ended it.
   std::string finish() {
     if (!client_) return "no client";
-    poll_until([&] { return done_ || client_->cancel_in_flight(); }, 10s);
-    thread_.join();
+    std::unique_lock l(mu_);
+    if (!done_) {
+      l.unlock();
+      client_->write_raw(proto::serialize_notification(proto::kCancelRequest, json::object{{"id", kId}}) + "\n");
+      l.lock();
+    }
+    if (!cv_.wait_for(l, 10s, [&] { return done_; })) {
+      kind_ = "no reply 10 s after its cancel";
+      done_ = true;
+      ::shutdown(client_->fd(), SHUT_RDWR);  // ends the reader's wait
+    }
+    l.unlock();
+    if (thread_.joinable()) thread_.join();
     return kind_;
   }
 
  private:
+  static constexpr const char* kId = "long-call";
+
+  void read_reply() {
+    std::string kind;
+    for (;;) {
+      auto line = client_->read_line(70s);
+      if (!line) {
+        kind = line.error() == SyncClient::ReadFailure::kTimeout ? proto::kind::kTimeout : proto::kind::kDisconnected;
+        break;
+      }
+      auto msg = proto::parse_message(*line);
+      auto* resp = msg ? std::get_if<proto::Response>(&*msg) : nullptr;
+      if (!resp || resp->id != json::value(kId)) continue;  // notifications
+      kind = resp->ok ? "a result" : resp->error.kind;
+      break;
+    }
+    std::lock_guard l(mu_);
+    if (!done_) kind_ = kind;
+    done_ = true;
+    cv_.notify_all();
+  }
+
   std::optional<SyncClient> client_;
   std::thread thread_;
-  std::atomic<bool> done_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
   std::string kind_;
 };
 
@@ -449,7 +488,9 @@ struct Chaos : ::testing::Test {
       }
       return out;
     };
-    EXPECT_TRUE(poll_until([&] { return outside().empty(); }, 10s)) << outside().size() << " orphans";
+    std::set<pid_t> orphans = outside();
+    EXPECT_TRUE(wait_for_exits(orphans, 10s)) << orphans.size() << " orphans";
+    EXPECT_TRUE(outside().empty()) << outside().size() << " orphans";
     kills.clear();
   }
 

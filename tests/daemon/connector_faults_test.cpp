@@ -37,10 +37,18 @@ struct ConnectorFaults : ConnectorFixture {
     write_config("");
     EXPECT_EQ(oppx({"mcp", "list"}).exit_code, 0);
   }
-  // Exited, then reaped by the daemon (gone from /proc, not a zombie).
-  bool reaped(pid_t pid) {
-    return wait_for_exit(pid, 10s) &&
-           poll_until([&] { return ::access(("/proc/" + std::to_string(pid)).c_str(), F_OK) != 0; }, 10s);
+  // Every child of the daemon reaped (daemon/status "children": none but the group reaper, where
+  // one runs), then `pid` gone from /proc: no zombie. The daemon says when it reaps; /proc is the
+  // check that what it says is true.
+  ::testing::AssertionResult all_reaped(pid_t pid) {
+    if (!wait_for_exit(pid, 10s)) return ::testing::AssertionFailure() << pid << " did not exit";
+    json::value now = status_of(home.socket());
+    std::int64_t reaper = now.is_object() ? now.at("reaper_pid").as_int64() : 0;
+    auto w = status_until(home.socket(), {{"children", reaper > 0 ? 1 : 0}}, 10s);
+    if (!w) return ::testing::AssertionFailure() << "children left: " << w.describe();
+    if (::access(("/proc/" + std::to_string(pid)).c_str(), F_OK) == 0)
+      return ::testing::AssertionFailure() << pid << " is still in /proc (a zombie)";
+    return ::testing::AssertionSuccess();
   }
 };
 
@@ -52,7 +60,7 @@ TEST_F(ConnectorFaults, StopClosesStdinFirstAndNeedsNoSignalForOneThatEnds) {
   ASSERT_GT(pid, 0);
   remove_all();
   EXPECT_TRUE(cli::wait_for_exit(pid, 10s));
-  EXPECT_TRUE(reaped(pid)) << "no zombie";
+  EXPECT_TRUE(all_reaped(pid)) << "no zombie";
   EXPECT_EQ(lines(dir + "/events"), std::vector<std::string>{"eof"}) << "ended by its stdin closing, no SIGTERM";
 }
 
@@ -69,11 +77,11 @@ TEST_F(ConnectorFaults, StopEndsOneThatIgnoresSigtermAndItsGrandchildren) {
   ASSERT_TRUE(process_alive(grandchild));
   remove_all();
   EXPECT_TRUE(cli::wait_for_exit(a, 15s)) << "SIGKILL ends what SIGTERM did not";
-  EXPECT_TRUE(reaped(a));
   auto events = lines(stubborn + "/events");
   EXPECT_NE(std::find(events.begin(), events.end(), "SIGTERM"), events.end()) << "SIGTERM came before SIGKILL";
   EXPECT_TRUE(cli::wait_for_exit(b, 15s));
   EXPECT_TRUE(cli::wait_for_exit(grandchild, 15s)) << "the grandchild goes with its group";
+  EXPECT_TRUE(all_reaped(a));
 }
 
 TEST_F(ConnectorFaults, KillNineOfTheDaemonLeavesNoOrphans) {
@@ -583,13 +591,15 @@ TEST_F(ConnectorFaults, ASignalStopShowsNoStartBanner) {
 // freed slot to the pidfd watch of the old child, so the event completes that watch early. The
 // daemon must then look (WNOHANG) and watch again, not block until that child, which lives on
 // after its stdin closes, exits: nothing (timers, clients) would run in the meantime.
+// The daemon is the test's own child (not one the CLI starts, detached): only a parent is told
+// that a process has stopped, and the request and the stderr line must both wait for it.
 TEST_F(ConnectorFaults, AStaleEventOnAReusedSlotNeverFreezesTheDaemonOnALiveChild) {
+  ForegroundDaemon daemon(home);
+  ASSERT_TRUE(daemon.ready());
+  const pid_t d = daemon.pid();
   std::string dir = fake_dir("usr1");
   write_config(stdio("usr1", FAKE_MCP_SERVER, {"usr1_stderr", dir}));
   ASSERT_EQ(entry("usr1").at("state"), json::value("running"));
-  auto daemon = daemon_pid(home.socket());
-  ASSERT_TRUE(daemon);
-  auto d = static_cast<pid_t>(*daemon);
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     ASSERT_EQ(entry("usr1").at("state"), json::value("running"));
@@ -602,7 +612,7 @@ TEST_F(ConnectorFaults, AStaleEventOnAReusedSlotNeverFreezesTheDaemonOnALiveChil
     };
     auto before = usr1s();
     ASSERT_EQ(::kill(d, SIGSTOP), 0);
-    ASSERT_TRUE(poll_until([&] { return process_stopped(d); }));
+    ASSERT_TRUE(wait_for_stop(d)) << "the daemon stopped";
     ASSERT_TRUE(c.write_raw(R"({"jsonrpc":"2.0","id":1,"method":"mcp/reconnect","params":{"name":"usr1"}})"
                             "\n"));
     ASSERT_EQ(::kill(child, SIGUSR1), 0);

@@ -72,6 +72,7 @@ struct HttpConnectors : ::testing::Test {
   static std::string reason(const json::object& e) {
     return e.contains("reason") ? std::string(e.at("reason").as_string()) : std::string();
   }
+  Fake gone_then_back(const std::string& name, const std::string& retry_ms);
   void TearDown() override { oppx({"daemon", "stop"}); }
 };
 
@@ -774,29 +775,45 @@ TEST_F(HttpConnectors, AServerGoneAfterTheStartTakesTheConnectorDownAsUnreachabl
   EXPECT_NE(human.out.find("    1. Check that " + f.url()), std::string::npos) << human.out;
 }
 
-// A server back on its port is tried again by the next call (at most every 2 s), without a
-// reconnect: the calls made while it was down never reached it, so nothing runs twice.
-TEST_F(HttpConnectors, AServerBackOnItsPortIsTriedAgainByTheNextCall) {
+// Connector `name` on a fake that goes away after the start: a call finds nothing listening
+// (unreachable), then a fake is back on the same port, and returned. The daemon (started by the
+// first command, with this process's environment) tries an unreachable server again at most
+// every `retry_ms`: OPPX_TEST_UNREACHABLE_RETRY_MS stands in for the 2 s, so that the tests show
+// both sides of the limit without a clock to wait for.
+Fake HttpConnectors::gone_then_back(const std::string& name, const std::string& retry_ms) {
+  ::setenv("OPPX_TEST_UNREACHABLE_RETRY_MS", retry_ms.c_str(), 1);
   Fake f = fake({"record"});
-  home.write_mcp_config(http_entry("back", f.url()));
-  ASSERT_EQ(entry("back").at("state"), json::value("running"));
+  home.write_mcp_config(http_entry(name, f.url()));
+  EXPECT_EQ(entry(name).at("state"), json::value("running"));
+  ::unsetenv("OPPX_TEST_UNREACHABLE_RETRY_MS");
   int port = f.port;
   f.proc.reset();
-  Result down = oppx({"mcp", "call", "back", "echo", R"({"message":"while down"})"});
-  ASSERT_EQ(down.exit_code, 1);
+  Result down = oppx({"mcp", "call", name, "echo", R"({"message":"while down"})"});
+  EXPECT_EQ(down.exit_code, 1);
   EXPECT_NE(down.err.find("unreachable"), std::string::npos) << down.err;
   Fake again = fake({"record", "--port=" + std::to_string(port)});
-  ASSERT_EQ(again.port, port);
-  Result up;
-  EXPECT_TRUE(poll_until(
-      [&] {
-        up = oppx({"mcp", "call", "back", "echo", R"({"message":"back again"})"});
-        return up.exit_code == 0;
-      },
-      15s))
-      << up.err;
+  EXPECT_EQ(again.port, port);
+  return again;
+}
+
+// A server back on its port is tried again by the next call (at most every 2 s; 0 here), without
+// a reconnect: the calls made while it was down never reached it, so nothing runs twice.
+TEST_F(HttpConnectors, AServerBackOnItsPortIsTriedAgainByTheNextCall) {
+  Fake again = gone_then_back("back", "0");
+  Result up = oppx({"mcp", "call", "back", "echo", R"({"message":"back again"})"});
+  EXPECT_EQ(up.exit_code, 0) << up.err;
   EXPECT_EQ(up.out, "echo: back again\n");
   EXPECT_EQ(entry("back").at("state"), json::value("running"));
+}
+
+// Within the limit (an hour here) a call does not try the server again, even one back on its
+// port: it fails at once as unreachable, as the call before it did.
+TEST_F(HttpConnectors, AnUnreachableServerIsNotTriedAgainWithinTheLimit) {
+  Fake again = gone_then_back("later", "3600000");
+  Result still = oppx({"mcp", "call", "later", "echo", R"({"message":"too soon"})"});
+  EXPECT_EQ(still.exit_code, 1) << still.out;
+  EXPECT_NE(still.err.find("unreachable"), std::string::npos) << still.err;
+  EXPECT_EQ(entry("later").at("state"), json::value("failed"));
 }
 
 // RELIABILITY: a server's own text never grants itself authority. Over HTTP the transport's own
@@ -871,7 +888,8 @@ TEST_F(HttpConnectors, ManyFloodingStreamsShareOneBoundedBudget) {
 #endif
   EXPECT_LT(after - before, kGrowthKib) << "the peak grew from " << before << " to " << after << " KiB";
   // What was buffered is given back, and the status shows the figures.
-  EXPECT_TRUE(poll_until([&] { return status_of(home.socket()).at("buffered_bytes").as_int64() == 0; }));
+  auto given_back = status_until(home.socket(), json::object{{"buffered_bytes", 0}});
+  EXPECT_TRUE(given_back) << given_back.describe();
   EXPECT_EQ(status_of(home.socket()).at("buffer_budget").as_int64(), 8 << 20);
   Result status = oppx({"daemon", "status"});
   EXPECT_NE(status.out.find("buffers     0.0 of 8 MiB"), std::string::npos) << status.out;

@@ -66,30 +66,34 @@ struct ProcessTree : ConnectorFixture {
   std::string sleep_arg(int n) { return "7772" + std::to_string(::getpid()) + std::to_string(n); }
   std::vector<std::string> sleepers;  // the arguments of the sleeps this test started
 
-  // Connector `name`: a shell that starts `setsid sleep ARG &` (a grandchild in a session and
-  // group of its own), then becomes the fake server.
+  // Connector `name`: a shell that starts `setsid sh -c '…; exec sleep ARG' &` (a grandchild in a
+  // session and group of its own), then becomes the fake server. The grandchild announces its
+  // pid in dir/sleeper.pid (written whole: a rename) once it has left the group, before its exec
+  // of sleep: the pid is the sleep's, and the test waits on the file, not on /proc.
   std::string escaping(const std::string& name, const std::string& arg, const std::string& dir) {
     sleepers.push_back(arg);
+    // Its pid as the test sees it: $$ would be the one in its PID namespace, but /proc is the
+    // daemon's, and `read` is the shell's own (no fork), so /proc/self/stat is the shell's.
+    std::string announce = "read -r pid rest < /proc/self/stat && echo $pid > " + dir + "/sleeper.tmp && mv " + dir +
+                           "/sleeper.tmp " + dir + "/sleeper.pid";
     return stdio(name, "/bin/sh",
-                 {"-c", "setsid sleep " + arg + " & exec " + std::string(FAKE_MCP_SERVER) + " ok " + dir});
+                 {"-c", "setsid sh -c '" + announce + " && exec sleep " + arg + "' & exec " +
+                            std::string(FAKE_MCP_SERVER) + " ok " + dir});
   }
-  // The live (not zombie) `sleep ARG`, once it runs; -1 at the deadline.
-  pid_t sleeper(const std::string& arg) {
+  // The escaped grandchild of escaping(…, dir), once it announced itself; -1 at the deadline.
+  // Alive then: it sleeps until something ends it.
+  pid_t sleeper(const std::string& dir) {
+    std::string file = dir + "/sleeper.pid";
     pid_t found = -1;
-    poll_until(
-        [&] {
-          for (pid_t p : all_pids()) {
-            if (cmdline_of(p) == std::vector<std::string>{"sleep", arg} && process_alive(p)) found = p;
-          }
-          return found > 0;
-        },
-        10s);
+    when_file_changes(file, [&] {
+      auto l = lines(file);
+      if (!l.empty()) found = static_cast<pid_t>(std::stol(l[0]));
+      return found > 0;
+    });
+    EXPECT_TRUE(found <= 0 || process_alive(found)) << "the sleeper " << found << " ended before the test ended it";
     return found;
   }
-  bool ends(pid_t pid, const std::string& arg) {
-    if (!process_alive(pid) || cmdline_of(pid) != std::vector<std::string>{"sleep", arg}) return true;
-    return wait_for_exit(pid, 10s);
-  }
+  bool ends(pid_t pid) { return wait_for_exit(pid, 10s); }
   // The daemon and every process under it whose name starts with "oppxd": what `pkill oppxd` hits.
   std::vector<pid_t> oppxd_processes(pid_t daemon) {
     std::map<pid_t, pid_t> parent;
@@ -120,9 +124,10 @@ struct ProcessTree : ConnectorFixture {
 
 TEST_F(ProcessTree, RemoveEndsAGrandchildThatLeftTheGroup) {
   std::string arg = sleep_arg(1);
-  write_config(escaping("esc", arg, fake_dir("esc")));
+  std::string dir = fake_dir("esc");
+  write_config(escaping("esc", arg, dir));
   ASSERT_EQ(entry("esc").at("state"), json::value("running"));
-  pid_t sleep = sleeper(arg);
+  pid_t sleep = sleeper(dir);
   ASSERT_GT(sleep, 0);
   auto s = daemon_status();
   EXPECT_EQ(s["isolation"], json::value("pid_namespace")) << json::serialize(s);
@@ -130,11 +135,14 @@ TEST_F(ProcessTree, RemoveEndsAGrandchildThatLeftTheGroup) {
   EXPECT_NE(text.out.find("  isolation   a PID namespace per connector"), std::string::npos) << text.out;
   write_config("");
   ASSERT_EQ(oppx({"mcp", "list"}).exit_code, 0);
-  EXPECT_TRUE(ends(sleep, arg)) << "sleep " << arg << " outlived its connector";
+  EXPECT_TRUE(ends(sleep)) << "sleep " << arg << " outlived its connector";
   auto daemon = daemon_pid(home.socket());
   ASSERT_TRUE(daemon);
-  EXPECT_TRUE(poll_until([&] { return oppxd_processes(static_cast<pid_t>(*daemon)).size() == 1; }, 10s))
-      << "the namespace's init was ended and reaped";
+  // The namespace's init is ended and reaped: no child of the daemon is left, as it says and as
+  // /proc shows (the daemon and nothing under it).
+  auto w = status_until(home.socket(), {{"children", 0}}, 10s);
+  EXPECT_TRUE(w) << w.describe();
+  EXPECT_EQ(oppxd_processes(static_cast<pid_t>(*daemon)).size(), 1u);
 }
 
 TEST_F(ProcessTree, KillNineOfTheDaemonEndsAGrandchildThatLeftTheGroup) {
@@ -142,13 +150,13 @@ TEST_F(ProcessTree, KillNineOfTheDaemonEndsAGrandchildThatLeftTheGroup) {
   std::string dir = fake_dir("esc");
   write_config(escaping("esc", arg, dir));
   ASSERT_EQ(entry("esc").at("state"), json::value("running"));
-  pid_t sleep = sleeper(arg), child = last_pid(dir);
+  pid_t sleep = sleeper(dir), child = last_pid(dir);
   ASSERT_GT(sleep, 0);
   auto daemon = daemon_pid(home.socket());
   ASSERT_TRUE(daemon);
   ASSERT_EQ(::kill(static_cast<pid_t>(*daemon), SIGKILL), 0);
   EXPECT_TRUE(cli::wait_for_exit(child, 10s));
-  EXPECT_TRUE(ends(sleep, arg)) << "sleep " << arg << " outlived the daemon";
+  EXPECT_TRUE(ends(sleep)) << "sleep " << arg << " outlived the daemon";
 }
 
 TEST_F(ProcessTree, KillNineOfEveryOppxdProcessAtOnceEndsAGrandchildThatLeftTheGroup) {
@@ -157,14 +165,14 @@ TEST_F(ProcessTree, KillNineOfEveryOppxdProcessAtOnceEndsAGrandchildThatLeftTheG
   write_config(escaping("esc", arg, dir) + "," + stdio("plain", FAKE_MCP_SERVER, {"grandchild", fake_dir("plain")}));
   ASSERT_EQ(entry("esc").at("state"), json::value("running"));
   ASSERT_EQ(entry("plain").at("state"), json::value("running"));
-  pid_t sleep = sleeper(arg);
+  pid_t sleep = sleeper(dir);
   ASSERT_GT(sleep, 0);
   auto daemon = daemon_pid(home.socket());
   ASSERT_TRUE(daemon);
   auto everyone = oppxd_processes(static_cast<pid_t>(*daemon));
   for (pid_t p : everyone) ::kill(p, SIGKILL);
   for (pid_t p : everyone) EXPECT_TRUE(cli::wait_for_exit(p, 10s)) << p;
-  EXPECT_TRUE(ends(sleep, arg)) << "sleep " << arg << " outlived every oppxd process";
+  EXPECT_TRUE(ends(sleep)) << "sleep " << arg << " outlived every oppxd process";
 }
 
 TEST_F(ProcessTree, TheGroupReaperIsStartedAgainWhenItDiesAndStillKnowsEveryGroup) {

@@ -5,13 +5,17 @@
 
 #include "proto/daemon_api.h"
 #include "tests/support/harness.h"
+#include "tests/support/waits.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -211,7 +215,9 @@ TEST_F(LiveDaemon, EveryRequestGetsExactlyOneReply) {
 TEST_F(LiveDaemon, ManyClientsAtOnceAndResourcesReturnToIdle) {
   pid_t pid = static_cast<pid_t>(daemon->pid());
   expect_serving();
-  ASSERT_TRUE(poll_until([&] { return status_of(home.socket()).at("clients").as_int64() == 1; }));
+  auto watch = client();  // counted with the idle fds: the wait below asks on it
+  auto idle = status_until(watch, json::object{{"clients", 1}});
+  ASSERT_TRUE(idle) << idle.describe();
   int fds_idle = open_fds(pid);
   {
     std::vector<SyncClient> clients;
@@ -234,8 +240,84 @@ TEST_F(LiveDaemon, ManyClientsAtOnceAndResourcesReturnToIdle) {
     }
     EXPECT_GE(status_of(home.socket()).at("clients").as_int64(), 200);
   }
-  EXPECT_TRUE(poll_until([&] { return status_of(home.socket()).at("clients").as_int64() == 1; }));
-  EXPECT_TRUE(poll_until([&] { return open_fds(pid) <= fds_idle; })) << open_fds(pid) << " fds, idle " << fds_idle;
+  // Their sockets are closed before they stop being counted: the fds are back once this answers.
+  auto again = status_until(watch, json::object{{"clients", 1}});
+  EXPECT_TRUE(again) << again.describe();
+  EXPECT_LE(open_fds(pid), fds_idle);
+}
+
+// daemon/status with `until`: answered when the condition becomes true (here: another client
+// left), not before; by then the leaver's socket is closed, so the fds can be checked at once.
+TEST_F(LiveDaemon, AStatusWaitIsAnsweredOnceAClientLeavesAndItsSocketIsClosedFirst) {
+  pid_t pid = static_cast<pid_t>(daemon->pid());
+  auto watch = client();
+  auto alone = status_until(watch, json::object{{"clients", 1}});
+  ASSERT_TRUE(alone) << alone.describe();
+  EXPECT_EQ(alone.status.at("clients"), json::value(1));
+  int fds_alone = open_fds(pid);
+  std::optional<SyncClient> other = client();
+  ASSERT_TRUE(other->call("daemon/status", json::object{}, 5s));  // accepted and counted
+  // The wait, then a plain status on the same connection: the plain one is answered first.
+  ASSERT_TRUE(watch.write_raw(R"({"jsonrpc":"2.0","id":"wait","method":"daemon/status",)"
+                              R"("params":{"until":{"clients":1},"timeout_ms":20000}})"
+                              "\n"
+                              R"({"jsonrpc":"2.0","id":"now","method":"daemon/status"})"
+                              "\n"));
+  auto now = reply_of(watch);
+  ASSERT_EQ(now.at("id"), json::value("now")) << json::serialize(now);
+  EXPECT_EQ(now.at("result").at("clients"), json::value(2));
+  EXPECT_FALSE(now.at("result").as_object().contains("until_met"));
+  other.reset();  // hangs up
+  auto waited = reply_of(watch);
+  ASSERT_EQ(waited.at("id"), json::value("wait")) << json::serialize(waited);
+  EXPECT_EQ(waited.at("result").at("until_met"), json::value(true));
+  EXPECT_EQ(waited.at("result").at("clients"), json::value(1));
+  // (At most: the worker may have held a file open a moment when they were counted.)
+  EXPECT_LE(open_fds(pid), fds_alone) << "the socket was closed before the client stopped counting";
+}
+
+// At the deadline first: the status as it is, until_met false; the connection goes on.
+TEST_F(LiveDaemon, AStatusWaitAnswersAtItsDeadlineWithTheStatusAsItIs) {
+  auto c = client();
+  auto asked = std::chrono::steady_clock::now();
+  auto r = c.call(
+      "daemon/status",
+      json::object{{"until", json::object{{"clients", 3}, {"spare_state", "running"}}}, {"timeout_ms", 300}}, 10s);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_GE(std::chrono::steady_clock::now() - asked, 300ms);
+  EXPECT_EQ(r->at("until_met"), json::value(false));
+  EXPECT_EQ(r->at("clients"), json::value(1));
+  EXPECT_EQ(r->at("spare_state"), json::value("off"));
+  EXPECT_EQ(r->at("requests_waiting"), json::value(0));
+  // A waiter that hangs up ends its wait: nothing is answered to it, nothing breaks.
+  {
+    auto gone = client();
+    ASSERT_TRUE(gone.write_raw(R"({"jsonrpc":"2.0","id":"w","method":"daemon/status",)"
+                               R"("params":{"until":{"clients":5},"timeout_ms":60000}})"
+                               "\n"));
+    ASSERT_TRUE(gone.call("daemon/status", json::object{}, 5s));  // the wait is open by now
+  }
+  auto after = status_until(c, json::object{{"clients", 1}});
+  EXPECT_TRUE(after) << after.describe();
+}
+
+// A field that no signal moves (or none of the status), or a value of the wrong type: rejected,
+// naming the field, rather than a wait that would only ever end at its deadline.
+TEST_F(LiveDaemon, AStatusWaitOnAFieldItCannotWaitForIsInvalidParams) {
+  auto c = client();
+  for (auto [until, field] : {std::pair{json::object{{"rss_kib", 0}}, "params.until.rss_kib"},
+                              std::pair{json::object{{"nope", 1}}, "params.until.nope"},
+                              std::pair{json::object{{"clients", "one"}}, "params.until.clients"},
+                              std::pair{json::object{{"spare_state", 1}}, "params.until.spare_state"}}) {
+    auto r = c.call("daemon/status", json::object{{"until", until}}, 5s);
+    ASSERT_FALSE(r) << json::serialize(until);
+    EXPECT_EQ(r.error().kind, "invalid_params") << r.error().message;
+    const auto e = r.error();
+    EXPECT_EQ(e.data.at("field"), json::value(field)) << e.message;
+  }
+  auto r = c.call("daemon/status", json::object{{"until", json::object{{"clients", 1}}}, {"timeout_ms", 0}}, 5s);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, "invalid_params");
 }
 
 // "Max open files" of /proc/<pid>/limits: {soft, hard}.
@@ -311,10 +393,11 @@ TEST(DescriptorLimit, NewClientsAreRefusedAndTheOthersGoOn) {
 
   // Once others have gone, a new client is served again.
   served.erase(served.begin() + 2, served.end());
-  EXPECT_TRUE(poll_until([&] {
-    auto c = SyncClient::connect(home.socket());
-    return c && c->call("daemon/status", json::object{}, 5s).has_value();
-  }));
+  auto two = status_until(served[0], json::object{{"clients", 2}});  // the others' sockets are closed
+  EXPECT_TRUE(two) << two.describe();
+  auto c = SyncClient::connect(home.socket());
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_TRUE(c->call("daemon/status", json::object{}, 5s));
   for (auto& c : served) EXPECT_TRUE(c.call("daemon/status", json::object{}, 5s));
 }
 
@@ -346,7 +429,8 @@ TEST(BufferBudget, ClientsOverTheSharedBudgetAreRefusedAndTheOthersGoOn) {
   }
   EXPECT_GT(refused, 0);
   EXPECT_GT(answered, 0);
-  EXPECT_TRUE(poll_until([&] { return status_of(home.socket()).at("buffered_bytes").as_int64() == 0; }));
+  auto given_back = status_until(home.socket(), json::object{{"buffered_bytes", 0}});
+  EXPECT_TRUE(given_back) << given_back.describe();
 }
 
 // --- in-process: the same Server, with test methods registered beside the real ones ---
@@ -357,6 +441,8 @@ struct InProcess : ::testing::Test {
   std::unique_ptr<daemon::Server> server;
   std::thread thread;
   std::map<std::string, Reply> held;  // touched only on the io thread
+  std::mutex mu;                      // `cancelled`, counted on the io thread, waited for on the test's
+  std::condition_variable cancels;
   int cancelled = 0;
 
   void SetUp() override {
@@ -367,7 +453,11 @@ struct InProcess : ::testing::Test {
     server = std::make_unique<daemon::Server>(io, o);
     auto& r = server->router();
     r.add("test/wait", [this](const proto::Request& req, Reply reply, daemon::Client&) {
-      reply.on_cancel([this] { ++cancelled; });
+      reply.on_cancel([this] {
+        std::lock_guard lock(mu);
+        ++cancelled;
+        cancels.notify_all();
+      });
       held.emplace(std::string(req.params.at("key").as_string()), std::move(reply));
     });
     r.add("test/release", [this](const proto::Request& req, Reply reply, daemon::Client&) {
@@ -383,8 +473,10 @@ struct InProcess : ::testing::Test {
       if (auto peer = client.peer.lock()) peer->notify("notifications/test", json::object{{"n", 1}});
       reply.ok(json::value(true));
     });
-    r.add("test/cancelled",
-          [this](const proto::Request&, Reply reply, daemon::Client&) { reply.ok(json::value(cancelled)); });
+    r.add("test/cancelled", [this](const proto::Request&, Reply reply, daemon::Client&) {
+      std::lock_guard lock(mu);
+      reply.ok(json::value(cancelled));
+    });
     ASSERT_TRUE(server->listen());
     server->start();
     thread = std::thread([this] { io.run(); });
@@ -443,10 +535,13 @@ TEST_F(InProcess, AClientLeavingMidRequestCancelsItAndOthersGoOn) {
     ASSERT_TRUE(r);
   }
   auto other = client();
-  EXPECT_TRUE(poll_until([&] {
-    auto r = other.call("test/cancelled", nullptr, 5s);
-    return r && r->as_int64() == 1;
-  }));
+  {
+    std::unique_lock lock(mu);
+    EXPECT_TRUE(cancels.wait_for(lock, 10s, [&] { return cancelled > 0; }));
+  }
+  auto count = other.call("test/cancelled", nullptr, 5s);
+  ASSERT_TRUE(count);
+  EXPECT_EQ(*count, json::value(1));
   // The late answer to the departed client goes nowhere, and nothing breaks.
   auto released = other.call("test/release", json::object{{"key", "gone"}}, 5s);
   ASSERT_TRUE(released);

@@ -347,7 +347,9 @@ TEST_F(Sessions, ACallerThatGoesAwayCancelsItsCallAndTheLateResultIsDropped) {
       << read_file(received);
   EXPECT_EQ(received_of("notifications/cancelled").at(0).at("params").at("requestId"), id);
   // The fake answers the cancelled call anyway; the daemon drops it and keeps nothing waiting.
-  EXPECT_TRUE(poll_until([&] { return listed("one").at("requests_waiting") == json::value(0); }));
+  auto nothing_waiting = status_until(home.socket(), json::object{{"requests_waiting", 0}});
+  EXPECT_TRUE(nothing_waiting) << nothing_waiting.describe();
+  EXPECT_EQ(listed("one").at("requests_waiting"), json::value(0));
   Result echo = oppx({"mcp", "call", "one", "echo"});
   EXPECT_EQ(echo.exit_code, 0) << echo.err;
   EXPECT_EQ(echo.out, "fake echo\n");
@@ -393,7 +395,9 @@ TEST_F(Sessions, ACancelRequestCancelsTheCallAndTheSessionStaysOpen) {
   ASSERT_TRUE(when_file_changes(received, [&] { return received_of("notifications/cancelled").size() == 1; }))
       << read_file(received);
   EXPECT_EQ(received_of("notifications/cancelled").at(0).at("params").at("requestId"), id);
-  EXPECT_TRUE(poll_until([&] { return listed("one").at("requests_waiting") == json::value(0); }));
+  auto nothing_waiting = status_until(home.socket(), json::object{{"requests_waiting", 0}});
+  EXPECT_TRUE(nothing_waiting) << nothing_waiting.describe();
+  EXPECT_EQ(listed("one").at("requests_waiting"), json::value(0));
 
   // The session is still open, with its allow; the id may be used again; nothing else came.
   auto perms = c->call("permissions/list", json::object{{"cwd", home.root()}}, 10s);
@@ -477,6 +481,11 @@ TEST_F(Sessions, ManyClientsAtOnceEachGetTheirOwnAnswersAndNothingIsLeftAfterwar
   ASSERT_TRUE(becomes_running("one"));
   auto daemon = daemon_pid(home.socket());
   ASSERT_TRUE(daemon);
+  auto watch = SyncClient::connect(home.socket());  // counted with the idle fds: the waits ask on it
+  ASSERT_TRUE(watch);
+  // The worker idle too: the tool-list cache it writes after the start holds a file open meanwhile.
+  auto idle = status_until(*watch, json::object{{"clients", 1}, {"worker_jobs", 0}});
+  ASSERT_TRUE(idle) << idle.describe();
   int idle_fds = open_fds(static_cast<pid_t>(*daemon));
   constexpr int kClients = 100, kCalls = 10;
   {
@@ -506,10 +515,10 @@ TEST_F(Sessions, ManyClientsAtOnceEachGetTheirOwnAnswersAndNothingIsLeftAfterwar
       }
     }
   }
-  EXPECT_TRUE(poll_until([&] { return status_of(home.socket()).at("clients") == json::value(1); }));
-  // At most as many as before (then a connection of the test's own may still have been closing).
-  EXPECT_TRUE(poll_until([&] { return open_fds(static_cast<pid_t>(*daemon)) <= idle_fds; }))
-      << open_fds(static_cast<pid_t>(*daemon)) << " fds open, " << idle_fds << " when idle";
+  // The clients' sockets are closed before they stop being counted: the fds are back by then.
+  auto gone = status_until(*watch, json::object{{"clients", 1}, {"worker_jobs", 0}});
+  EXPECT_TRUE(gone) << gone.describe();
+  EXPECT_LE(open_fds(static_cast<pid_t>(*daemon)), idle_fds);
   EXPECT_EQ(listed("one").at("requests_waiting"), json::value(0));
   EXPECT_EQ(pids_of("one").size(), 1u);
 }

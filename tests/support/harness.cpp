@@ -351,6 +351,34 @@ DaemonProcess::~DaemonProcess() {
   if (!cli::wait_for_exit(pid_, 10s)) ::kill(static_cast<pid_t>(pid_), SIGKILL);
 }
 
+ForegroundDaemon::ForegroundDaemon(const TempHome& home) : output_(home.root() + "/oppxd-foreground.out") {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, output_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  std::string bin = OPPXD_BIN, socket = home.socket();
+  std::vector<char*> argv{bin.data(), const_cast<char*>("--foreground"), const_cast<char*>("--socket"), socket.data(),
+                          nullptr};
+  int rc = ::posix_spawn(&pid_, bin.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    pid_ = -1;
+    ADD_FAILURE() << "cannot start " << bin << ": " << std::strerror(rc);
+    return;
+  }
+  ready_ = when_file_changes(output_, [&] { return read_file(output_).find("oppxd: ready on") != std::string::npos; });
+  EXPECT_TRUE(ready_) << "oppxd --foreground did not say it was ready:\n" << read_file(output_);
+}
+
+ForegroundDaemon::~ForegroundDaemon() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGCONT);
+  ::kill(pid_, SIGTERM);
+  if (!wait_for_exit(pid_, 10s)) ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+}
+
 std::string kill_daemon_mid_writes(SyncClient client, pid_t pid, int writes, const WriteCall& write) {
   std::mutex m;
   std::condition_variable cv;

@@ -152,4 +152,24 @@ class DaemonProcess {
   std::int64_t pid_ = 0;
 };
 
+// `oppxd --foreground --socket …` as this test's own child, for what only a parent is told (that
+// it stopped: wait_for_stop). Its stdout and stderr go to output() (a file: a pipe nobody reads
+// would block its log). The constructor returns once it listens (its "ready on" line). The
+// destructor ends one still running (SIGCONT, then SIGTERM, SIGKILL after 10 s) and reaps it.
+class ForegroundDaemon {
+ public:
+  explicit ForegroundDaemon(const TempHome& home);
+  ~ForegroundDaemon();
+  ForegroundDaemon(const ForegroundDaemon&) = delete;
+  ForegroundDaemon& operator=(const ForegroundDaemon&) = delete;
+  pid_t pid() const { return pid_; }  // -1 when it could not be started
+  bool ready() const { return ready_; }
+  std::string output() const { return output_; }
+
+ private:
+  std::string output_;
+  pid_t pid_ = -1;
+  bool ready_ = false;
+};
+
 }  // namespace oppx::test
