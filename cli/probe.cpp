@@ -162,13 +162,14 @@ std::vector<std::pair<std::string, std::string>> cost_warnings(std::int64_t toke
   return out;
 }
 
-void complete_probe(json::value& add_result) {
-  auto result = proto::decode<proto::McpAddResult>(add_result);
-  if (!result || !result->probe || result->probe->completed()) return;
-  proto::AddProbe& probe = *result->probe;
+namespace {
+
+// Adds what the model server says to `probe` (of connector `name`), once.
+void complete(proto::AddProbe& probe, const std::string& name) {
+  if (probe.completed()) return;
   std::string text;
   for (auto& l : probe.lines) text += l + "\n";
-  ProbeReport r = probe_cost(result->name, text, model_server_url());
+  ProbeReport r = probe_cost(name, text, model_server_url());
   probe.tokens = r.tokens;
   probe.estimated = r.estimated;
   probe.estimate = r.estimated ? "about 4 characters a token" : "";
@@ -180,8 +181,16 @@ void complete_probe(json::value& add_result) {
   }
   probe.warnings.emplace();
   for (auto& [kind, message] : r.warnings) probe.warnings->push_back({kind, message});
+}
+
+}  // namespace
+
+void complete_probe(json::value& add_result) {
+  auto result = proto::decode<proto::McpAddResult>(add_result);
+  if (!result || !result->probe || result->probe->completed()) return;
+  complete(*result->probe, result->name);
   // Only the probe is replaced: the rest of the reply is printed by --json as the daemon sent it.
-  add_result.as_object()["probe"] = json::value_from(probe);
+  add_result.as_object()["probe"] = json::value_from(*result->probe);
 }
 
 std::vector<std::string> probe_lines(const proto::AddProbe& probe) {
@@ -228,15 +237,16 @@ int print_added(const json::value& v) {
     }
     return 0;
   }
-  json::array tools = c.tools.value_or(json::array{});
+  static const json::array kNone;
+  const json::array& tools = c.tools ? *c.tools : kNone;
   fmt::print("Running, {} tool{}:\n", tools.size(), tools.size() == 1 ? "" : "s");
   fmt::print("{}", tool_list_text(a.name, tools));
   // The probe's figures, asked of the model server once: by the caller (`oppx mcp add`, for its
   // --json as well) or here.
-  json::value done = v;
-  complete_probe(done);
-  if (auto probe = proto::decode<proto::McpAddResult>(done); probe && probe->probe) {
-    for (auto& line : probe_lines(*probe->probe)) fmt::print("{}\n", line);
+  if (a.probe) {
+    proto::AddProbe probe = *a.probe;
+    complete(probe, a.name);
+    for (auto& line : probe_lines(probe)) fmt::print("{}\n", line);
   }
   return 0;
 }
