@@ -51,11 +51,8 @@ std::string_view npm_code(std::string_view text) {
 // The first ${VAR} (or ${VAR:-default}) in a value: the environment variable it is read from.
 std::string variable_in(std::string_view value) {
   auto open = value.find("${");
-  if (open == std::string_view::npos) return "";
-  auto close = value.find('}', open);
-  if (close == std::string_view::npos) return "";
-  std::string_view name = value.substr(open + 2, close - open - 2);
-  return std::string(name.substr(0, name.find(":-")));
+  auto ref = open == std::string_view::npos ? std::nullopt : reference_at(value, open);
+  return ref ? std::string(ref->name) : "";
 }
 
 // The header that carries the token: Authorization when there is one, else the first whose name

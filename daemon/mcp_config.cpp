@@ -336,6 +336,8 @@ std::string ExpandError::describe() const {
           variable);
     case Problem::kUnclosed:
       return "its definition has a \"${\" without a closing \"}\"";
+    case Problem::kTooDeep:
+      return fmt::format("its definition nests ${{NAME:-default}} defaults more than {} deep", kMaxDefaultNesting);
     case Problem::kUnset:
       break;
   }
@@ -343,50 +345,82 @@ std::string ExpandError::describe() const {
                      variable);
 }
 
-boost::system::result<std::string, ExpandError> expand(std::string_view s, const EnvMap& env) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size();) {
+std::optional<Reference> reference_at(std::string_view s, std::size_t open) {
+  int depth = 0;
+  for (std::size_t i = open + 2; i < s.size(); ++i) {
     if (s[i] == '$' && i + 1 < s.size() && s[i + 1] == '{') {
-      auto close = s.find('}', i + 2);
-      if (close == std::string_view::npos) return ExpandError{"", ExpandError::Problem::kUnclosed};
-      std::string_view inner = s.substr(i + 2, close - i - 2);
-      std::string_view name = inner, fallback;
-      bool has_default = false;
+      ++depth;
+      ++i;
+    } else if (s[i] == '}' && depth-- == 0) {
+      Reference ref;
+      std::string_view inner = s.substr(open + 2, i - open - 2);
+      ref.name = inner;
       if (auto d = inner.find(":-"); d != std::string_view::npos) {
-        name = inner.substr(0, d);
-        fallback = inner.substr(d + 2);
-        has_default = true;
+        ref.name = inner.substr(0, d);
+        ref.fallback = inner.substr(d + 2);
+        ref.has_default = true;
       }
-      auto it = env.find(name);
-      if (it != env.end() && !(has_default && it->second.empty())) {
-        if (it->second.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
-          return ExpandError{std::string(name), ExpandError::Problem::kLineBreak};
-        }
-        out += it->second;
-      } else if (has_default) {
-        out += fallback;
-      } else {
-        return ExpandError{std::string(name), ExpandError::Problem::kUnset};
-      }
-      i = close + 1;
-    } else {
-      out += s[i++];
+      ref.end = i + 1;
+      return ref;
     }
   }
+  return std::nullopt;
+}
+
+namespace {
+
+// Appends `s` expanded; `depth` counts the defaults it is inside of.
+std::optional<ExpandError> expand_into(std::string& out, std::string_view s, const EnvMap& env, int depth) {
+  for (std::size_t i = 0; i < s.size();) {
+    if (s[i] != '$' || i + 1 == s.size() || s[i + 1] != '{') {
+      out += s[i++];
+      continue;
+    }
+    if (depth > kMaxDefaultNesting) return ExpandError{"", ExpandError::Problem::kTooDeep};
+    auto ref = reference_at(s, i);
+    if (!ref) return ExpandError{"", ExpandError::Problem::kUnclosed};
+    auto it = env.find(ref->name);
+    if (it != env.end() && !(ref->has_default && it->second.empty())) {
+      if (it->second.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+        return ExpandError{std::string(ref->name), ExpandError::Problem::kLineBreak};
+      }
+      out += it->second;
+    } else if (!ref->has_default) {
+      return ExpandError{std::string(ref->name), ExpandError::Problem::kUnset};
+    } else if (auto failed = expand_into(out, ref->fallback, env, depth + 1)) {
+      return failed;
+    }
+    i = ref->end;
+  }
+  return std::nullopt;
+}
+
+// Calls `each(name)` for every reference in `s` and in its defaults, to kMaxDefaultNesting deep.
+template <typename Each>
+void each_reference(std::string_view s, Each&& each, int depth = 0) {
+  for (auto open = s.find("${"); open != std::string_view::npos; open = s.find("${", open)) {
+    auto ref = reference_at(s, open);
+    if (!ref) return;
+    each(ref->name);
+    if (ref->has_default && depth < kMaxDefaultNesting) each_reference(ref->fallback, each, depth + 1);
+    open = ref->end;
+  }
+}
+
+}  // namespace
+
+boost::system::result<std::string, ExpandError> expand(std::string_view s, const EnvMap& env) {
+  std::string out;
+  if (auto failed = expand_into(out, s, env, 0)) return *failed;
   return {boost::system::in_place_value, std::move(out)};
 }
 
 std::vector<std::string> referenced_variables(const ConnectorDef& def) {
   std::vector<std::string> names;
-  auto scan = [&names](std::string_view s) {
-    for (auto open = s.find("${"); open != std::string_view::npos; open = s.find("${", open + 2)) {
-      auto close = s.find('}', open + 2);
-      if (close == std::string_view::npos) return;
-      std::string_view inner = s.substr(open + 2, close - open - 2);
-      std::string name(inner.substr(0, inner.find(":-")));
-      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
-    }
+  auto add = [&names](std::string_view name) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.emplace_back(name);
   };
+  auto scan = [&add](std::string_view s) { each_reference(s, add); };
   scan(def.command);
   for (auto& a : def.args) scan(a);
   scan(def.cwd);
@@ -431,8 +465,8 @@ std::string mask_value(std::string_view v) {
   bool first = true;
   while (!v.empty()) {
     auto open = v.find("${");
-    auto close = open == std::string_view::npos ? open : v.find('}', open + 2);
-    std::string_view literal = close == std::string_view::npos ? v : v.substr(0, open);
+    auto ref = open == std::string_view::npos ? std::nullopt : reference_at(v, open);
+    std::string_view literal = ref ? v.substr(0, open) : v;
     if (!literal.empty()) {
       if (only_separators(literal)) {
         out += literal;
@@ -444,14 +478,13 @@ std::string mask_value(std::string_view v) {
         out += "***";
       }
     }
-    if (close == std::string_view::npos) break;
-    std::string_view ref = v.substr(open, close - open + 1);
-    if (auto dflt = ref.find(":-"); dflt != std::string_view::npos && dflt + 3 < ref.size()) {
-      out += std::string(ref.substr(0, dflt + 2)) + "***}";  // ${T:-default}: the default is literal text
+    if (!ref) break;
+    if (!ref->fallback.empty()) {
+      out += "${" + std::string(ref->name) + ":-***}";  // ${T:-default}: the default may be literal text
     } else {
-      out += ref;
+      out += v.substr(open, ref->end - open);
     }
-    v.remove_prefix(close + 1);
+    v.remove_prefix(ref->end);
     first = false;
   }
   return out;

@@ -7,6 +7,7 @@
 #include <boost/system/result.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,11 +57,24 @@ boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view 
 // The user's connectors file: $OPPX_MCP_CONFIG, else mcp.json next to config.json.
 std::string user_mcp_config_path(const EnvMap& env);
 
+// One ${NAME} or ${NAME:-default} in a value. A default may hold references of its own, as in the
+// shell: ${A:-${B}} reads B when A is unset or empty, and closes at the second "}".
+struct Reference {
+  std::string_view name;
+  std::string_view fallback;  // the default as written, its own references unexpanded
+  bool has_default = false;
+  std::size_t end = 0;  // one past the closing "}"
+};
+// The reference whose "${" is at `open`, or nothing when no "}" closes it.
+std::optional<Reference> reference_at(std::string_view s, std::size_t open);
+// How deep defaults may hold defaults (${A:-${B:-${C}}} is 2): deeper is an error, not a recursion.
+inline constexpr int kMaxDefaultNesting = 8;
+
 // Expands ${VAR} and ${VAR:-default}. The error names the variable, never a value: unset
 // without a default, or a value holding CR, LF or NUL.
 struct ExpandError {
-  enum class Problem { kUnset, kLineBreak, kUnclosed };
-  std::string variable;  // the name (empty for an unclosed "${")
+  enum class Problem { kUnset, kLineBreak, kUnclosed, kTooDeep };
+  std::string variable;  // the name (empty for an unclosed "${" and for nesting too deep)
   Problem problem = Problem::kUnset;
   // What is wrong, for a reason: "it needs ${X}, which is not set in …" and the like.
   std::string describe() const;
@@ -68,7 +82,7 @@ struct ExpandError {
 boost::system::result<std::string, ExpandError> expand(std::string_view s, const EnvMap& env);
 
 // The variables a definition reads (${NAME} and ${NAME:-default}, in command, args, cwd, env, url
-// and headers), each once, in order of first use.
+// and headers, and those in defaults), each once, in order of first use.
 std::vector<std::string> referenced_variables(const ConnectorDef& def);
 
 // For display: a value with its secret part hidden ("Bearer lin_…***"), except ${VAR} references.

@@ -1,7 +1,9 @@
 // Fuzz target: an mcp.json (daemon/mcp_config): parsed, then every definition expanded with
 // ${VAR} and ${VAR:-default} against a fixed environment, its variables listed and its values
 // masked for display. Properties: a parse error starts with the file's name; an expansion error
-// never holds a variable's value; a successful expansion leaves no "${NAME}" of a set variable.
+// never holds a variable's value; a reference to a set variable, plain or in a default, becomes its
+// value whatever follows it. (The output may still read "${TOKEN}": "$${EMPTY}{TOKEN}" makes it from
+// pieces, and expansion is one pass, as in the shell.)
 #include "daemon/mcp_config.h"
 
 #include <cstdio>
@@ -30,8 +32,12 @@ void check_expand(std::string_view s, std::string_view file) {
     }
     return;
   }
-  if (r->find("${TOKEN}") != std::string::npos && s.find("${TOKEN}") == std::string_view::npos)
-    broken("expansion made a reference that was not in the text");
+  for (std::string_view ref : {"${TOKEN}", "${NOPE:-${TOKEN}}", "${NOPE:-${EMPTY:-${TOKEN}}}"}) {
+    auto before = oppx::daemon::expand(std::string(ref) + std::string(s), kEnv);
+    if (!before || *before != "tok-Secret-Value-1234" + *r)
+      broken("a reference to a set variable was not replaced by its value: " + std::string(ref));
+  }
+  if (s.find('$') == std::string_view::npos && *r != s) broken("text without references changed");
   (void)oppx::daemon::mask_value(s);
   (void)oppx::daemon::mask_url(*r);
 }

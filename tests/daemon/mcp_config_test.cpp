@@ -89,6 +89,42 @@ TEST(McpConfig, ExpandsVariablesAndNamesTheMissingOne) {
   EXPECT_EQ(unclosed.error().describe(), "its definition has a \"${\" without a closing \"}\"");
 }
 
+TEST(McpConfig, ExpandsReferencesInDefaultsAsTheShellDoes) {
+  EnvMap env{{"TOKEN", "s3cret"}, {"EMPTY", ""}};
+  auto text = [&env](std::string_view s) {
+    auto r = expand(s, env);
+    return r ? *r : "error: " + r.error().describe();
+  };
+  EXPECT_EQ(text("${NOPE:-${TOKEN}}"), "s3cret");
+  EXPECT_EQ(text("${NOPE:-a-${EMPTY:-b}-c}/d"), "a-b-c/d");
+  EXPECT_EQ(text("${TOKEN:-${NOPE}}"), "s3cret") << "a default not used is not read";
+  EXPECT_EQ(text("${NOPE:-{x}}"), "{x}") << "only \"${\" opens: the first \"}\" closes";
+  EXPECT_EQ(text("$${EMPTY}{TOKEN}"), "${TOKEN}") << "one pass: what expansion makes is not read again";
+  auto inner = expand("${NOPE:-${NOPE2}}", env);
+  ASSERT_FALSE(inner);
+  EXPECT_EQ(inner.error().variable, "NOPE2");
+  auto unclosed = expand("${NOPE:-${TOKEN}", env);
+  ASSERT_FALSE(unclosed);
+  EXPECT_EQ(unclosed.error().problem, ExpandError::Problem::kUnclosed);
+
+  auto nested = [](int depth) {
+    std::string s;
+    for (int i = 0; i < depth; ++i) s += "${NOPE:-";
+    return s + "end" + std::string(depth, '}');
+  };
+  EXPECT_EQ(text(nested(kMaxDefaultNesting + 1)), "end");
+  auto deep = expand(nested(kMaxDefaultNesting + 2), env);
+  ASSERT_FALSE(deep);
+  EXPECT_EQ(deep.error().problem, ExpandError::Problem::kTooDeep);
+  EXPECT_EQ(deep.error().describe(), "its definition nests ${NAME:-default} defaults more than 8 deep");
+  auto very_deep = expand(nested(100'000), env);
+  ASSERT_FALSE(very_deep) << "no recursion past the limit";
+  EXPECT_EQ(very_deep.error().problem, ExpandError::Problem::kTooDeep);
+  ConnectorDef def;
+  def.command = nested(100'000);
+  EXPECT_EQ(referenced_variables(def), std::vector<std::string>{"NOPE"});
+}
+
 TEST(McpConfig, NamesTheVariablesADefinitionReads) {
   auto cfg = parse_mcp_config(R"({"mcpServers":{
     "s":{"command":"${BIN:-npx}","args":["--dir","${HOME}/x","${HOME}"],"env":{"T":"${TOKEN}","L":"plain"}},
@@ -97,6 +133,14 @@ TEST(McpConfig, NamesTheVariablesADefinitionReads) {
   ASSERT_TRUE(cfg) << cfg.error();
   EXPECT_EQ(referenced_variables(cfg->connectors[0]), (std::vector<std::string>{"BIN", "HOME", "TOKEN"}));
   EXPECT_EQ(referenced_variables(cfg->connectors[1]), (std::vector<std::string>{"HOST", "TOKEN"}));
+
+  ConnectorDef def;
+  def.command = "${BIN:-${HOME}/bin/${TOOL:-x}}";
+  def.headers = {{"Authorization", "Bearer ${TOKEN:-${FALLBACK_TOKEN}}"}};
+  EXPECT_EQ(referenced_variables(def), (std::vector<std::string>{"BIN", "HOME", "TOOL", "TOKEN", "FALLBACK_TOKEN"}))
+      << "a default's references are read too: their values are masked in the log like the rest";
+  EXPECT_EQ(mask_value("Bearer ${TOKEN:-${FALLBACK_TOKEN}}"), "Bearer ${TOKEN:-***}");
+  EXPECT_EQ(mask_value("${TOKEN:-}"), "${TOKEN:-}");
 }
 
 TEST(McpConfig, MasksSecretsButNotReferences) {
