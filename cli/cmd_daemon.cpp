@@ -73,10 +73,14 @@ int status(Context& ctx) {
       "  isolation   {}\n"
       "  memory      {:.1f} MiB\n"
       "  buffers     {:.1f} of {} MiB (what clients and servers are sending or not yet reading)\n"
+      "  requests    {} sent to connectors and not answered yet\n"
+      "  processes   {} started by the daemon and not ended yet\n"
+      "  browser     the spare is {}\n"
       "  socket      {}\n"
       "  log         {}\n",
       s->version, s->pid, s->build, format_uptime(s->uptime_ms / 1000.0), s->clients, s->connectors, isolation_text(*s),
-      s->rss_kib / 1024.0, s->buffered_bytes / 1048576.0, s->buffer_budget >> 20, s->socket, s->log);
+      s->rss_kib / 1024.0, s->buffered_bytes / 1048576.0, s->buffer_budget >> 20, s->requests_waiting, s->children,
+      s->spare_state, s->socket, s->log);
   return kExitOk;
 }
 

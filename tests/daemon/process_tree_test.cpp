@@ -133,6 +133,12 @@ TEST_F(ProcessTree, RemoveEndsAGrandchildThatLeftTheGroup) {
   EXPECT_EQ(s["isolation"], json::value("pid_namespace")) << json::serialize(s);
   Result text = oppx({"daemon", "status"});
   EXPECT_NE(text.out.find("  isolation   a PID namespace per connector"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  requests    0 sent to connectors"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(fmt::format("  processes   {} started by the daemon", s["children"].as_int64())),
+            std::string::npos)
+      << text.out;
+  EXPECT_GE(s["children"].as_int64(), 2) << "the connector and the init of its namespace";
+  EXPECT_NE(text.out.find("  browser     the spare is off"), std::string::npos) << text.out;
   write_config("");
   ASSERT_EQ(oppx({"mcp", "list"}).exit_code, 0);
   EXPECT_TRUE(ends(sleep)) << "sleep " << arg << " outlived its connector";
