@@ -149,10 +149,9 @@ class Expander {
     auto r = expand(v, env_);
     if (r) return *r;
     if (!failure_)
-      failure_ =
-          LinkFailure{proto::kind::kConfig,
-                      fmt::format("{}; {} it and run `oppx mcp reconnect {}`", r.error().describe(),
-                                  r.error().problem == ExpandError::Problem::kUnclosed ? "correct" : "set", def_.name)};
+      failure_ = LinkFailure{proto::kind::kConfig,
+                             fmt::format("{}; {} it and run `oppx mcp reconnect {}`", r.error().describe(),
+                                         r.error().written_wrong() ? "correct" : "set", def_.name)};
     return std::nullopt;
   }
   LinkFailure failure() const { return *failure_; }

@@ -78,6 +78,8 @@ struct ExpandError {
   Problem problem = Problem::kUnset;
   // What is wrong, for a reason: "it needs ${X}, which is not set in …" and the like.
   std::string describe() const;
+  // The definition must change (unclosed, nested too deep), not the environment.
+  bool written_wrong() const { return problem == Problem::kUnclosed || problem == Problem::kTooDeep; }
 };
 boost::system::result<std::string, ExpandError> expand(std::string_view s, const EnvMap& env);
 

@@ -484,6 +484,35 @@ TEST_F(ConnectorFaults, AnOlderKnownProtocolVersionIsAcceptedAndAnUnknownOneRefu
   EXPECT_FALSE(e.at("steps").as_array().empty());
 }
 
+// ${VAR:-default} as in the shell: a default may read another variable. A reference that cannot
+// be expanded fails its connector with a reason that says whether to set a variable or to correct
+// the definition.
+TEST_F(ConnectorFaults, ADefaultMayReadAVariableAndABadReferenceSaysWhatToDo) {
+  ::setenv("OPPX_TEST_FAKE_SERVER", FAKE_MCP_SERVER, 1);
+  std::string deep = "${OPPX_TEST_UNSET:-" FAKE_MCP_SERVER "}";
+  for (int i = 0; i < 9; ++i) deep = "${OPPX_TEST_UNSET:-" + deep + "}";
+  write_config(stdio("nested", "${OPPX_TEST_UNSET:-${OPPX_TEST_FAKE_SERVER}}", {"ok"}) + "," +
+               stdio("unset", "${OPPX_TEST_UNSET}", {}) + "," + stdio("unclosed", "${OPPX_TEST_FAKE_SERVER", {}) + "," +
+               stdio("deep", deep, {}));
+  EXPECT_EQ(entry("nested").at("state"), json::value("running")) << str(entry("nested"), "reason");
+  std::map<std::string, std::string> says{
+      {"unset",
+       "it needs ${OPPX_TEST_UNSET}, which is not set in the environment of the oppx command that started it; "
+       "set it and run `oppx mcp reconnect unset`"},
+      {"unclosed",
+       "its definition has a \"${\" without a closing \"}\"; correct it and run `oppx mcp reconnect unclosed`"},
+      {"deep",
+       "its definition nests ${NAME:-default} defaults more than 8 deep; correct it and run `oppx mcp reconnect "
+       "deep`"}};
+  for (auto& [name, reason] : says) {
+    auto e = entry(name);
+    EXPECT_EQ(e.at("state"), json::value("failed")) << name;
+    EXPECT_EQ(e.at("reason_kind"), json::value("config")) << name;
+    EXPECT_NE(str(e, "reason").find(reason), std::string::npos) << str(e, "reason");
+  }
+  ::unsetenv("OPPX_TEST_FAKE_SERVER");
+}
+
 // A program that echoes its input sends oppx's own initialize back: it is not an MCP server,
 // which is said at once instead of "it refused initialize" or a wait for the start limit.
 TEST_F(ConnectorFaults, AProgramThatEchoesItsInputIsNotAnMcpServer) {
