@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -444,6 +445,11 @@ std::string mask_literal(std::string_view v) {
   return std::string(prefix) + std::string(v.substr(0, keep)) + (keep ? "…***" : "***");
 }
 
+bool plain_name(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(),
+                                   [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
 bool only_separators(std::string_view s) { return s.find_first_not_of(" :/.,;=-_@") == std::string_view::npos; }
 
 }  // namespace
@@ -479,7 +485,9 @@ std::string mask_value(std::string_view v) {
       }
     }
     if (!ref) break;
-    if (!ref->fallback.empty()) {
+    if (!plain_name(ref->name)) {
+      out += "${***}";  // not a variable's name ("${X${Y}sk-live-1}"): it is never read, and may be a secret
+    } else if (!ref->fallback.empty()) {
       out += "${" + std::string(ref->name) + ":-***}";  // ${T:-default}: the default may be literal text
     } else {
       out += v.substr(open, ref->end - open);

@@ -141,6 +141,7 @@ TEST(McpConfig, NamesTheVariablesADefinitionReads) {
       << "a default's references are read too: their values are masked in the log like the rest";
   EXPECT_EQ(mask_value("Bearer ${TOKEN:-${FALLBACK_TOKEN}}"), "Bearer ${TOKEN:-***}");
   EXPECT_EQ(mask_value("${TOKEN:-}"), "${TOKEN:-}");
+  EXPECT_EQ(mask_value("Bearer ${X${Y}sk-live-abc}"), "Bearer ${***}") << "not a name: never read, maybe a secret";
 }
 
 TEST(McpConfig, MasksSecretsButNotReferences) {
@@ -157,6 +158,7 @@ TEST(McpConfig, MasksSecretsButNotReferences) {
   EXPECT_EQ(mask_value("${TOKEN:-defaultsecretvalue}"), "${TOKEN:-***}");
   EXPECT_EQ(mask_value("Bearer ${TOKEN:-hunter2}"), "Bearer ${TOKEN:-***}");
   EXPECT_EQ(mask_value("${TOKEN:-}"), "${TOKEN:-}");
+  EXPECT_EQ(mask_value("Bearer ${X${Y}sk-live-abc}"), "Bearer ${***}") << "not a name: never read, maybe a secret";
 }
 
 TEST(McpConfig, MasksPasswordsAndQueryValuesInUrls) {
