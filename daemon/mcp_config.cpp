@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <unordered_set>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -418,8 +419,9 @@ boost::system::result<std::string, ExpandError> expand(std::string_view s, const
 
 std::vector<std::string> referenced_variables(const ConnectorDef& def) {
   std::vector<std::string> names;
-  auto add = [&names](std::string_view name) {
-    if (std::find(names.begin(), names.end(), name) == names.end()) names.emplace_back(name);
+  std::unordered_set<std::string_view> seen;  // views into `def`: a file may hold many names
+  auto add = [&names, &seen](std::string_view name) {
+    if (seen.insert(name).second) names.emplace_back(name);
   };
   auto scan = [&add](std::string_view s) { each_reference(s, add); };
   scan(def.command);
