@@ -441,9 +441,7 @@ void Connectors::removed(Connector& c, bool gone) {
   std::string root = seen_[&c].root;
   seen_.erase(&c);
   if (gone && subscriptions_.size() > 0) {
-    json::object o{{"name", c.def().name}, {"source", root.empty() ? "user" : "project"}, {"state", "removed"}};
-    if (!root.empty()) o["root"] = root;
-    subscriptions_.publish("mcp/changed", o);
+    subscriptions_.publish("mcp/changed", json::value_from(proto::ConnectorRemoved{c.def().name, root}));
   }
 }
 

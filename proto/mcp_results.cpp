@@ -304,4 +304,10 @@ void tag_invoke(json::value_from_tag, json::value& jv, const McpUnsubscribeResul
   jv = json::object{{"subscribed", v.subscribed}, {"was_subscribed", v.was_subscribed}};
 }
 
+void tag_invoke(json::value_from_tag, json::value& jv, const ConnectorRemoved& v) {
+  json::object o{{"name", v.name}, {"source", v.root.empty() ? "user" : "project"}, {"state", "removed"}};
+  if (!v.root.empty()) o["root"] = v.root;
+  jv = std::move(o);
+}
+
 }  // namespace oppx::proto

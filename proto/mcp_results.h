@@ -139,6 +139,13 @@ struct McpUnsubscribeResult {
   bool was_subscribed = false;
 };
 
+// The params of mcp/changed for a connector that is gone: its name and where it was. Clients read
+// them as a ConnectorEntry whose state is "removed" (docs/protocol.md).
+struct ConnectorRemoved {
+  std::string name;
+  std::string root;  // the repository of a project connector; empty for one of the user's
+};
+
 Decoded<RunFile> decode(const boost::json::value& v, std::type_identity<RunFile>);
 Decoded<ConnectorEntry> decode(const boost::json::value& v, std::type_identity<ConnectorEntry>);
 Decoded<ProjectConnectors> decode(const boost::json::value& v, std::type_identity<ProjectConnectors>);
@@ -164,5 +171,6 @@ void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AddPr
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpAddResult& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpRemoveResult& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpUnsubscribeResult& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ConnectorRemoved& v);
 
 }  // namespace oppx::proto

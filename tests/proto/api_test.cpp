@@ -190,6 +190,18 @@ TEST(ProtoApi, ConnectorEntriesRoundTripWithTheirOptionalParts) {
   EXPECT_EQ(listed->tool_count, 1);
 }
 
+// mcp/changed for a connector that is gone: what docs/protocol.md shows, read by clients as an entry.
+TEST(ProtoApi, ARemovedConnectorIsTheDocumentedNoticeAndReadsAsAnEntry) {
+  EXPECT_EQ(json::value_from(ConnectorRemoved{"linear", ""}),
+            json::parse(R"({"name":"linear","source":"user","state":"removed"})"));
+  auto project = decode<ConnectorEntry>(json::value_from(ConnectorRemoved{"notes", "/src/app"}));
+  ASSERT_TRUE(project) << project.error();
+  EXPECT_EQ(project->name, "notes");
+  EXPECT_EQ(project->state, "removed");
+  EXPECT_EQ(project->root, "/src/app");
+  EXPECT_TRUE(project->is_project());
+}
+
 TEST(ProtoApi, ListResultsNameANestedFailingField) {
   McpListResult l;
   l.config = "/config/mcp.json";
