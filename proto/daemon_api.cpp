@@ -100,7 +100,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const HelloParams& v) {
   json::object env;
   for (auto& [k, val] : v.env) env[k] = val;
   jv = json::object{{"protocol", v.protocol}, {"client", v.client}, {"build", v.build}, {"env", std::move(env)}};
-  if (!v.cwd.empty()) jv.as_object()["cwd"] = v.cwd;
+  put_if_set(jv.as_object(), "cwd", v.cwd);
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const HelloResult& v) {

@@ -94,4 +94,8 @@ json::value FieldReader::any(std::string_view key) {
   return v ? *v : json::value();
 }
 
+void put_if_set(boost::json::object& o, std::string_view key, const std::string& value) {
+  if (!value.empty()) o[key] = value;
+}
+
 }  // namespace oppx::proto

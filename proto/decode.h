@@ -9,6 +9,7 @@
 #pragma once
 
 #include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <boost/system/result.hpp>
 
@@ -113,5 +114,8 @@ Decoded<T> finish(const FieldReader& r, T value) {
   if (!r.ok()) return {boost::system::in_place_error, r.error()};
   return value;
 }
+
+// For encoders: an optional text field goes on the wire only when it is set.
+void put_if_set(boost::json::object& o, std::string_view key, const std::string& value);
 
 }  // namespace oppx::proto

@@ -89,38 +89,30 @@ Decoded<ToolsCallParams> decode(const json::value& v, std::type_identity<ToolsCa
   return finish(r, std::move(p));
 }
 
-namespace {
-
-void put_cwd(json::object& o, const std::string& cwd) {
-  if (!cwd.empty()) o["cwd"] = cwd;
-}
-
-}  // namespace
-
 void tag_invoke(json::value_from_tag, json::value& jv, const McpListParams& v) {
   json::object o;
   if (v.wait) o["wait"] = true;
-  put_cwd(o, v.cwd);
+  put_if_set(o, "cwd", v.cwd);
   jv = std::move(o);
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const McpToolsParams& v) {
   json::object o{{"name", v.name}};
-  put_cwd(o, v.cwd);
+  put_if_set(o, "cwd", v.cwd);
   jv = std::move(o);
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const McpReconnectParams& v) {
   json::object o;
-  if (!v.name.empty()) o["name"] = v.name;
-  put_cwd(o, v.cwd);
+  put_if_set(o, "name", v.name);
+  put_if_set(o, "cwd", v.cwd);
   jv = std::move(o);
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const McpGetParams& v) {
   json::object o{{"name", v.name}};
   if (v.show_values) o["show_values"] = true;
-  put_cwd(o, v.cwd);
+  put_if_set(o, "cwd", v.cwd);
   jv = std::move(o);
 }
 
@@ -128,26 +120,26 @@ void tag_invoke(json::value_from_tag, json::value& jv, const McpAddParams& v) {
   json::object o{{"name", v.name}, {"definition", v.definition}};
   if (v.project) o["project"] = true;
   if (v.force) o["force"] = true;
-  put_cwd(o, v.cwd);
+  put_if_set(o, "cwd", v.cwd);
   jv = std::move(o);
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const McpRemoveParams& v) {
   json::object o{{"name", v.name}};
   if (v.project) o["project"] = true;
-  put_cwd(o, v.cwd);
+  put_if_set(o, "cwd", v.cwd);
   jv = std::move(o);
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const ConsentParams& v) {
   json::object o{{"name", v.name}};
-  if (!v.sha256.empty()) o["sha256"] = v.sha256;
+  put_if_set(o, "sha256", v.sha256);
   if (v.files) {
     json::object files;
     for (auto& [path, sha] : *v.files) files[path] = sha;
     o["files"] = std::move(files);
   }
-  put_cwd(o, v.cwd);
+  put_if_set(o, "cwd", v.cwd);
   jv = std::move(o);
 }
 
@@ -155,7 +147,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const ToolsCallParams& v)
   json::object o{{"connector", v.connector}, {"tool", v.tool}, {"arguments", v.arguments}};
   if (v.timeout_ms != kCallTimeoutMs) o["timeout_ms"] = v.timeout_ms;
   if (!v.progress_token.is_null()) o["progress_token"] = v.progress_token;
-  put_cwd(o, v.cwd);
+  put_if_set(o, "cwd", v.cwd);
   jv = std::move(o);
 }
 

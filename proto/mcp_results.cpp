@@ -17,10 +17,6 @@ json::object object_of(const StringMap& m) {
   return o;
 }
 
-void put_if(json::object& o, std::string_view key, const std::string& v) {
-  if (!v.empty()) o[key] = v;
-}
-
 }  // namespace
 
 Decoded<RunFile> decode(const json::value& v, std::type_identity<RunFile>) {
@@ -78,10 +74,10 @@ Decoded<ConnectorEntry> decode(const json::value& v, std::type_identity<Connecto
 
 void tag_invoke(json::value_from_tag, json::value& jv, const ConnectorEntry& v) {
   json::object o{{"name", v.name}, {"source", v.source}};
-  put_if(o, "file", v.file);
-  put_if(o, "type", v.type);
+  put_if_set(o, "file", v.file);
+  put_if_set(o, "type", v.type);
   o["state"] = v.state;
-  put_if(o, "log", v.log);
+  put_if_set(o, "log", v.log);
   if (v.source != "browser") o["requests_waiting"] = v.requests_waiting;
   o["tools"] = v.tools ? json::value(*v.tools) : json::value(v.tool_count);
   if (v.source != "browser") o["cached"] = v.cached;
@@ -103,14 +99,14 @@ void tag_invoke(json::value_from_tag, json::value& jv, const ConnectorEntry& v) 
     o["files"] = std::move(files);
     o["consent"] = v.consent;
   }
-  put_if(o, "approve", v.approve);
-  put_if(o, "hidden_by", v.hidden_by);
-  put_if(o, "reason", v.reason);
+  put_if_set(o, "approve", v.approve);
+  put_if_set(o, "hidden_by", v.hidden_by);
+  put_if_set(o, "reason", v.reason);
   if (!v.reason_kind.empty()) {
     o["reason_kind"] = v.reason_kind;
     o["steps"] = array_of(v.steps);
   }
-  put_if(o, "folder", v.folder);
+  put_if_set(o, "folder", v.folder);
   if (v.pid) o["pid"] = v.pid;
   if (v.hides) o["hides"] = json::value_from(*v.hides);
   if (v.tools_changed) o["tools_changed"] = *v.tools_changed;
@@ -129,7 +125,7 @@ Decoded<ProjectConnectors> decode(const json::value& v, std::type_identity<Proje
 
 void tag_invoke(json::value_from_tag, json::value& jv, const ProjectConnectors& v) {
   json::object o{{"root", v.root}, {"config", v.config}};
-  put_if(o, "error", v.error);
+  put_if_set(o, "error", v.error);
   if (!v.warnings.empty()) o["warnings"] = array_of(v.warnings);
   jv = std::move(o);
 }
@@ -150,9 +146,9 @@ void tag_invoke(json::value_from_tag, json::value& jv, const McpListResult& v) {
   json::array list;
   for (auto& c : v.connectors) list.push_back(json::value_from(c));
   json::object o{{"config", v.config}};
-  put_if(o, "error", v.error);
+  put_if_set(o, "error", v.error);
   if (v.project) o["project"] = json::value_from(*v.project);
-  put_if(o, "consent_error", v.consent_error);
+  put_if_set(o, "consent_error", v.consent_error);
   o["connectors"] = std::move(list);
   o["warnings"] = array_of(v.warnings);
   jv = std::move(o);
@@ -208,7 +204,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const ToolsProgress& v) {
   json::object o{{"id", v.id}, {"progress_token", v.progress_token}};
   if (v.progress) o["progress"] = *v.progress;
   if (v.total) o["total"] = *v.total;
-  put_if(o, "message", v.message);
+  put_if_set(o, "message", v.message);
   jv = std::move(o);
 }
 
@@ -240,10 +236,10 @@ Decoded<AddProbe> decode(const json::value& v, std::type_identity<AddProbe>) {
 
 void tag_invoke(json::value_from_tag, json::value& jv, const AddProbe& v) {
   json::object o{{"lines", array_of(v.lines)}, {"tokens", v.tokens}, {"estimated", v.estimated}};
-  put_if(o, "estimate", v.estimate);
+  put_if_set(o, "estimate", v.estimate);
   if (v.context) o["context"] = *v.context;
   if (v.share) o["share"] = *v.share;
-  put_if(o, "context_note", v.context_note);
+  put_if_set(o, "context_note", v.context_note);
   if (v.warnings) {
     json::array w;
     for (auto& x : *v.warnings) w.push_back(json::value_from(x));
@@ -267,8 +263,8 @@ Decoded<McpAddResult> decode(const json::value& v, std::type_identity<McpAddResu
 
 void tag_invoke(json::value_from_tag, json::value& jv, const McpAddResult& v) {
   json::object o{{"name", v.name}, {"file", v.file}, {"replaced", v.replaced}};
-  put_if(o, "warning", v.warning);
-  put_if(o, "consent_error", v.consent_error);
+  put_if_set(o, "warning", v.warning);
+  put_if_set(o, "consent_error", v.consent_error);
   if (v.probe) o["probe"] = json::value_from(*v.probe);
   if (v.connector) o["connector"] = json::value_from(*v.connector);
   jv = std::move(o);
@@ -287,8 +283,8 @@ Decoded<McpRemoveResult> decode(const json::value& v, std::type_identity<McpRemo
 
 void tag_invoke(json::value_from_tag, json::value& jv, const McpRemoveResult& v) {
   json::object o{{"name", v.name}, {"file", v.file}, {"removed", v.removed}};
-  put_if(o, "warning", v.warning);
-  put_if(o, "consent_error", v.consent_error);
+  put_if_set(o, "warning", v.warning);
+  put_if_set(o, "consent_error", v.consent_error);
   jv = std::move(o);
 }
 
@@ -306,7 +302,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const McpUnsubscribeResul
 
 void tag_invoke(json::value_from_tag, json::value& jv, const ConnectorRemoved& v) {
   json::object o{{"name", v.name}, {"source", v.root.empty() ? "user" : "project"}, {"state", "removed"}};
-  if (!v.root.empty()) o["root"] = v.root;
+  put_if_set(o, "root", v.root);
   jv = std::move(o);
 }
 

@@ -142,23 +142,23 @@ void tag_invoke(json::value_from_tag, json::value& jv, const SessionOpenParams& 
 
 void tag_invoke(json::value_from_tag, json::value& jv, const PermissionsListParams& v) {
   json::object o;
-  if (!v.cwd.empty()) o["cwd"] = v.cwd;
+  put_if_set(o, "cwd", v.cwd);
   jv = std::move(o);
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const RuleParams& v) {
   json::object o{{"rule", v.rule}};
   if (v.session) o["session"] = true;
-  if (!v.cwd.empty()) o["cwd"] = v.cwd;
+  put_if_set(o, "cwd", v.cwd);
   jv = std::move(o);
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const JudgeParams& v) {
   json::object o;
-  if (!v.command.empty()) o["command"] = v.command;
-  if (!v.connector.empty()) o["connector"] = v.connector;
-  if (!v.tool.empty()) o["tool"] = v.tool;
-  if (!v.cwd.empty()) o["cwd"] = v.cwd;
+  put_if_set(o, "command", v.command);
+  put_if_set(o, "connector", v.connector);
+  put_if_set(o, "tool", v.tool);
+  put_if_set(o, "cwd", v.cwd);
   jv = std::move(o);
 }
 
@@ -173,7 +173,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const PermissionsListResu
                  {"allow", json::value_from(v.allow)},
                  {"deny", json::value_from(v.deny)}};
   if (v.session_allow) o["session_allow"] = json::value_from(*v.session_allow);
-  if (!v.problem.empty()) o["problem"] = v.problem;
+  put_if_set(o, "problem", v.problem);
   jv = std::move(o);
 }
 
@@ -187,7 +187,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const RuleResult& v) {
 
 void tag_invoke(json::value_from_tag, json::value& jv, const JudgeResult& v) {
   json::object o{{"decision", v.decision}, {"why", v.why}, {"project", v.project}};
-  if (!v.rule.empty()) o["rule"] = v.rule;
+  put_if_set(o, "rule", v.rule);
   if (v.read_only) o["read_only"] = *v.read_only;
   jv = std::move(o);
 }
