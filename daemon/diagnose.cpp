@@ -52,7 +52,7 @@ std::string_view npm_code(std::string_view text) {
 std::string variable_in(std::string_view value) {
   auto open = value.find("${");
   auto ref = open == std::string_view::npos ? std::nullopt : reference_at(value, open);
-  return ref ? std::string(ref->name) : "";
+  return ref && variable_name(ref->name) ? std::string(ref->name) : "";
 }
 
 // The header that carries the token: Authorization when there is one, else the first whose name

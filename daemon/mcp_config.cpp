@@ -338,6 +338,8 @@ std::string ExpandError::describe() const {
           variable);
     case Problem::kUnclosed:
       return "its definition has a \"${\" without a closing \"}\"";
+    case Problem::kNotAName:
+      return "its definition has a ${…} around something that is not a variable name (letters, digits and _)";
     case Problem::kTooDeep:
       return fmt::format("its definition nests ${{NAME:-default}} defaults more than {} deep", kMaxDefaultNesting);
     case Problem::kUnset:
@@ -345,6 +347,11 @@ std::string ExpandError::describe() const {
   }
   return fmt::format("it needs ${{{}}}, which is not set in the environment of the oppx command that started it",
                      variable);
+}
+
+bool variable_name(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(),
+                                   [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 std::optional<Reference> reference_at(std::string_view s, std::size_t open) {
@@ -381,6 +388,7 @@ std::optional<ExpandError> expand_into(std::string& out, std::string_view s, con
     if (depth > kMaxDefaultNesting) return ExpandError{"", ExpandError::Problem::kTooDeep};
     auto ref = reference_at(s, i);
     if (!ref) return ExpandError{"", ExpandError::Problem::kUnclosed};
+    if (!variable_name(ref->name)) return ExpandError{"", ExpandError::Problem::kNotAName};
     auto it = env.find(ref->name);
     if (it != env.end() && !(ref->has_default && it->second.empty())) {
       if (it->second.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
@@ -403,7 +411,7 @@ void each_reference(std::string_view s, Each&& each, int depth = 0) {
   for (auto open = s.find("${"); open != std::string_view::npos; open = s.find("${", open)) {
     auto ref = reference_at(s, open);
     if (!ref) return;
-    each(ref->name);
+    if (variable_name(ref->name)) each(ref->name);
     if (ref->has_default && depth < kMaxDefaultNesting) each_reference(ref->fallback, each, depth + 1);
     open = ref->end;
   }
@@ -447,11 +455,6 @@ std::string mask_literal(std::string_view v) {
   return std::string(prefix) + std::string(v.substr(0, keep)) + (keep ? "…***" : "***");
 }
 
-bool plain_name(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(),
-                                   [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
-
 bool only_separators(std::string_view s) { return s.find_first_not_of(" :/.,;=-_@") == std::string_view::npos; }
 
 }  // namespace
@@ -487,7 +490,7 @@ std::string mask_value(std::string_view v) {
       }
     }
     if (!ref) break;
-    if (!plain_name(ref->name)) {
+    if (!variable_name(ref->name)) {
       out += "${***}";  // not a variable's name ("${X${Y}sk-live-1}"): it is never read, and may be a secret
     } else if (!ref->fallback.empty()) {
       out += "${" + std::string(ref->name) + ":-***}";  // ${T:-default}: the default may be literal text

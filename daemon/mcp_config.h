@@ -65,6 +65,9 @@ struct Reference {
   bool has_default = false;
   std::size_t end = 0;  // one past the closing "}"
 };
+// A name a reference may read: letters, digits and '_' ("${X${Y}sk-1}" is not one, and is never
+// read or shown: it may hold a secret).
+bool variable_name(std::string_view s);
 // The reference whose "${" is at `open`, or nothing when no "}" closes it.
 std::optional<Reference> reference_at(std::string_view s, std::size_t open);
 // How deep defaults may hold defaults (${A:-${B:-${C}}} is 2): deeper is an error, not a recursion.
@@ -73,13 +76,13 @@ inline constexpr int kMaxDefaultNesting = 8;
 // Expands ${VAR} and ${VAR:-default}. The error names the variable, never a value: unset
 // without a default, or a value holding CR, LF or NUL.
 struct ExpandError {
-  enum class Problem { kUnset, kLineBreak, kUnclosed, kTooDeep };
-  std::string variable;  // the name (empty for an unclosed "${" and for nesting too deep)
+  enum class Problem { kUnset, kLineBreak, kUnclosed, kNotAName, kTooDeep };
+  std::string variable;  // the name (empty when the definition itself is wrong)
   Problem problem = Problem::kUnset;
   // What is wrong, for a reason: "it needs ${X}, which is not set in …" and the like.
   std::string describe() const;
-  // The definition must change (unclosed, nested too deep), not the environment.
-  bool written_wrong() const { return problem == Problem::kUnclosed || problem == Problem::kTooDeep; }
+  // The definition must change (unclosed, not a name, nested too deep), not the environment.
+  bool written_wrong() const { return problem != Problem::kUnset && problem != Problem::kLineBreak; }
 };
 boost::system::result<std::string, ExpandError> expand(std::string_view s, const EnvMap& env);
 

@@ -140,8 +140,16 @@ TEST(McpConfig, NamesTheVariablesADefinitionReads) {
   EXPECT_EQ(referenced_variables(def), (std::vector<std::string>{"BIN", "HOME", "TOOL", "TOKEN", "FALLBACK_TOKEN"}))
       << "a default's references are read too: their values are masked in the log like the rest";
   EXPECT_EQ(mask_value("Bearer ${TOKEN:-${FALLBACK_TOKEN}}"), "Bearer ${TOKEN:-***}");
-  EXPECT_EQ(mask_value("${TOKEN:-}"), "${TOKEN:-}");
-  EXPECT_EQ(mask_value("Bearer ${X${Y}sk-live-abc}"), "Bearer ${***}") << "not a name: never read, maybe a secret";
+
+  // Not a variable's name: never read, listed or quoted, since it may hold a secret.
+  def = ConnectorDef{};
+  def.headers = {{"Authorization", "Bearer ${X${Y}sk-live-abc} ${TOKEN}"}};
+  EXPECT_EQ(referenced_variables(def), std::vector<std::string>{"TOKEN"});
+  auto not_a_name = expand(def.headers[0].second, EnvMap{{"TOKEN", "t"}});
+  ASSERT_FALSE(not_a_name);
+  EXPECT_EQ(not_a_name.error().problem, ExpandError::Problem::kNotAName);
+  EXPECT_TRUE(not_a_name.error().written_wrong());
+  EXPECT_EQ(not_a_name.error().describe().find("sk-live"), std::string::npos) << not_a_name.error().describe();
 }
 
 TEST(McpConfig, MasksSecretsButNotReferences) {
