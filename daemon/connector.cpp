@@ -7,8 +7,6 @@
 // starts ends cleanly. All of it is callbacks on the daemon's io_context; no coroutines.
 #include "daemon/connector.h"
 
-#include "proto/mcp_results.h"
-
 #include "common/log.h"
 #include "common/text.h"
 #include "daemon/diagnose.h"

@@ -21,7 +21,7 @@ class StatusWaits {
  public:
   using Snapshot = std::function<proto::StatusResult()>;  // the status as it is now
   StatusWaits(boost::asio::io_context& io, Snapshot snapshot);
-  ~StatusWaits();  // answers the waits still open with the status as it is (until_met false)
+  ~StatusWaits();  // fails the waits still open: the daemon is shutting down
   StatusWaits(const StatusWaits&) = delete;
   StatusWaits& operator=(const StatusWaits&) = delete;
 
