@@ -314,6 +314,12 @@ TEST_F(LiveDaemon, AStatusWaitOnAFieldItCannotWaitForIsInvalidParams) {
     const auto e = r.error();
     EXPECT_EQ(e.data.at("field"), json::value(field)) << e.message;
   }
+  auto unknown = c.call("daemon/status", json::object{{"until", json::object{{"nope", 1}}}}, 5s);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("one of clients, buffered_bytes, requests_waiting, spare_state, children, "
+                                         "worker_jobs"),
+            std::string::npos)
+      << unknown.error().message;
   auto r = c.call("daemon/status", json::object{{"until", json::object{{"clients", 1}}}, {"timeout_ms", 0}}, 5s);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, "invalid_params");
