@@ -64,7 +64,7 @@ std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<Connecto
   auto r = client_.call("mcp/list", json::value_from(proto::McpListParams{true, cwd_}), kListWait);
   if (!r) return r.error().message;
   auto listed = proto::decode<proto::McpListResult>(*r);
-  if (!listed) return "the daemon's mcp/list reply is not what this oppx reads: " + listed.error();
+  if (!listed) return proto::unreadable_reply(listed.error());
   for (const auto& c : listed->connectors) {
     if (c.state == "hidden" || c.state == "disabled") continue;
     if (c.state != "running") {
@@ -137,7 +137,7 @@ DaemonTools::CallResult DaemonTools::call(const ToolInfo& tool, const json::obje
   if (r) {
     auto result = proto::decode<proto::ToolsCallResult>(*r);
     if (!result) {
-      out.text = "the daemon's tools/call reply is not what this oppx reads: " + result.error();
+      out.text = proto::unreadable_reply(result.error());
       return out;
     }
     out.ok = true;

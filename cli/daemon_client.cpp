@@ -265,7 +265,7 @@ bool wait_for_exit(std::int64_t pid, std::chrono::milliseconds timeout) {
 }
 
 int unreadable_answer(const std::string& why) {
-  fmt::print(stderr, "oppx: the daemon's answer is not what this oppx reads ({}); `oppx daemon restart`\n", why);
+  fmt::print(stderr, "oppx: {}\n", proto::unreadable_reply(why));
   return kExitFailed;
 }
 

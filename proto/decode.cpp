@@ -98,4 +98,9 @@ void put_if_set(boost::json::object& o, std::string_view key, const std::string&
   if (!value.empty()) o[key] = value;
 }
 
+std::string unreadable_reply(const std::string& why) {
+  return "the daemon's answer is not what this oppx reads (" + why +
+         "): the daemon is likely from another build; run `oppx daemon restart`";
+}
+
 }  // namespace oppx::proto

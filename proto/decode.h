@@ -115,6 +115,10 @@ Decoded<T> finish(const FieldReader& r, T value) {
   return value;
 }
 
+// What a client says of a reply that does not decode (`why` names the field, never a value): the
+// daemon is likely from another build.
+std::string unreadable_reply(const std::string& why);
+
 // For encoders: an optional text field goes on the wire only when it is set.
 void put_if_set(boost::json::object& o, std::string_view key, const std::string& value);
 

@@ -202,6 +202,14 @@ TEST(ProtoApi, ARemovedConnectorIsTheDocumentedNoticeAndReadsAsAnEntry) {
   EXPECT_TRUE(project->is_project());
 }
 
+TEST(ProtoApi, AnUnreadableReplyNamesTheFieldAndTheWayOut) {
+  auto listed = decode<McpListResult>(json::parse(R"({"connectors":[{"name":"a","state":"running"},{}]})"));
+  ASSERT_FALSE(listed);
+  EXPECT_EQ(unreadable_reply(listed.error()),
+            "the daemon's answer is not what this oppx reads (result.connectors[1].name: required): the daemon is "
+            "likely from another build; run `oppx daemon restart`");
+}
+
 TEST(ProtoApi, ListResultsNameANestedFailingField) {
   McpListResult l;
   l.config = "/config/mcp.json";
