@@ -268,10 +268,7 @@ long peak_kib(pid_t pid) {
 // 16 calls whose answers each stream 100 MiB without a blank line: each is under the 16 MiB
 // event cap for a while, so only the budget they share bounds the daemon (8 MiB here).
 TEST_F(HttpConnectors, ManyFloodingStreamsShareOneBoundedBudget) {
-  // Under AddressSanitizer freed memory waits in a quarantine (256 MiB by default), which the
-  // peak would count: keep it small, so that the figure is the daemon's own.
-  DaemonProcess daemon(home,
-                       "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1 OPPX_BUFFER_BUDGET_MIB=8");
+  DaemonProcess daemon(home, kSmallAsanQuarantine + "OPPX_BUFFER_BUDGET_MIB=8");
   ASSERT_GT(daemon.pid(), 0) << daemon.start_result().err;
   auto pid = static_cast<pid_t>(daemon.pid());
   Fake f = fake({"flood"});

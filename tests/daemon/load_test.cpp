@@ -250,9 +250,7 @@ TEST(Load, TwoHundredClientsWithTenCallsInFlightEachGetTheirOwnRepliesAndLeaveNo
     }
   }
   home.write_mcp_config(servers);
-  // Under AddressSanitizer freed memory waits in a quarantine (256 MiB by default) that RSS would
-  // count: kept small, so that what is compared is the daemon's own memory.
-  DaemonProcess daemon(home, "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1");
+  DaemonProcess daemon(home, kSmallAsanQuarantine);
   ASSERT_GT(daemon.pid(), 0) << daemon.start_result().err;
   const pid_t pid = static_cast<pid_t>(daemon.pid());
   auto c = hello_client(home.socket());
