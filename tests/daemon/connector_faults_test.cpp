@@ -309,6 +309,8 @@ TEST_F(ConnectorFaults, AListChangedStormIsDebounced) {
 
 TEST_F(ConnectorFaults, MessyOutputIsSkippedAndTheSessionGoesOn) {
   write_config(stdio("messy", FAKE_MCP_SERVER, {"messy"}));
+  // Running first: the 300 ms limit would otherwise also cover its start.
+  ASSERT_EQ(entry("messy").at("state"), json::value("running"));
   auto c = client();
   auto slow = c.call("tools/call", json::object{{"connector", "messy"}, {"tool", "slow"}, {"timeout_ms", 300}}, 10s);
   ASSERT_FALSE(slow);

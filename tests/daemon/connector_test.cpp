@@ -84,6 +84,8 @@ TEST_F(Connectors, ACrashMidCallIsReportedWithTheLastStderrLine) {
 
 TEST_F(Connectors, TheCallCommandsTimeoutIsTheDaemonsLimitForTheTool) {
   write_config(stdio("slow", FAKE_MCP_SERVER, {"hang_call"}));
+  // Running first: the 1 s limit would otherwise also cover its start.
+  ASSERT_EQ(entry("slow").at("state"), json::value("running"));
   Result r = oppx({"mcp", "call", "slow", "echo", "--timeout", "1"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("echo did not answer within 1 s; the call was cancelled"), std::string::npos) << r.err;

@@ -431,6 +431,8 @@ TEST_F(HttpConnectors, HeaderIdleAndTotalTimeoutsFire) {
 TEST_F(HttpConnectors, ACallerTimeoutCancelsTheExchangeAndTheConnectorStays) {
   Fake f = fake({"ping"});
   home.write_mcp_config(http_entry("slow", f.url()));
+  // Running first: the 500 ms limit would otherwise also cover its handshake.
+  ASSERT_EQ(entry("slow").at("state"), json::value("running"));
   auto c = hello_client(home);
   ASSERT_TRUE(c);
   auto r = c->call("tools/call", json::object{{"connector", "slow"}, {"tool", "echo"}, {"timeout_ms", 500}}, 10s);
