@@ -172,8 +172,9 @@ TEST_F(Sessions, AChangedVariableRestartsAConnectorOnceItsCallsInFlightEnded) {
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
   ASSERT_TRUE(becomes_running("everything"));
   Process slow(
-      {OPPX_BIN, "mcp", "call", "everything", "trigger-long-running-operation", R"({"duration":2,"steps":4})"});
-  ASSERT_TRUE(slow.wait_for_stderr("trigger-long-running-operation: 1/4")) << slow.err();
+      {OPPX_BIN, "mcp", "call", "everything", "trigger-long-running-operation", R"({"duration":4,"steps":8})"});
+  // The other call must come while this one runs: after its first step, 3.5 s are left.
+  ASSERT_TRUE(slow.wait_for_stderr("trigger-long-running-operation: 1/8")) << slow.err();
   Result other = run(
       {"env", "OPPX_TEST_SECRET=second-value", OPPX_BIN, "mcp", "call", "everything", "echo", R"({"message":"after"})"},
       60s);
@@ -181,7 +182,7 @@ TEST_F(Sessions, AChangedVariableRestartsAConnectorOnceItsCallsInFlightEnded) {
   EXPECT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.out.find("Long running operation completed"), std::string::npos) << first.out;
   std::size_t starts = 0;
-  for (std::size_t at = 0; (at = first.err.find(": 1/4", at)) != std::string::npos; ++at) ++starts;
+  for (std::size_t at = 0; (at = first.err.find(": 1/8", at)) != std::string::npos; ++at) ++starts;
   EXPECT_EQ(starts, 1u) << "the slow call ran once, never cut off and repeated: " << first.err;
   EXPECT_EQ(other.exit_code, 0) << other.err;
   EXPECT_EQ(other.out, "Echo: after\n");
