@@ -146,7 +146,8 @@ TEST_F(LiveDaemon, AHugeLineIsRefusedAndMemoryStaysBounded) {
   EXPECT_EQ(error_kind(reply), "too_large");
   EXPECT_FALSE(c.read_line(5s));
   long after = rss_kib(static_cast<pid_t>(daemon->pid()));
-  EXPECT_LT(after - before, 48 * 1024) << "RSS grew from " << before << " to " << after << " KiB";
+  // Measured: 1-2.5 MiB (0.5-2 under ASan). A line buffer kept would add 16 MiB.
+  EXPECT_LT(after - before, 12 * 1024) << "RSS grew from " << before << " to " << after << " KiB";
   auto r = other.call("daemon/status", json::object{}, 5s);
   EXPECT_TRUE(r);
   EXPECT_TRUE(when_file_changes(home.log(), [&] { return home.read_log().find("longer than") != std::string::npos; }));
