@@ -50,7 +50,7 @@ Decoded<StatusParams> decode(const json::value& params, std::type_identity<Statu
   for (auto& [k, v] : until->as_object()) {
     std::string field = "params.until." + std::string(k);
     if (std::find(kStatusWaitFields.begin(), kStatusWaitFields.end(), std::string_view(k)) == kStatusWaitFields.end())
-      return field + ": not a field a wait may name; one of " + fmt::format("{}", fmt::join(kStatusWaitFields, ", "));
+      return fmt::format("{}: not a field a wait may name; one of {}", field, fmt::join(kStatusWaitFields, ", "));
     if (k == "spare_state") {
       if (!v.is_string()) return field + ": expected a string";
       p.until.emplace(std::string(k), v);
