@@ -6,6 +6,9 @@
 // `Decoded<T> decode(const boost::json::value&, std::type_identity<T>)`, so that `decode<T>(v)`
 // finds it from the type alone: the daemon's method table deduces a method's decoder from its
 // handler's parameter type, and clients decode results the same way.
+//
+// Beside them, two helpers every wire struct's file shares: put_if_set for encoders, and
+// unreadable_reply, what a client says of a reply that does not decode.
 #pragma once
 
 #include <boost/json/array.hpp>
