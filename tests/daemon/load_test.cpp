@@ -258,6 +258,7 @@ TEST(Load, TwoHundredClientsWithTenCallsInFlightEachGetTheirOwnRepliesAndLeaveNo
 
   const std::int64_t idle_rss = settle(*c, conns);
   const int idle_fds = open_fds(pid);
+  const std::string idle_targets = fd_targets(pid);
   ASSERT_GT(idle_fds, 0);
   std::int64_t first_rss = 0;
   const auto soak_until = std::chrono::steady_clock::now() + soak_time();
@@ -266,7 +267,8 @@ TEST(Load, TwoHundredClientsWithTenCallsInFlightEachGetTheirOwnRepliesAndLeaveNo
     for (const auto& p : r.problems) ADD_FAILURE() << "round " << round << ": " << p;
     const std::int64_t rss = settle(*c, conns);
     const int fds = open_fds(pid);
-    EXPECT_LE(fds, idle_fds) << "round " << round << ": the daemon holds " << fds << " fds, " << idle_fds << " idle";
+    EXPECT_LE(fds, idle_fds) << "round " << round << ": the daemon holds " << fds << " fds, " << idle_fds
+                             << " idle\nidle: " << idle_targets << "\nnow:  " << fd_targets(pid);
     if (round == 1) first_rss = rss;
       // The first round grows the allocator's pools to what the load needs; the second must find
       // them big enough. 2000 calls a round: 8 MiB is 4 KiB kept per call. Not under

@@ -225,6 +225,7 @@ TEST_F(LiveDaemon, ManyClientsAtOnceAndResourcesReturnToIdle) {
   auto idle = status_until(watch, json::object{{"clients", 1}});
   ASSERT_TRUE(idle) << idle.describe();
   int fds_idle = open_fds(pid);
+  std::string idle_targets = fd_targets(pid);
   {
     std::vector<SyncClient> clients;
     for (int i = 0; i < 200; ++i) clients.push_back(client());
@@ -249,7 +250,7 @@ TEST_F(LiveDaemon, ManyClientsAtOnceAndResourcesReturnToIdle) {
   // Their sockets are closed before they stop being counted: the fds are back once this answers.
   auto again = status_until(watch, json::object{{"clients", 1}});
   EXPECT_TRUE(again) << again.describe();
-  EXPECT_LE(open_fds(pid), fds_idle);
+  EXPECT_LE(open_fds(pid), fds_idle) << "idle: " << idle_targets << "\nnow:  " << fd_targets(pid);
 }
 
 // daemon/status with `until`: answered when the condition becomes true (here: another client

@@ -488,6 +488,7 @@ TEST_F(Sessions, ManyClientsAtOnceEachGetTheirOwnAnswersAndNothingIsLeftAfterwar
   auto idle = status_until(*watch, json::object{{"clients", 1}, {"worker_jobs", 0}});
   ASSERT_TRUE(idle) << idle.describe();
   int idle_fds = open_fds(static_cast<pid_t>(*daemon));
+  std::string idle_targets = fd_targets(static_cast<pid_t>(*daemon));
   constexpr int kClients = 100, kCalls = 10;
   {
     std::vector<SyncClient> clients;
@@ -519,7 +520,8 @@ TEST_F(Sessions, ManyClientsAtOnceEachGetTheirOwnAnswersAndNothingIsLeftAfterwar
   // The clients' sockets are closed before they stop being counted: the fds are back by then.
   auto gone = status_until(*watch, json::object{{"clients", 1}, {"worker_jobs", 0}});
   EXPECT_TRUE(gone) << gone.describe();
-  EXPECT_LE(open_fds(static_cast<pid_t>(*daemon)), idle_fds);
+  EXPECT_LE(open_fds(static_cast<pid_t>(*daemon)), idle_fds)
+      << "idle: " << idle_targets << "\nnow:  " << fd_targets(static_cast<pid_t>(*daemon));
   EXPECT_EQ(listed("one").at("requests_waiting"), json::value(0));
   EXPECT_EQ(pids_of("one").size(), 1u);
 }

@@ -9,7 +9,9 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <climits>
 #include <condition_variable>
 #include <mutex>
 #include <csignal>
@@ -315,6 +317,24 @@ int open_fds(pid_t pid) {
   }
   ::closedir(d);
   return n;
+}
+
+std::string fd_targets(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return "(no " + dir + ")";
+  std::vector<std::pair<int, std::string>> fds;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    char target[PATH_MAX];
+    ssize_t n = ::readlink((dir + "/" + e->d_name).c_str(), target, sizeof target - 1);
+    fds.emplace_back(std::atoi(e->d_name), n < 0 ? std::string("?") : std::string(target, static_cast<std::size_t>(n)));
+  }
+  ::closedir(d);
+  std::sort(fds.begin(), fds.end());
+  std::string out;
+  for (auto& [fd, target] : fds) out += (out.empty() ? "" : ", ") + std::to_string(fd) + " " + target;
+  return out;
 }
 
 LocalhostCert localhost_cert(const std::string& dir) {

@@ -115,6 +115,8 @@ std::string read_file(const std::string& path);  // empty when missing
 bool process_alive(pid_t pid);
 bool process_stopped(pid_t pid);  // stopped by a signal (kill -STOP)
 int open_fds(pid_t pid);
+// Its descriptors and what each names ("3 socket:[123], 4 /dev/null, …"), for a failure message.
+std::string fd_targets(pid_t pid);
 
 // A self-signed certificate for localhost (DNS name, not 127.0.0.1) made by openssl in `dir`:
 // cert.pem and key.pem; `made` is openssl's result.
