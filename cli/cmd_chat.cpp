@@ -230,6 +230,19 @@ class Watcher {
     return std::exchange(notices_, {});
   }
   bool changed() { return changed_.exchange(false); }
+  // These connectors' start was said already: their notice, queued or next, is dropped.
+  void said(const std::vector<std::string>& names) {
+    std::lock_guard l(m_);
+    for (const auto& name : names) {
+      auto queued = std::find_if(notices_.begin(), notices_.end(),
+                                 [&](const std::string& n) { return n.starts_with("  ! " + name + " is "); });
+      if (queued != notices_.end()) {
+        notices_.erase(queued);
+      } else {
+        said_.insert(name);
+      }
+    }
+  }
 
  private:
   void run() {
@@ -269,7 +282,7 @@ class Watcher {
     }
     changed_ = true;
     std::lock_guard l(m_);
-    notices_.push_back("  ! " + text);
+    if (said_.erase(name) == 0) notices_.push_back("  ! " + text);
   }
   std::optional<SyncClient> client_;
   std::map<std::string, std::string> state_;
@@ -277,6 +290,7 @@ class Watcher {
   std::atomic<bool> stop_{false}, changed_{false};
   std::mutex m_;
   std::vector<std::string> notices_;
+  std::set<std::string> said_;
 };
 
 struct Chat {
@@ -341,7 +355,9 @@ struct Chat {
 
   // A repository's connectors waiting for consent: asked once per repository and definition (a
   // no is recorded as a deny, which the definition keeps until it changes).
-  void ask_consent() {
+  // Returns the connectors approved: `oppx mcp approve` said how their start went.
+  std::vector<std::string> ask_consent() {
+    std::vector<std::string> approved;
     for (const auto& n : agent.not_offered()) {
       if (n.state != "waiting" || n.approve.empty()) continue;
       run_self(ctx.self, {"mcp", "get", n.name, "--show-values"});
@@ -349,7 +365,9 @@ struct Chat {
           ask_line(fmt::format("Let this repository's connector {} run? [y/N] ", escape_controls(n.name)));
       bool yes = answer == "y" || answer == "Y" || answer == "yes";
       run_self(ctx.self, {"mcp", yes ? "approve" : "deny", n.name});
+      if (yes) approved.push_back(n.name);
     }
+    return approved;
   }
 
   std::string ask_line(const std::string& prompt) {
@@ -653,17 +671,19 @@ int chat_command(Context& ctx) {
       fmt::print(stderr, "oppx: {}; starting a new one\n", got.error());
     }
   }
+  // Subscribed before the listing: a connector that comes, goes or changes after it is heard of,
+  // and its tools reach the agent before the next request.
+  Watcher watcher(ctx.socket);
   std::string browser_problem = start_browser_if_on(daemon);
   if (std::string why = agent.start(); !why.empty()) {
     fmt::print(stderr, "oppx: the daemon did not list the connectors: {}\n", why);
     return kExitNoDaemon;
   }
+  watcher.take();  // the welcome says what the listing has
   chat.welcome();
   if (!browser_problem.empty()) fmt::print("  ! The browser is on but did not start: {}\n", browser_problem);
-  chat.ask_consent();
+  watcher.said(chat.ask_consent());
   if (!agent.not_offered().empty()) agent.refresh();
-  Watcher watcher(ctx.socket);
-  watcher.take();  // what the start itself changed was said already
   chat.watcher = &watcher;
   editor.on_idle([&watcher] { return watcher.take(); });
   return chat.loop();

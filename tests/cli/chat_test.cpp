@@ -37,6 +37,11 @@ struct Chat : ::testing::Test {
     model.emplace(home.root(), R"({"models": [{"id": "m1", "max_model_len": 32768}], "completions": [)" + list + "]}");
     ASSERT_TRUE(model->started()) << model->err();
   }
+  // The repository's .mcp.json defines "notes", which waits for consent.
+  void repository_connector_notes() {
+    std::ofstream(repo.root() + "/.mcp.json") << R"({"mcpServers":{"notes":{"command":"node","args":[")"
+                                              << OPPX_TEST_SUPPORT << R"(/agent_connector.js","notes.jsonl"]}}})";
+  }
   std::string last_user_message() {
     auto bodies = model->completions();
     if (bodies.empty()) return {};
@@ -243,8 +248,7 @@ TEST_F(Chat, TheOtherSlashCommands) {
 }
 
 TEST_F(Chat, ARepositoryConnectorIsAskedForAtStartOnce) {
-  std::ofstream(repo.root() + "/.mcp.json") << R"({"mcpServers":{"notes":{"command":"node","args":[")"
-                                            << OPPX_TEST_SUPPORT << R"(/agent_connector.js","notes.jsonl"]}}})";
+  repository_connector_notes();
   serve({reply("unused")});
   {
     Terminal t(home, model->url());
@@ -292,6 +296,33 @@ TEST_F(Chat, AConnectorThatComesUpElsewhereIsANoticeAtTheIdlePromptAndInTheNextR
   auto bodies = model->completions();
   ASSERT_EQ(bodies.size(), 1u);
   EXPECT_NE(json::serialize(bodies[0]).find("more.ping"), std::string::npos);
+}
+
+// The chat listens for changes from before it lists the connectors: one that comes up while the
+// consent question waits (after the listing) is a notice, and its tools are in the first request.
+// The approved connector's start is said once, by `oppx mcp approve`.
+TEST_F(Chat, AConnectorThatComesUpDuringTheConsentQuestionIsHeardOf) {
+  repository_connector_notes();
+  serve({reply("I see it.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.wait_for("Let this repository's connector notes run? [y/N]")) << t.screen();
+  Result added = oppx({"mcp", "add", "more", "--", "node", std::string(OPPX_TEST_SUPPORT) + "/agent_connector.js",
+                       home.root() + "/more.jsonl"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  Result more = oppx({"mcp", "tools", "more", "--json"});  // answers once it is no longer starting
+  ASSERT_EQ(json::parse(more.out).at("state"), json::value("running")) << more.out << more.err;
+  t.type("y");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("notes is running with 6 tools.")) << t.screen();
+  ASSERT_TRUE(t.wait_for("! more is running (6 tools)")) << t.screen();
+  t.type("what is new");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("I see it.")) << t.screen();
+  EXPECT_EQ(t.screen().find("! notes is running"), std::string::npos) << t.screen();
+  auto bodies = model->completions();
+  ASSERT_EQ(bodies.size(), 1u);
+  EXPECT_NE(json::serialize(bodies[0]).find("more.ping"), std::string::npos);
+  EXPECT_NE(json::serialize(bodies[0]).find("notes.ping"), std::string::npos);
 }
 
 TEST_F(Chat, MinusCContinuesTheLastConversation) {
