@@ -135,6 +135,9 @@ TEST_F(LiveDaemon, AHugeLineIsRefusedAndMemoryStaysBounded) {
   ASSERT_GT(daemon->pid(), 0) << daemon->start_result().err;
   auto c = client();
   auto other = client();
+  // Measured once the worker has loaded the certificate roots, which it does at start.
+  auto settled = status_until(other, json::object{{"worker_jobs", 0}});
+  ASSERT_TRUE(settled) << settled.describe();
   long before = rss_kib(static_cast<pid_t>(daemon->pid()));
   // 100 MiB without a newline, written until the daemon hangs up.
   std::string chunk(1 << 20, 'a');
