@@ -300,7 +300,12 @@ int main(int argc, char** argv) {
       }
       if (tool == "\"burst\"") {
         added = true;
-        for (int i = 0; i < 5; ++i) send(R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})");
+        // In one write: the five arrive within the daemon's 200 ms debounce however loaded the machine.
+        std::string five;
+        for (int i = 0; i < 5; ++i)
+          five += R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})"
+                  "\n";
+        send(five, "");
         send(result(id, "burst sent"));
         continue;
       }
