@@ -5,6 +5,7 @@
 // works once the fault is gone. The tmpfs lives in this test process's own mount namespace (the
 // daemon it starts inherits it): nobody else sees it, and it goes with the process.
 #include "tests/support/harness.h"
+#include "tests/support/waits.h"
 
 #include <boost/json.hpp>
 
@@ -81,6 +82,11 @@ TEST(DiskFaults, AFullDiskIsSaidWithWhatToDoAndLeavesEveryFileAsItWas) {
   ASSERT_TRUE(config.mounted && state.mounted) << "tmpfs: " << std::strerror(errno);
   home.write_mcp_config(stdio_entry("one", FAKE_MCP_SERVER, {"echo"}));
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  // Connector one running and its tool list saved before the disks fill: no write of the daemon's
+  // own is under way when the folders are read for temporary files.
+  ASSERT_EQ(oppx({"mcp", "tools", "one"}).exit_code, 0);
+  auto settled = status_until(home.socket(), json::object{{"worker_jobs", 0}});
+  ASSERT_TRUE(settled) << settled.describe();
   auto allowed = oppx({"permissions", "allow", "one.echo"});
   ASSERT_EQ(allowed.exit_code, 0) << allowed.err;
   const std::string mcp_json = home.root() + "/config/oppx/mcp.json";
