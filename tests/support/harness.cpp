@@ -308,29 +308,36 @@ bool process_alive(pid_t pid) {
 
 bool process_stopped(pid_t pid) { return process_state(pid) == 'T'; }
 
-int open_fds(pid_t pid) {
-  DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
-  if (!d) return -1;
-  int n = 0;
+namespace {
+
+// Calls `fd` with each descriptor's number as /proc/<pid>/fd names it; false when there is no such
+// process.
+bool each_fd(pid_t pid, const std::function<void(const std::string& dir, const char* name)>& fd) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return false;
   while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] != '.') ++n;
+    if (e->d_name[0] != '.') fd(dir, e->d_name);
   }
   ::closedir(d);
-  return n;
+  return true;
+}
+
+}  // namespace
+
+int open_fds(pid_t pid) {
+  int n = 0;
+  return each_fd(pid, [&](const std::string&, const char*) { ++n; }) ? n : -1;
 }
 
 std::string fd_targets(pid_t pid) {
-  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return "(no " + dir + ")";
   std::vector<std::pair<int, std::string>> fds;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.') continue;
+  bool found = each_fd(pid, [&](const std::string& dir, const char* name) {
     char target[PATH_MAX];
-    ssize_t n = ::readlink((dir + "/" + e->d_name).c_str(), target, sizeof target - 1);
-    fds.emplace_back(std::atoi(e->d_name), n < 0 ? std::string("?") : std::string(target, static_cast<std::size_t>(n)));
-  }
-  ::closedir(d);
+    ssize_t n = ::readlink((dir + "/" + name).c_str(), target, sizeof target - 1);
+    fds.emplace_back(std::atoi(name), n < 0 ? std::string("?") : std::string(target, static_cast<std::size_t>(n)));
+  });
+  if (!found) return "(no such process)";
   std::sort(fds.begin(), fds.end());
   std::string out;
   for (auto& [fd, target] : fds) out += (out.empty() ? "" : ", ") + std::to_string(fd) + " " + target;
