@@ -42,6 +42,20 @@ std::string basename_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+std::string repository_root(const std::string& folder) {
+  if (folder.empty() || folder[0] != '/') return folder;
+  std::string dir = folder;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  for (std::string d = dir;;) {
+    struct stat st {};
+    if (::lstat((d + (d == "/" ? ".git" : "/.git")).c_str(), &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+      return d;
+    if (d == "/") break;
+    d = dirname_of(d);
+  }
+  return dir;
+}
+
 namespace {
 void on_alarm(int) {}
 }  // namespace

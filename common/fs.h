@@ -34,4 +34,8 @@ std::string read_and_close(int fd, std::size_t cap);
 std::string dirname_of(const std::string& path);
 std::string basename_of(const std::string& path);
 
+// The repository a folder belongs to: the nearest folder at or above it holding `.git` (a folder,
+// or the file a worktree or submodule has), else the folder itself. Git is not run.
+std::string repository_root(const std::string& folder);
+
 }  // namespace oppx

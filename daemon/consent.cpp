@@ -136,20 +136,6 @@ std::string file_change(const FileHashes& approved, const FileHashes& now, std::
   return {};
 }
 
-std::string repository_root(const std::string& folder) {
-  if (folder.empty() || folder[0] != '/') return folder;
-  std::string dir = folder;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  for (std::string d = dir;;) {
-    struct stat st {};
-    if (::lstat((d + (d == "/" ? ".git" : "/.git")).c_str(), &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
-      return d;
-    if (d == "/") break;
-    d = dirname_of(d);
-  }
-  return dir;
-}
-
 ConsentStore::ConsentStore(std::string path, Worker* worker)
     : file_(std::move(path), "the consent store",
             "nothing in it counts as approved any more. Approve your repository connectors again with "

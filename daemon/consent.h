@@ -6,6 +6,7 @@
 // file: blocking, so it is asked only at an approval, at a start, and when a file's stamp changed.
 #pragma once
 
+#include "common/fs.h"
 #include "daemon/mcp_config.h"
 #include "daemon/state_file.h"
 
@@ -38,9 +39,8 @@ using FileHashes = std::map<std::string, std::string>;
 // changed <since>", "… appeared <since>", "… is gone <since>"); empty when there is none.
 std::string file_change(const FileHashes& approved, const FileHashes& now, std::string_view since);
 
-// The repository a folder belongs to: the nearest folder at or above it holding `.git` (a folder,
-// or the file a worktree or submodule has), else the folder itself. Git is not run.
-std::string repository_root(const std::string& folder);
+// The repository a folder belongs to (common/fs.h): the chat's workspace starts there too.
+using oppx::repository_root;
 
 // kChanged: approved once, for another definition than this one (it changed since): not approved.
 enum class Consent { kNone, kApproved, kDenied, kChanged };
