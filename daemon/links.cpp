@@ -243,9 +243,12 @@ std::vector<std::string> secrets_of(const ConnectorDef& def, const EnvMap& env) 
       if (from != std::string::npos) out.push_back(v.substr(from));
     }
   };
+  // A value that does not expand is never given to a server (its connector does not start), and
+  // kept as written it would hide the name of the variable it reads ("it needs ***"): a name is
+  // never secret, its value is.
   auto expanded = [&env](const std::string& v) {
     auto r = expand(v, env);
-    return r ? *r : v;
+    return r ? *r : std::string();
   };
   for (auto& var : referenced_variables(def)) {
     bool everyones = std::any_of(std::begin(kPassedVariables), std::end(kPassedVariables),

@@ -9,6 +9,7 @@
 #include "cli/daemon_client.h"
 
 #include <boost/json.hpp>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -487,6 +488,22 @@ TEST_F(ConnectorFaults, AnOlderKnownProtocolVersionIsAcceptedAndAnUnknownOneRefu
             std::string::npos)
       << str(e, "reason");
   EXPECT_FALSE(e.at("steps").as_array().empty());
+}
+
+// A variable's name is never secret, its value is: the reason names an unset variable read by a
+// header or a secret-looking env entry (the README's Linear example), never "it needs ***".
+TEST_F(ConnectorFaults, AnUnsetSecretVariableIsNamedNotHidden) {
+  write_config(stdio_entry("keyed", FAKE_MCP_SERVER, {"ok"}, {{"API_KEY", "${OPPX_TEST_UNSET_API_KEY}"}}) + "," +
+               R"("linear":{"type":"http","url":"http://127.0.0.1:9/mcp",)"
+               R"("headers":{"Authorization":"Bearer ${OPPX_TEST_UNSET_LINEAR_API_KEY}"}})");
+  for (auto [name, variable] :
+       {std::pair{"keyed", "OPPX_TEST_UNSET_API_KEY"}, std::pair{"linear", "OPPX_TEST_UNSET_LINEAR_API_KEY"}}) {
+    auto e = entry(name);
+    EXPECT_EQ(e.at("state"), json::value("failed")) << name;
+    EXPECT_NE(str(e, "reason").find(fmt::format("it needs ${{{}}}, which is not set", variable)), std::string::npos)
+        << str(e, "reason");
+    EXPECT_EQ(str(e, "reason").find("***"), std::string::npos) << str(e, "reason");
+  }
 }
 
 // ${VAR:-default} as in the shell: a default may read another variable. A reference that cannot
