@@ -200,15 +200,13 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   std::string masked(std::string_view text) const { return mask_secrets(text, secrets); }
 
-  // A call's answer with the secrets hidden: an error's words and data, and a result that is an
-  // error (isError); the server may repeat what it was given ("invalid api key sk-…").
+  // A call's answer with the secrets hidden, before it reaches the socket, `--json`, the model or a
+  // conversation file: an error's words and data, and every string of a result (its text parts,
+  // structuredContent, an isError text); the server may repeat what it was given ("invalid api key
+  // sk-…", an echoed Authorization header, a printed environment).
   void hide_secrets(CallResult& r) const {
     if (secrets.empty()) return;
-    if (r) {
-      const json::value* is_error = r->is_object() ? r->as_object().if_contains("isError") : nullptr;
-      if (is_error && *is_error == json::value(true)) hide_in(*r);
-      return;
-    }
+    if (r) return hide_in(*r);
     RpcError e = r.error();
     e.message = masked(e.message);
     for (auto& member : e.data) hide_in(member.value());

@@ -490,6 +490,32 @@ TEST_F(ConnectorFaults, AnOlderKnownProtocolVersionIsAcceptedAndAnUnknownOneRefu
   EXPECT_FALSE(e.at("steps").as_array().empty());
 }
 
+// Finding 6 of issue 25: a secret the daemon gave a connector, said back in a result that is no
+// error (its text, its structuredContent, an echo of what it was sent), is hidden before the reply
+// leaves the daemon: in `oppx mcp call --json` and on the socket alike.
+TEST_F(ConnectorFaults, ASecretSaidBackInAResultIsHidden) {
+  const std::string key = "sk-echo-0123456789abcdef";
+  ::setenv("OPPX_TEST_ECHO_KEY", key.c_str(), 1);
+  write_config(stdio_entry("leaky", FAKE_MCP_SERVER, {"leak"}, {{"API_KEY", "${OPPX_TEST_ECHO_KEY}"}}));
+  ASSERT_EQ(entry("leaky").at("state"), json::value("running"));
+  Result shown = oppx({"mcp", "call", "leaky", "show", "--json"});
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("API_KEY=***"), std::string::npos) << shown.out;
+  Result echoed =
+      oppx({"mcp", "call", "leaky", "echo", json::serialize(json::object{{"message", "k " + key}}), "--json"});
+  // (Its "arguments" are the caller's own, given back as they were sent: only what the server said is masked.)
+  std::string echo_text = echoed.exit_code == 0 ? str(json::parse(echoed.out).as_object(), "text") : echoed.err;
+  EXPECT_EQ(echo_text, "fake echo k ***") << echoed.out;
+  SyncClient c = client();
+  auto r = c.call("tools/call", json::object{{"connector", "leaky"}, {"tool", "show"}}, 30s);
+  ASSERT_TRUE(r) << r.error().message;
+  std::string reply = json::serialize(*r);
+  EXPECT_NE(reply.find("API_KEY=***"), std::string::npos) << reply;
+  for (const std::string& out : {shown.out, shown.err, echo_text, echoed.err, reply})
+    EXPECT_EQ(out.find(key), std::string::npos) << "the key leaked into:\n" << out;
+  ::unsetenv("OPPX_TEST_ECHO_KEY");
+}
+
 // A variable's name is never secret, its value is: the reason names an unset variable read by a
 // header or a secret-looking env entry (the README's Linear example), never "it needs ***".
 TEST_F(ConnectorFaults, AnUnsetSecretVariableIsNamedNotHidden) {

@@ -244,8 +244,15 @@ TEST_F(HttpConnectors, ALoginRefusedIsDiagnosedAndTheTokenIsNeverShown) {
   EXPECT_EQ(entry("guarded").at("state"), json::value("running"));
   Result ok = oppx({"mcp", "call", "guarded", "echo", R"({"message":"in"})"});
   EXPECT_EQ(ok.out, "echo: in\n") << ok.err;
+  // A result that says a header's value back (here the echo of what it was sent) has it hidden.
+  Result echoed = oppx(
+      {"mcp", "call", "guarded", "echo", R"({"message":"Bearer )" + token + R"( literal-secret-4242"})", "--json"});
+  // (Its "arguments" are the caller's own, given back as they were sent: only what the server said is masked.)
+  std::string echo_text =
+      echoed.exit_code == 0 ? std::string(json::parse(echoed.out).at("text").as_string()) : echoed.err;
+  EXPECT_EQ(echo_text, "echo: *** ***") << echoed.out << echoed.err;
   for (const std::string& out : {call.out, call.err, list.out, list.err, list_json.out, get.out, ok.out, ok.err,
-                                 json::serialize(e), home.read_log(), f.proc->out()}) {
+                                 echo_text, json::serialize(e), home.read_log(), f.proc->out()}) {
     for (const char* secret : {"tok-s3cr3t-value", "wrong-token-also-secret", "literal-secret-4242"})
       EXPECT_EQ(out.find(secret), std::string::npos) << secret << " leaked into:\n" << out;
   }

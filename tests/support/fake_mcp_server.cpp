@@ -346,6 +346,11 @@ int main(int argc, char** argv) {
              key + R"(","data":{"sent":")" + key + R"("}}})");
         continue;
       }
+      if (mode == "leak" && tool == "\"show\"") {  // a result that is no error repeats the key
+        send(R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":{"content":[{"type":"text","text":"API_KEY=)" + key +
+             R"("}],"structuredContent":{"env":{"API_KEY":")" + key + R"("}}}})");
+        continue;
+      }
       if (mode == "leak" && tool == "\"fail\"") {
         send(R"({"jsonrpc":"2.0","id":)" + id +
              R"(,"result":{"isError":true,"content":[{"type":"text","text":"invalid key )" + key + R"("}]}})");
