@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/line_editor.h"
+#include "cli/output.h"
 #include "cli/probe.h"
 #include "common/paths.h"
 #include "proto/mcp_results.h"
@@ -386,22 +387,37 @@ struct Chat {
       if (a.empty() || a == "n" || a == "N" || a == "no") return {chat::Answer::kNo, ""};
       return {chat::Answer::kText, a};
     }
-    std::string what;
-    if (q.action == "run") {
-      what = fmt::format("Run `{}`?", escape_controls(q.command));
-    } else {
-      what = fmt::format("Call {}{}?", q.action, q.read_only ? " (it only reads)" : " (it may change something)");
-      if (!q.arguments.empty()) what += "\n    arguments: " + first_line(json::serialize(q.arguments), 400);
+    // What is asked about, whole: folded first (nothing cut without saying how much), `v` in full.
+    bool in_full = false;
+    std::string a;
+    for (;;) {
+      std::string what;
+      Shown shown;
+      if (q.action == "run") {
+        shown = shown_text(q.command, in_full, "      ");
+        what = fmt::format("Run this command?\n      {}", shown.text);
+      } else {
+        what = fmt::format("Call {}{}?", escape_controls(q.action),
+                           q.read_only ? " (it only reads)" : " (it may change something)");
+        shown = shown_arguments(q.arguments, in_full, "      ");
+        if (!q.arguments.empty()) what += "\n    arguments:\n" + shown.text;
+      }
+      if (shown.folded)
+        what += q.action == "run" ? "\n    [v] view the whole command" : "\n    [v] view every argument in full";
+      if (q.once_only) {
+        fmt::print("\n  ? {}\n    {}\n    [y] yes · [N] no · or type what to do instead\n", what,
+                   escape_controls(q.why));
+      } else {
+        std::string c = q.action == "run" ? ""
+                                          : fmt::format(" [c] always, every {} tool ·",
+                                                        escape_controls(q.action.substr(0, q.action.find('.'))));
+        fmt::print("\n  ? {}\n    [y] yes · [a] always{} ·{} [N] no · or type what to do instead\n", what,
+                   q.action == "run" ? ", this command" : ", this tool", c);
+      }
+      a = ask_line("  answer › ");
+      if (a != "v" && a != "V") break;
+      in_full = true;  // then the question again
     }
-    if (q.once_only) {
-      fmt::print("\n  ? {}\n    {}\n    [y] yes · [N] no · or type what to do instead\n", what, escape_controls(q.why));
-    } else {
-      std::string c =
-          q.action == "run" ? "" : fmt::format(" [c] always, every {} tool ·", q.action.substr(0, q.action.find('.')));
-      fmt::print("\n  ? {}\n    [y] yes · [a] always{} ·{} [N] no · or type what to do instead\n", what,
-                 q.action == "run" ? ", this command" : ", this tool", c);
-    }
-    std::string a = ask_line("  answer › ");
     if (a == "y" || a == "Y" || a == "yes") return {chat::Answer::kYes, ""};
     if (a == "a" || a == "A") return {chat::Answer::kAlwaysTool, ""};
     if ((a == "c" || a == "C") && q.action != "run") return {chat::Answer::kAlwaysConnector, ""};

@@ -410,5 +410,43 @@ TEST_F(Chat, TheBrowserIsAskedForOnceAndSlashBrowserShowsStopsAndStartsIt) {
   ASSERT_TRUE(t.wait_for("oppx-exited-0")) << t.screen();
 }
 
+// Issue 25, finding 5: the question cut a tool's arguments at 400 characters, and a write whose
+// payload sat after 420 spaces was shown as harmless. Now the padding is a marker that counts it,
+// a long value is its head and tail with what is left out counted, and `v` shows all of it.
+TEST_F(Chat, TheQuestionShowsAPayloadBehindPaddingAndVShowsEveryArgumentInFull) {
+  std::string title = "Fix a typo" + std::string(420, ' ') + "PAYLOAD-AFTER-PADDING " + std::string(400, 'x') +
+                      " MIDDLE-OF-IT " + std::string(400, 'y') + " THE-END";
+  std::string command = "echo hi" + std::string(420, ' ') + "; touch pwned";
+  serve({action("agentc.save_issue"), says(json::serialize(json::object{{"issue", json::object{{"title", title}}}})),
+         reply("Saved."), action("run", R"("command":)" + json::serialize(json::value(command))), reply("Not run.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  t.type("save it");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("answer ›")) << t.screen();
+  std::string s = t.screen();
+  EXPECT_NE(s.find("issue: {\"title\":\"Fix a typo⟨420 spaces⟩PAYLOAD-AFTER-PADDING xxx"), std::string::npos) << s;
+  EXPECT_NE(s.find("characters more … yyy"), std::string::npos) << s;
+  EXPECT_NE(s.find("y THE-END\"}"), std::string::npos) << s;
+  EXPECT_EQ(s.find("MIDDLE-OF-IT"), std::string::npos) << "folded: " << s;
+  EXPECT_NE(s.find("[v] view every argument in full"), std::string::npos) << s;
+  t.type("v");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("answer ›", 2)) << t.screen();
+  s = t.screen();
+  EXPECT_NE(s.find("xxx MIDDLE-OF-IT yyy"), std::string::npos) << "in full: " << s;
+  t.type("y");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Saved.")) << t.screen();
+  EXPECT_NE(read_file(calls).find("MIDDLE-OF-IT"), std::string::npos) << read_file(calls);
+  // A command: the same.
+  t.type("run it");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("answer ›", 3)) << t.screen();
+  EXPECT_NE(t.screen().find("echo hi⟨420 spaces⟩; touch pwned"), std::string::npos) << t.screen();
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Not run.")) << t.screen();
+}
+
 }  // namespace
 }  // namespace oppx::test

