@@ -1,5 +1,6 @@
 // The raw-mode line editor: keys in, one redraw of the whole input after each. Multi-line input
-// is drawn with a two-space indent on its continuation rows.
+// is drawn with a two-space indent on its continuation rows. Everything drawn that is not the
+// editor's own control (the prompt, the input, history, a paste, completions) passes drawn().
 #include "cli/line_editor.h"
 
 #include "common/text.h"
@@ -47,6 +48,56 @@ void out(std::string_view s) {
 }
 
 }  // namespace
+
+std::string drawn(std::string_view text) {
+  std::string spaced;
+  spaced.reserve(text.size());
+  for (char c : text) {
+    if (c == '\t') {
+      spaced += "    ";
+    } else {
+      spaced += c;
+    }
+  }
+  return escape_controls(spaced);
+}
+
+Drawing draw_input(std::string_view prompt, std::string_view buf, std::size_t cursor, int from_row) {
+  Drawing d;
+  std::string& s = d.bytes;
+  // Back to the prompt's row, then clear everything below.
+  if (from_row > 0) s += fmt::format("\x1b[{}A", from_row);
+  std::string p = drawn(prompt);
+  s += "\r\x1b[J" + p;
+  int col = width(p);
+  bool placed = false;
+  for (std::size_t start = 0;;) {
+    std::size_t nl = buf.find('\n', start);
+    std::string_view line = buf.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+    int lead = d.rows == 0 ? width(p) : 2;
+    s += drawn(line);
+    if (!placed && cursor <= start + line.size()) {
+      d.cursor_row = d.rows;
+      col = lead + width(drawn(line.substr(0, cursor - start)));
+      placed = true;
+    }
+    if (nl == std::string_view::npos) break;
+    s += "\r\n  ";
+    ++d.rows;
+    start = nl + 1;
+  }
+  // From the end of the text to the cursor.
+  if (d.rows > d.cursor_row) s += fmt::format("\x1b[{}A", d.rows - d.cursor_row);
+  s += "\r";
+  if (col > 0) s += fmt::format("\x1b[{}C", col);
+  return d;
+}
+
+std::string completion_list(const std::vector<std::string>& options) {
+  std::string list;
+  for (const auto& o : options) list += drawn(o) + "  ";
+  return list;
+}
 
 RawTerminal::RawTerminal() {
   if (::tcgetattr(0, &saved_) != 0) return;
@@ -129,34 +180,10 @@ void LineEditor::add_history(const std::string& line) {
 }
 
 void LineEditor::redraw() {
-  std::string s;
-  // Back to the prompt's row, then clear everything below.
-  if (cursor_row_ > 0) s += fmt::format("\x1b[{}A", cursor_row_);
-  s += "\r\x1b[J" + prompt_;
-  int rows = 0, row = 0, col = width(prompt_);
-  std::string before = buf_.substr(0, cursor_);
-  for (std::size_t i = 0; i < buf_.size(); ++i) {
-    if (i == cursor_) {
-      row = rows;
-    }
-    unsigned char b = static_cast<unsigned char>(buf_[i]);
-    if (b == '\n') {
-      s += "\r\n  ";
-      ++rows;
-    } else {
-      s += b < 0x20 || b == 0x7f ? '?' : buf_[i];  // a pasted control character is not obeyed
-    }
-  }
-  if (cursor_ >= buf_.size()) row = rows;
-  auto nl = before.rfind('\n');
-  col = nl == std::string::npos ? width(prompt_) + width(before) : 2 + width(std::string_view(before).substr(nl + 1));
-  // From the end of the text to the cursor.
-  if (rows > row) s += fmt::format("\x1b[{}A", rows - row);
-  s += "\r";
-  if (col > 0) s += fmt::format("\x1b[{}C", col);
-  rows_drawn_ = rows;
-  cursor_row_ = row;
-  out(s);
+  Drawing d = draw_input(prompt_, buf_, cursor_, cursor_row_);
+  rows_drawn_ = d.rows;
+  cursor_row_ = d.cursor_row;
+  out(d.bytes);
 }
 
 void LineEditor::insert(std::string_view text) {
@@ -184,11 +211,9 @@ void LineEditor::complete() {
     return;
   }
   if (options.size() > 1) {
-    std::string list;
-    for (const auto& o : options) list += o + "  ";
     // Below the input, then the input again.
     if (rows_drawn_ > cursor_row_) out(fmt::format("\x1b[{}B", rows_drawn_ - cursor_row_));
-    out("\r\n" + list + "\r\n");
+    out("\r\n" + completion_list(options) + "\r\n");
     cursor_row_ = 0;
   }
 }

@@ -30,6 +30,23 @@ class RawTerminal {
   bool ok_ = false;
 };
 
+// What the editor draws of `text` (the prompt, the input, a history entry, a paste, a
+// completion, which may come from a repository's .mcp.json): escaped as everything oppx prints
+// (common/text.h's escape_controls; a tab as four spaces), so that none of it drives the terminal.
+std::string drawn(std::string_view text);
+
+// The input drawn at the prompt, the cursor `from_row` rows below the prompt's row: the bytes to
+// write, the rows below the prompt's row they use, and the row the cursor is left on.
+struct Drawing {
+  std::string bytes;
+  int rows = 0;
+  int cursor_row = 0;
+};
+Drawing draw_input(std::string_view prompt, std::string_view buf, std::size_t cursor, int from_row);
+
+// The completions listed below the input when Tab has several.
+std::string completion_list(const std::vector<std::string>& options);
+
 struct EditResult {
   enum Kind { kLine, kEof, kInterrupt } kind = kEof;
   std::string text;

@@ -10,10 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace oppx::test {
@@ -446,6 +448,39 @@ TEST_F(Chat, TheQuestionShowsAPayloadBehindPaddingAndVShowsEveryArgumentInFull) 
   EXPECT_NE(t.screen().find("echo hi⟨420 spaces⟩; touch pwned"), std::string::npos) << t.screen();
   t.keys({"Enter"});
   ASSERT_TRUE(t.wait_for("Not run.")) << t.screen();
+}
+
+// Issue 25, finding 7: a connector name in a repository's .mcp.json that sets the clipboard (OSC
+// 52) and the terminal's title (OSC 0) was drawn raw by Tab's list of completions, before any
+// consent. History and pastes pass the same escaping.
+TEST_F(Chat, TabHistoryAndPastesDrawWhatTheyHoldEscaped) {
+  const std::string evil = "notes\x1b]52;c;cHduZWQ=\x07\x1b]0;pwned\x07";
+  std::ofstream(repo.root() + "/.mcp.json") << json::serialize(json::object{
+      {"mcpServers",
+       json::object{{evil, json::object{{"command", "node"},
+                                        {"args", json::array{std::string(OPPX_TEST_SUPPORT) + "/agent_connector.js",
+                                                             "notes.jsonl"}}}}}}});
+  std::filesystem::create_directories(home.root() + "/state/oppx");
+  ASSERT_EQ(::chmod((home.root() + "/state/oppx").c_str(), 0700), 0);
+  std::ofstream(home.root() + "/state/oppx/history")
+      << json::serialize(json::value("old \x1b]0;from-history\x07 entry")) << "\n";
+  serve({reply("unused")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.started());
+  std::string title = t.title();
+  // A name the daemon does not take ("unsupported"), listed all the same, with no question.
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  t.type("/mcp tools ");
+  t.keys({"Tab"});
+  ASSERT_TRUE(t.wait_for("agentc  notes\\x1b]52;c;cHduZWQ=\\x07\\x1b]0;pwned\\x07")) << t.screen();
+  t.keys({"C-u", "Up"});
+  ASSERT_TRUE(t.wait_for("old \\x1b]0;from-history\\x07 entry")) << t.screen();
+  t.keys({"C-u"});
+  t.paste("pasted \x1b]0;from-paste\x07 text");
+  ASSERT_TRUE(t.wait_for("pasted \\x1b]0;from-paste\\x07 text")) << t.screen();
+  EXPECT_EQ(t.title(), title);
+  EXPECT_EQ(t.buffers().find("cHduZWQ"), std::string::npos) << t.buffers();
+  EXPECT_EQ(t.buffers().find("pwned"), std::string::npos) << t.buffers();
 }
 
 }  // namespace

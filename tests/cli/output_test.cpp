@@ -1,6 +1,7 @@
 // cli/output.h, as a user meets it: whatever a repository holds (a connector's name, its "type",
 // the folder it was cloned into), no oppx command writes an ESC or BEL byte to the terminal, on
 // stdout or stderr, in a listing, an error or a warning, and --json stays valid JSON.
+#include "cli/line_editor.h"
 #include "cli/output.h"
 #include "tests/support/harness.h"
 
@@ -153,6 +154,43 @@ TEST(ShownArguments, WhatADriveTheTerminalIsEscaped) {
     EXPECT_NE(s.find("\\x1b]52;c;"), std::string::npos) << s;
     EXPECT_NE(s.find("\\u{202e}"), std::string::npos) << s;
   }
+}
+
+// The line editor draws its input, history, pastes and completions through the same escaping:
+// a connector name from a repository's .mcp.json, listed by Tab, set the clipboard (OSC 52) and
+// the title (OSC 0) when it was written raw.
+TEST(LineEditorDrawing, CompletionsInputAndPromptAreEscaped) {
+  const std::string evil = "x\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x07\u202e\u200b";
+  std::string list = cli::completion_list({"agentc", evil});
+  EXPECT_EQ(list.find('\x1b'), std::string::npos) << list;
+  EXPECT_EQ(list.find('\x07'), std::string::npos) << list;
+  EXPECT_EQ(list.find("\u202e"), std::string::npos) << list;
+  EXPECT_NE(list.find("agentc  x\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b]0;pwned\\x07\\u{202e}\\u{200b}"), std::string::npos)
+      << list;
+  // The input (typed, pasted, from history), over two lines, and the prompt: the only ESC bytes
+  // are the editor's own cursor moves.
+  cli::Drawing d = cli::draw_input("›\x1b]0;p\x07 ", "/mcp tools " + evil + "\n\tsecond", 5, 0);
+  std::string bytes = d.bytes;
+  for (std::string_view own : {"\x1b[J", "\x1b[1A", "\x1b[19C"}) {
+    auto at = bytes.find(own);
+    ASSERT_NE(at, std::string::npos) << json::serialize(json::value(d.bytes));
+    bytes.erase(at, own.size());
+  }
+  EXPECT_EQ(bytes.find('\x1b'), std::string::npos) << json::serialize(json::value(d.bytes));
+  EXPECT_EQ(bytes.find('\x07'), std::string::npos) << json::serialize(json::value(d.bytes));
+  EXPECT_NE(bytes.find("\\x1b]0;pwned\\x07"), std::string::npos) << bytes;
+  EXPECT_NE(bytes.find("\r\n      second"), std::string::npos) << "a tab as four spaces: " << bytes;
+  EXPECT_EQ(d.rows, 1);
+  EXPECT_EQ(d.cursor_row, 0);
+}
+
+TEST(LineEditorDrawing, TheCursorStandsWhereTheEscapedTextPutsIt) {
+  // "a", ESC shown as the four characters \x1b, "b": the cursor after them is 2 + 6 columns in.
+  cli::Drawing d = cli::draw_input("› ", std::string("a\x1b") + "b", 3, 0);
+  EXPECT_EQ(d.bytes, "\r\x1b[J› a\\x1bb\r\x1b[8C");
+  d = cli::draw_input("› ", "one\ntwo", 5, 1);
+  EXPECT_EQ(d.bytes, "\x1b[1A\r\x1b[J› one\r\n  two\r\x1b[3C");
+  EXPECT_EQ(d.cursor_row, 1);
 }
 
 }  // namespace

@@ -13,12 +13,14 @@ Terminal::Terminal(const TempHome& home, const std::string& server_url, const st
                     "/data OPPX_SERVER=" + server_url + " " + OPPX_BIN;
   for (const auto& a : args) cmd += " " + a;
   cmd += "; echo oppx-exited-$?";
-  // The pane stays when oppx has exited, so that its last screen can still be read.
+  // The pane stays when oppx has exited, so that its last screen can still be read; what the pane
+  // sends to the clipboard (OSC 52) becomes a paste buffer, so that a test can see none did.
   started_ = tmux({"start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";", "new-session", "-d", "-s",
                    name_, "-x", "120", "-y", "50", cmd})
                  .exit_code == 0;
   // What the pane prints also goes to a file, whose changes wake wait_for.
   output_ = h + "/" + name_ + ".pane";
+  if (started_) tmux({"set-option", "-g", "set-clipboard", "on"});
   if (started_) tmux({"pipe-pane", "-t", name_, "-o", "cat >> '" + output_ + "'"});
 }
 
@@ -38,6 +40,10 @@ void Terminal::paste(const std::string& text) {
 }
 
 std::string Terminal::screen() { return tmux({"capture-pane", "-p", "-J", "-S", "-500", "-t", name_}).out; }
+
+std::string Terminal::title() { return tmux({"display-message", "-p", "-t", name_, "#{pane_title}"}).out; }
+
+std::string Terminal::buffers() { return tmux({"list-buffers"}).out; }
 
 bool Terminal::wait_for(const std::string& text, int nth, std::chrono::milliseconds timeout) {
   return when_file_changes(

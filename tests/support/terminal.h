@@ -21,6 +21,8 @@ class Terminal {
   void type(const std::string& text);            // literally
   void paste(const std::string& text);           // as a bracketed paste
   std::string screen();                          // with 500 lines of history
+  std::string title();                           // the pane's title, which OSC 0 and 2 set
+  std::string buffers();                         // tmux's paste buffers, which OSC 52 sets
   // Waits until the screen shows `text` (the n-th time, counting from 1).
   bool wait_for(const std::string& text, int nth = 1, std::chrono::milliseconds timeout = std::chrono::seconds(15));
 
