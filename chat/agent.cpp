@@ -541,7 +541,8 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
   } else if (name == "grep") {
     r = grep_action(daemon_.cwd(), str(action, "pattern"), str(action, "path"), options_.result_cap);
   } else {
-    r = run_action(daemon_.cwd(), str(action, "command"), kRunLimit, options_.result_cap);
+    r = run_action(daemon_.cwd(), str(action, "command"), kRunLimit, options_.result_cap, options_.sandbox,
+                   &run_control_);
   }
   rec.status = r.ok ? "ran" : "failed";
   rec.text = r.text;
@@ -554,6 +555,7 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
 
 void Agent::cancel() {
   cancelled_ = true;
+  run_control_.cancel();
   model_.cancel();
   daemon_.interrupt();
 }
@@ -569,6 +571,7 @@ TurnResult Agent::turn(const std::string& message) {
   down_steps_.clear();
   page_guard_.clear();
   cancelled_ = false;
+  run_control_.reset();
   model_.uncancel();
   std::string content = message;
   if ((browser_offered() || browser_running()) && needs_running_page(message))

@@ -8,6 +8,7 @@
 #include "chat/browser.h"
 #include "chat/daemon_tools.h"
 #include "chat/model_client.h"
+#include "chat/sandbox.h"
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
@@ -81,6 +82,7 @@ struct AgentOptions {
   int max_steps = 25;
   std::size_t result_cap = 12'000;  // characters of a read, grep or run result
   bool browser = true;              // the `browser` action may be offered (when the front end can ask)
+  SandboxPolicy sandbox;            // run's (config.json "sandbox", "sandbox_network"); workspace: the cwd
 };
 
 class Agent {
@@ -112,6 +114,11 @@ class Agent {
   // prompt rebuilt. `always` also saves browser_auto. "" or why not.
   std::string start_browser(bool always = false);
   std::string stop_browser();
+  // The sandbox of `run` (the chat's /sandbox). commands_sandboxed(): false when the mode is off or
+  // bubblewrap cannot run here (sandbox_support()): then every command should be asked.
+  const SandboxPolicy& sandbox() const { return options_.sandbox; }
+  void set_sandbox(SandboxPolicy policy) { options_.sandbox = std::move(policy); }
+  bool commands_sandboxed() const { return options_.sandbox.mode != SandboxMode::kOff && sandbox_support().available; }
   // Forgets the conversation (the chat's /clear).
   void clear() { messages_.clear(); }
 
@@ -155,7 +162,8 @@ class Agent {
   bool prompt_built_ = false;
   bool told_trimmed_ = false;
   std::atomic<bool> cancelled_{false};
-  bool streamed_ = false;  // the last request's reply text went to the front end as it came
+  RunControl run_control_;  // Agent::cancel() ends a running `run` with it
+  bool streamed_ = false;   // the last request's reply text went to the front end as it came
   std::vector<Message> messages_;
   std::set<std::string> turn_calls_;                 // this turn's calls: a second is a repeat
   std::map<std::string, std::string> failed_calls_;  // call → its error: refused when made again

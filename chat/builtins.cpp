@@ -45,66 +45,15 @@ struct Captured {
   std::string error;  // the spawn failed
 };
 
-// Runs argv in `cwd` with stdin from /dev/null and stdout+stderr into one pipe, in its own process
-// group, killed at the deadline. Keeps at most `cap` bytes (and drains the rest).
+// Runs argv in `cwd` with stdin from /dev/null and stdout+stderr together, as a plain child in
+// its own session (run_contained without bwrap), ended at the deadline. Keeps at most `cap` bytes.
 Captured capture(const std::vector<std::string>& argv, const std::string& cwd, std::chrono::milliseconds limit,
                  std::size_t cap) {
-  Captured c;
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    c.error = std::string("cannot make a pipe: ") + std::strerror(errno);
-    return c;
-  }
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    c.error = std::string("cannot start a process: ") + std::strerror(errno);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return c;
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) ::dup2(null, 0);
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
-    if (::chdir(cwd.c_str()) != 0) _exit(126);
-    ::signal(SIGPIPE, SIG_DFL);
-    ::execvp(args[0], args.data());
-    _exit(127);
-  }
-  ::setpgid(pid, pid);
-  ::close(fds[1]);
-  auto deadline = Clock::now() + limit;
-  char buf[65536];
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) {
-      c.timed_out = true;
-      ::kill(-pid, SIGKILL);
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    int n = ::poll(&p, 1, static_cast<int>(left));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) continue;
-    ssize_t got = ::read(fds[0], buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    if (c.output.size() < cap)
-      c.output.append(buf, std::min<std::size_t>(static_cast<std::size_t>(got), cap - c.output.size()));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  // Whatever the group left running (a background job) goes with it.
-  ::kill(-pid, SIGKILL);
-  c.status = c.timed_out ? -1 : status;
-  return c;
+  RunSpec spec{argv, cwd, limit, cap};
+  spec.use_bwrap = false;
+  RunOutcome r = run_contained(spec);
+  bool ended = r.end == RunOutcome::End::kExited;
+  return {ended ? r.status : -1, r.end == RunOutcome::End::kTimedOut, std::move(r.output), std::move(r.error)};
 }
 
 bool on_path(const std::string& program) {
@@ -211,19 +160,30 @@ BuiltinResult grep_action(const std::string& cwd, const std::string& pattern, co
 }
 
 BuiltinResult run_action(const std::string& cwd, const std::string& command, std::chrono::milliseconds limit,
-                         std::size_t cap) {
+                         std::size_t cap, SandboxPolicy policy, const RunControl* control) {
   if (command.empty()) return {false, "run needs a \"command\""};
-  Captured c = capture({"/bin/sh", "-c", command}, cwd, limit, cap + 1);
-  if (!c.error.empty()) return {false, c.error};
-  std::string text = cut_text(std::move(c.output), cap);
-  if (c.timed_out) {
-    return {false, text + fmt::format("\n[stopped: it ran longer than {} s]",
-                                      std::chrono::duration_cast<std::chrono::seconds>(limit).count())};
+  if (policy.workspace.empty()) policy.workspace = cwd;
+  RunOutcome r = run_contained(RunSpec{{"/bin/sh", "-c", command}, cwd, limit, cap + 1, std::move(policy), control});
+  auto done = [&](bool ok, std::string text) {
+    BuiltinResult b{ok, std::move(text)};
+    b.sandboxed = r.sandboxed;
+    return b;
+  };
+  if (!r.error.empty()) return done(false, r.error);
+  std::size_t total = r.total;
+  std::string text = cut_text(std::move(r.output), cap);
+  if (total > cap + 1) text += fmt::format(" [it wrote {} bytes in all]", total);
+  using End = RunOutcome::End;
+  if (r.end == End::kTimedOut) {
+    return done(false, text + fmt::format("\n[stopped: it ran longer than {:g} s; it and everything it started "
+                                          "were ended]",
+                                          std::chrono::duration<double>(limit).count()));
   }
-  if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0) return {true, text.empty() ? "(no output)" : text};
-  std::string how = WIFEXITED(c.status) ? fmt::format("exit status {}", WEXITSTATUS(c.status))
-                                        : fmt::format("killed by signal {}", WTERMSIG(c.status));
-  return {false, text + "\n[" + how + "]"};
+  if (r.end == End::kCancelled) return done(false, text + "\n[stopped: cancelled by the user]");
+  if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) return done(true, text.empty() ? "(no output)" : text);
+  std::string how = WIFEXITED(r.status) ? fmt::format("exit status {}", WEXITSTATUS(r.status))
+                                        : fmt::format("killed by signal {}", WTERMSIG(r.status));
+  return done(false, text + "\n[" + how + "]");
 }
 
 }  // namespace oppx::chat

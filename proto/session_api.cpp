@@ -36,7 +36,10 @@ void read_rules(FieldReader& r, PermissionsListResult& out) {
 }  // namespace
 
 std::optional<std::string> rule_problem(std::string_view rule) {
-  const std::string forms = "rules are <connector>.<tool>, <connector>.* or run:<command prefix>";
+  const std::string forms =
+      "rules are <connector>.<tool>, <connector>.*, run:<command prefix> or sandbox:network";
+  // The agent's commands may use the network in their sandbox (chat/sandbox.h).
+  if (rule == "sandbox:network") return std::nullopt;
   if (rule.rfind("run:", 0) == 0) {
     if (trimmed(rule.substr(4)).empty()) return "\"run:\" needs the start of a command after it; " + forms;
     if (rule.find_first_of("\n\r") != std::string_view::npos) return std::string("a rule is one line");

@@ -116,7 +116,8 @@ TEST(ProtoApi, SessionAndRuleParams) {
   EXPECT_TRUE(rule->session);
   EXPECT_EQ(
       error_of_params(R"({"rule":"nodot"})", std::type_identity<RuleParams>{}),
-      "params.rule: \"nodot\" is not a rule: rules are <connector>.<tool>, <connector>.* or run:<command prefix>");
+      "params.rule: \"nodot\" is not a rule: rules are <connector>.<tool>, <connector>.*, run:<command prefix> or "
+      "sandbox:network");
   EXPECT_EQ(error_of_params(R"({"rule":"run:  "})", std::type_identity<RuleParams>{}).substr(0, 41),
             "params.rule: \"run:\" needs the start of a ");
   EXPECT_EQ(error_of_params(R"({"cwd":"/src"})", std::type_identity<SessionOpenParams>{}), "decoded");
