@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/playwright.h"
+#include "common/text.h"
 #include "daemon/child_process.h"
 
 #include <boost/asio/io_context.hpp>
@@ -22,6 +23,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -158,6 +161,9 @@ boost::system::result<ConnectorDef, BrowserProblem> browser_definition(const Env
   // client's roots at its first tool call and, without an output dir, writes into
   // `<first root>/.playwright-mcp`, resolving the file names a tool is given in that root too
   // (never in the user's repository). The root is the session's folder (SessionBrowser::start).
+  // Never --allow-unrestricted-file-access: without it the server itself refuses file: addresses
+  // and files outside that root. Its --blocked-origins/--allowed-origins match http origins of
+  // requests only (no scheme, no navigation): oppx refuses other schemes itself (refused_url).
   d.args = {playwright::cli_js(), "--headless", "--isolated",   "--image-responses", "omit", "--codegen", "none",
             "--console-level",    "warning",    "--file-paths", "absolute"};
   if (browser->kind == "chrome") {
@@ -181,7 +187,126 @@ bool offered_browser_tool(std::string_view tool) {
   return std::find(kNever.begin(), kNever.end(), tool) == kNever.end();
 }
 
-bool asked_every_time(std::string_view tool) { return tool == "browser_evaluate"; }
+namespace {
+
+std::mutex code_tools_mutex;
+std::set<std::string, std::less<>> code_tools;  // listed with a code argument (note_code_tools)
+
+bool takes_code(const json::value& tool) {
+  const json::object* t = tool.if_object();
+  const json::value* schema = t ? t->if_contains("inputSchema") : nullptr;
+  const json::value* props = schema && schema->is_object() ? schema->as_object().if_contains("properties") : nullptr;
+  if (!props || !props->is_object()) return false;
+  for (const auto& member : props->as_object()) {
+    std::string k = lower(member.key());
+    for (std::string_view w : {"function", "code", "script", "expression", "javascript"})
+      if (k == w) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool asked_every_time(std::string_view tool) {
+  std::string n = lower(tool);
+  for (std::string_view w : {"evaluate", "eval", "run_code", "runcode", "script", "javascript"})
+    if (n.find(w) != std::string::npos) return true;
+  std::lock_guard lock(code_tools_mutex);
+  return code_tools.find(tool) != code_tools.end();
+}
+
+void note_code_tools(const json::array& tools) {
+  std::lock_guard lock(code_tools_mutex);
+  for (const auto& t : tools) {
+    const json::value* name = t.is_object() ? t.as_object().if_contains("name") : nullptr;
+    if (name && name->is_string() && takes_code(t)) code_tools.emplace(name->as_string());
+  }
+}
+
+namespace {
+
+// The URL as a browser reads it (WHATWG URL): C0 controls and spaces around it dropped, tabs and
+// line breaks inside it removed.
+std::string as_browser_reads(std::string_view url) {
+  auto blank = [](char c) { return static_cast<unsigned char>(c) <= 0x20; };
+  while (!url.empty() && blank(url.front())) url.remove_prefix(1);
+  while (!url.empty() && blank(url.back())) url.remove_suffix(1);
+  std::string out;
+  for (char c : url)
+    if (c != '\t' && c != '\n' && c != '\r') out += c;
+  return out;
+}
+
+// The scheme in lower case, and what follows its ':'; nullopt when it has none (a browser would
+// not read one: the first character is not a letter, or no ':' ends the letters, digits and + - .).
+std::optional<std::pair<std::string, std::string>> scheme_of(const std::string& url) {
+  if (url.empty() || !std::isalpha(static_cast<unsigned char>(url[0]))) return std::nullopt;
+  std::size_t i = 1;
+  while (i < url.size() &&
+         (std::isalnum(static_cast<unsigned char>(url[i])) || url[i] == '+' || url[i] == '-' || url[i] == '.'))
+    ++i;
+  if (i == url.size() || url[i] != ':') return std::nullopt;
+  return std::pair{lower(std::string_view(url).substr(0, i)), url.substr(i + 1)};
+}
+
+bool web_scheme(std::string_view scheme) { return scheme == "http" || scheme == "https"; }
+
+bool names_an_address(std::string_view key) {
+  std::string k = lower(key);
+  return k.ends_with("url") || k.ends_with("uri") || k.ends_with("href");
+}
+
+std::string refused_in(const json::value& v, std::string_view key) {
+  if (v.is_string() && names_an_address(key)) return refused_url(v.as_string());
+  if (v.is_array()) {
+    for (const auto& x : v.as_array())
+      if (std::string why = refused_in(x, key); !why.empty()) return why;
+  } else if (v.is_object()) {
+    for (const auto& member : v.as_object())
+      if (std::string why = refused_in(member.value(), member.key()); !why.empty()) return why;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string refused_url(std::string_view given) {
+  std::string url = as_browser_reads(given);
+  auto scheme = scheme_of(url);
+  if (!scheme || web_scheme(scheme->first)) return {};
+  const std::string& name = scheme->first;
+  std::string why;
+  if (name == "about") {
+    if (lower(scheme->second) == "blank") return {};
+    why = "it is one of the browser's own pages";
+  } else if (name == "blob") {
+    auto inner = scheme_of(as_browser_reads(scheme->second));
+    if (inner && web_scheme(inner->first)) return {};
+    why = "its origin is not a web page's (a local file's, or none)";
+  } else if (name == "file") {
+    why = "it reads your files";
+  } else if (name == "view-source") {
+    why = "it shows the source of any address, your files included";
+  } else if (name == "javascript") {
+    why = "it runs code the model wrote, which only browser_evaluate may do, asked every time";
+  } else if (name == "data") {
+    why = "it makes a page, scripts included, out of the model's own text";
+  } else if (name == "filesystem") {
+    why = "it reads the files the browser keeps";
+  } else if (name == "chrome" || name == "chrome-extension" || name == "chrome-untrusted" || name == "devtools" ||
+             name == "edge") {
+    why = "it is one of the browser's own pages";
+  } else {
+    why = "the browser opens only web pages";
+  }
+  return fmt::format("a {}: address ({}); only http:, https: and about:blank may be opened", name, why);
+}
+
+std::string refused_browser_call(std::string_view tool, const json::value& arguments) {
+  std::string why = refused_in(arguments, "");
+  if (why.empty()) return {};
+  return fmt::format("{} may not open {}", tool, why);
+}
 
 void inline_browser_files(json::value& result, const std::string& folder) {
   json::object* o = result.if_object();
@@ -370,6 +495,7 @@ std::string SessionBrowser::state() const {
 json::array SessionBrowser::tools() const {
   json::array out;
   if (!connector_) return out;
+  note_code_tools(connector_->tools());
   for (const auto& t : connector_->tools()) {
     const json::value* name = t.is_object() ? t.as_object().if_contains("name") : nullptr;
     if (name && name->is_string() && offered_browser_tool(name->as_string())) out.push_back(t);

@@ -51,8 +51,23 @@ boost::system::result<ConnectorDef, BrowserProblem> browser_definition(const Env
 // A tool the browser offers the agent: all but those that reach the user's files, run code the
 // model wrote without a question, or answer with images.
 bool offered_browser_tool(std::string_view tool);
-// browser_evaluate runs JavaScript the model wrote: asked every time, whatever the session allows.
+// A tool that runs code the model wrote (browser_evaluate; any tool whose name says it evaluates
+// or runs code or a script; any tool the server listed with a `function`, `code`, `script` or
+// `expression` argument): asked every time, whatever the session allows.
 bool asked_every_time(std::string_view tool);
+// Notes the tools of a listed tools array that take code (asked_every_time answers for them).
+void note_code_tools(const boost::json::array& tools);
+
+// Why the browser may not open `url`, in words; empty when it may. Only http:, https: and
+// about:blank are opened: file:, view-source: (of anything), javascript:, data:, chrome:,
+// chrome-extension:, devtools:, filesystem:, a blob: whose origin is not http(s), about: pages
+// other than blank, and every other scheme are refused. The URL is read as a browser reads it:
+// blanks and control characters around it dropped, tabs and line breaks inside it ignored, the
+// scheme in any case. One with no scheme is opened as https:// (Playwright adds it).
+std::string refused_url(std::string_view url);
+// Why a call to the browser is refused for an address among its arguments (`url`, `href`, `uri`
+// or a name ending so, at any depth): "<tool> may not open <scheme>: …". Empty when none is.
+std::string refused_browser_call(std::string_view tool, const boost::json::value& arguments);
 
 // Puts the snapshot (.yml) and console (.log#L<n>) files that a result links into its text
 // parts, when they lie inside `folder`; other links stay as they are.

@@ -169,6 +169,12 @@ void browser_call(const std::shared_ptr<SessionBrowser>& b, const proto::ToolsCa
     e.data["field"] = "params.tool";
     return reply.fail(std::move(e));
   }
+  // A browser that stays on the web: checked here, before Playwright sees the call, for every front end.
+  if (std::string why = refused_browser_call(p.tool, p.arguments); !why.empty()) {
+    auto e = proto::RpcError::make(proto::ErrorCode::kInvalidParams, "refused_url", why);
+    e.data["field"] = "params.arguments";
+    return reply.fail(std::move(e));
+  }
   auto shared = std::make_shared<Reply>(std::move(reply));
   auto cancel = std::make_shared<Connector::CancelCall>();
   shared->on_cancel([cancel] {

@@ -155,6 +155,74 @@ TEST_F(BrowserSession, OpensAPageClicksTwiceReadsTheConsoleAndEndsWithTheConnect
   EXPECT_TRUE(wait_for_exits(tree, 15s)) << "a browser process outlived its session";
 }
 
+// Finding 1 of issue 25: a browser that stays on the web. With the real server and Chromium, a
+// local file's source, javascript: and data: are refused by oppx before Playwright sees the call
+// (in navigate and in a new tab), the file's text never appears, and a page on 127.0.0.1 opens.
+TEST_F(BrowserSession, OpensOnlyWebAddresses) {
+  Page page;
+  ASSERT_FALSE(page.url.empty()) << page.server.err();
+  std::string secret_file = home.root() + "/private-notes.txt";
+  std::ofstream(secret_file) << "the-planted-private-line-4711\n";
+  auto started = call("browser/start", {});
+  ASSERT_TRUE(started) << started.error().message;
+  std::vector<std::string> answers;
+  for (const std::string& url :
+       {"view-source:file://" + secret_file, "  ViEw-SoUrCe:file://" + secret_file, "\tview-so\nurce:" + page.url,
+        std::string("  JaVaScRiPt:document.title='pwned'"), std::string("data:text/html,<h1>made</h1>"),
+        "file://" + secret_file, std::string("chrome://version"), std::string("about:config"),
+        std::string("blob:null/1234")}) {
+    std::string said = tool("browser_navigate", {{"url", url}});
+    EXPECT_EQ(said.rfind("ERROR refused_url: browser_navigate may not open a ", 0), 0u) << url << ": " << said;
+    answers.push_back(said);
+  }
+  EXPECT_NE(answers[0].find("view-source: address (it shows the source of any address, your files included)"),
+            std::string::npos)
+      << answers[0];
+  std::string tab = tool("browser_tabs", {{"action", "new"}, {"url", "view-source:file://" + secret_file}});
+  EXPECT_EQ(tab.rfind("ERROR refused_url: browser_tabs may not open a view-source: address", 0), 0u) << tab;
+  answers.push_back(tab);
+  std::string opened = tool("browser_navigate", {{"url", page.url}});
+  EXPECT_NE(opened.find("Counter"), std::string::npos) << opened;
+  EXPECT_EQ(opened.find("pwned"), std::string::npos) << opened;
+  std::string blank = tool("browser_navigate", {{"url", "about:blank"}});
+  EXPECT_EQ(blank.find("ERROR"), std::string::npos) << blank;
+  answers.push_back(tool("browser_snapshot", {}));
+  for (auto& a : answers) EXPECT_EQ(a.find("the-planted-private-line-4711"), std::string::npos) << a;
+  // Code the model wrote is asked every time, under any name a tool that takes code has.
+  EXPECT_EQ(call("permissions/judge", {{"connector", "playwright"}, {"tool", "browser_evaluate"}})->at("decision"),
+            "ask");
+}
+
+TEST(Browser, RefusesEveryAddressButWebPagesAsABrowserReadsThem) {
+  for (const char* ok : {"http://127.0.0.1:8080/x", "HTTPS://example.com", "about:blank", "ABOUT:BLANK", "example.com",
+                         "  https://example.com  ", "blob:https://example.com/1-2-3", "/relative"})
+    EXPECT_EQ(daemon::refused_url(ok), "") << ok;
+  for (const char* no :
+       {"file:///etc/passwd", "FILE:///etc/passwd", "view-source:https://example.com", "view-source:file:///etc/passwd",
+        "  JaVaScRiPt:alert(1)", "java\tscript:alert(1)", "\x01javascript:alert(1)", "data:text/html,x",
+        "chrome://settings", "chrome-extension://abc/x", "devtools://devtools/x", "blob:null/1", "blob:file:///x",
+        "filesystem:http://x/temporary/a", "about:config", "about:srcdoc", "localhost:8080", "ftp://example.com"})
+    EXPECT_NE(daemon::refused_url(no), "") << no;
+  EXPECT_EQ(daemon::refused_url("javascript:x"),
+            "a javascript: address (it runs code the model wrote, which only browser_evaluate may do, asked every "
+            "time); only http:, https: and about:blank may be opened");
+  json::value nested = json::parse(R"({"action":"new","pages":[{"startUrl":"data:,x"}]})");
+  EXPECT_NE(daemon::refused_browser_call("t", nested).find("t may not open a data: address"), std::string::npos);
+  EXPECT_EQ(daemon::refused_browser_call("t", json::parse(R"({"text":"file:///etc/passwd"})")), "")
+      << "text that is no address is typed, not opened";
+
+  // Code tools: by name, and by a code argument in the listed schema.
+  EXPECT_TRUE(daemon::asked_every_time("browser_evaluate"));
+  EXPECT_TRUE(daemon::asked_every_time("browser_run_code_unsafe"));
+  EXPECT_FALSE(daemon::asked_every_time("browser_click"));
+  EXPECT_FALSE(daemon::asked_every_time("browser_act_test_only"));
+  daemon::note_code_tools(json::parse(R"([{"name":"browser_act_test_only","inputSchema":{"type":"object",
+      "properties":{"Function":{"type":"string"}}}},{"name":"browser_click","inputSchema":{"properties":{"element":{}}}}])")
+                              .as_array());
+  EXPECT_TRUE(daemon::asked_every_time("browser_act_test_only"));
+  EXPECT_FALSE(daemon::asked_every_time("browser_click"));
+}
+
 // The daemon stops: the session's server, its Chromium and the spare server all end.
 TEST_F(BrowserSession, EndsWithTheDaemonStop) {
   Page page;
