@@ -537,9 +537,9 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
   front_.action_started(name, rec.arguments);
   BuiltinResult r;
   if (name == "read") {
-    r = read_action(daemon_.cwd(), str(action, "path"), options_.result_cap);
+    r = read_action(Workspace::of(daemon_.cwd()), str(action, "path"), options_.result_cap);
   } else if (name == "grep") {
-    r = grep_action(daemon_.cwd(), str(action, "pattern"), str(action, "path"), options_.result_cap);
+    r = grep_action(Workspace::of(daemon_.cwd()), str(action, "pattern"), str(action, "path"), options_.result_cap);
   } else {
     r = run_action(daemon_.cwd(), str(action, "command"), kRunLimit, options_.result_cap, options_.sandbox,
                    &run_control_);

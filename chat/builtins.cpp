@@ -6,17 +6,19 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <sstream>
 #include <vector>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,11 +32,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kMaxMatches = 200;
 constexpr std::uintmax_t kMaxReadBytes = 4 << 20;
-
-std::string resolve(const std::string& cwd, const std::string& path) {
-  if (path.empty()) return cwd;
-  return path[0] == '/' ? path : cwd + "/" + path;
-}
 
 bool looks_binary(std::string_view s) { return s.substr(0, 8000).find('\0') != std::string_view::npos; }
 
@@ -79,42 +76,121 @@ std::string cut_text(std::string text, std::size_t cap) {
   return text + fmt::format("\n[… cut at {} of {} characters]", cap, total);
 }
 
-BuiltinResult read_action(const std::string& cwd, const std::string& path, std::size_t cap) {
-  if (path.empty()) return {false, "read needs a \"path\""};
-  std::string full = resolve(cwd, path);
-  std::error_code ec;
-  auto st = fs::status(full, ec);
-  if (ec || !fs::exists(st)) return {false, path + ": no such file"};
-  if (fs::is_directory(st)) {
-    std::string list = path + " is a folder; its entries:\n";
-    for (const auto& e : fs::directory_iterator(full, ec)) {
-      list += e.path().filename().string() + (e.is_directory() ? "/" : "") + "\n";
-    }
-    return {true, cut_text(list, cap)};
-  }
-  std::ifstream f(full, std::ios::binary);
-  if (!f) return {false, path + ": cannot be read (" + std::strerror(errno) + ")"};
-  std::string text(std::min<std::uintmax_t>(fs::file_size(full, ec), kMaxReadBytes), '\0');
-  f.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(f.gcount()));
-  if (looks_binary(text)) return {false, path + ": a binary file, not shown"};
-  return {true, cut_text(std::move(text), cap)};
+namespace {
+
+// read's and grep's answer for a path that was not opened.
+BuiltinResult not_opened(const Opened& o) {
+  BuiltinResult r{false, o.error};
+  r.resolved = o.check.real;
+  r.outside = o.check.place == Place::kOutside;
+  return r;
 }
 
-BuiltinResult grep_action(const std::string& cwd, const std::string& pattern, const std::string& path,
-                          std::size_t cap) {
+// At most `max` bytes of an open regular file, from its start.
+std::string read_fd(int fd, std::uintmax_t max) {
+  std::string text;
+  char buf[65536];
+  while (text.size() < max) {
+    ssize_t n = ::read(fd, buf, static_cast<std::size_t>(std::min<std::uintmax_t>(sizeof buf, max - text.size())));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
+// The entries of an open folder, sorted, folders with a trailing slash (links are not followed).
+std::string list_folder(int fd) {
+  std::vector<std::string> names;
+  int copy = ::dup(fd);
+  DIR* d = copy < 0 ? nullptr : ::fdopendir(copy);
+  if (!d) {
+    if (copy >= 0) ::close(copy);
+    return {};
+  }
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    bool dir = e->d_type == DT_DIR;
+    if (e->d_type == DT_UNKNOWN) {
+      struct stat st {};
+      dir = ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+    }
+    names.push_back(name + (dir ? "/" : ""));
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) out += n + "\n";
+  return out;
+}
+
+}  // namespace
+
+BuiltinResult read_action(const Workspace& ws, const std::string& path, std::size_t cap, bool outside_allowed) {
+  if (path.empty()) return {false, "read needs a \"path\""};
+  Opened o = ws.open(path, outside_allowed);
+  if (!o) return not_opened(o);
+  BuiltinResult r;
+  r.resolved = o.check.real;
+  r.outside = o.check.place == Place::kOutside;
+  if (o.directory) {
+    r.ok = true;
+    r.text = cut_text(path + " is a folder; its entries:\n" + list_folder(o.fd), cap);
+    return r;
+  }
+  std::string text = read_fd(o.fd, kMaxReadBytes);
+  if (looks_binary(text)) {
+    r.text = path + ": a binary file, not shown";
+    return r;
+  }
+  r.sensitive = looks_sensitive(o.check.path, text) || looks_sensitive(o.check.real, {});
+  r.ok = true;
+  r.text = cut_text(std::move(text), cap);
+  return r;
+}
+
+BuiltinResult grep_action(const Workspace& ws, const std::string& pattern, const std::string& path, std::size_t cap,
+                          bool outside_allowed) {
   if (pattern.empty()) return {false, "grep needs a \"pattern\""};
-  std::string where = path.empty() ? "." : path;
+  Opened o = ws.open(path.empty() ? "." : path, outside_allowed);
+  if (!o) return not_opened(o);
+  BuiltinResult r;
+  r.resolved = o.check.real;
+  r.outside = o.check.place == Place::kOutside;
+  // Names relative to the session's folder, as the model wrote them.
+  auto shown = [&ws](const std::string& abs) {
+    std::string rel = fs::path(abs).lexically_relative(ws.cwd()).string();
+    return rel.empty() ? abs : rel;
+  };
   if (on_path("rg")) {
+    // ripgrep follows no link it finds and skips what is not a regular file; it is given the
+    // checked path (the real one when outside), and what it prints from a denied place is dropped.
+    std::string where = r.outside ? o.check.real : shown(o.check.path);
     Captured c = capture(
         {"rg", "--line-number", "--no-heading", "--color", "never", "--max-count", "50", "-e", pattern, "--", where},
-        cwd, std::chrono::seconds(30), cap + 1);
+        ws.cwd(), std::chrono::seconds(30), cap + 1);
     if (!c.error.empty()) return {false, c.error};
     if (c.timed_out) return {false, "grep took more than 30 s; narrow the path or the pattern"};
     int code = WIFEXITED(c.status) ? WEXITSTATUS(c.status) : 2;
-    if (code == 1) return {true, "no match"};
-    if (code != 0) return {false, cut_text(c.output, cap)};
-    return {true, cut_text(c.output, cap)};
+    if (code == 1) {
+      r.ok = true;
+      r.text = "no match";
+      return r;
+    }
+    std::string kept;
+    std::istringstream lines(c.output);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty()) continue;
+      std::string file = line.substr(0, line.find(':'));
+      std::string abs = fs::path(file[0] == '/' ? file : ws.cwd() + "/" + file).lexically_normal().string();
+      if (!ws.denied_by(abs).empty()) continue;
+      if (looks_sensitive(file, line)) r.sensitive = true;
+      kept += line + "\n";
+    }
+    r.ok = code == 0;
+    r.text = kept.empty() && r.ok ? "no match" : cut_text(std::move(kept), cap);
+    return r;
   }
   std::regex re;
   try {
@@ -122,41 +198,52 @@ BuiltinResult grep_action(const std::string& cwd, const std::string& pattern, co
   } catch (const std::regex_error& e) {
     return {false, "the pattern is not a regular expression: " + std::string(e.what())};
   }
-  std::string root = resolve(cwd, where);
   std::string out;
   std::size_t matches = 0;
-  auto search_file = [&](const fs::path& file) {
-    std::ifstream f(file, std::ios::binary);
+  auto search_text = [&](const std::string& text, const std::string& name) {
+    if (looks_binary(text)) return;
+    std::istringstream f(text);
     std::string line;
-    std::string shown = file.lexically_relative(cwd).string();
     for (int n = 1; std::getline(f, line) && matches < kMaxMatches; ++n) {
-      if (line.find('\0') != std::string::npos) return;  // binary
       if (std::regex_search(line, re)) {
-        out += fmt::format("{}:{}:{}\n", shown, n, line.substr(0, 500));
+        out += fmt::format("{}:{}:{}\n", name, n, line.substr(0, 500));
+        if (looks_sensitive(name, line)) r.sensitive = true;
         ++matches;
       }
     }
   };
-  std::error_code ec;
-  if (fs::is_regular_file(root, ec)) {
-    search_file(root);
-  } else if (fs::is_directory(root, ec)) {
-    for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied, ec);
+  if (!o.directory) {
+    search_text(read_fd(o.fd, kMaxReadBytes), shown(o.check.path));
+  } else {
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(o.check.path, fs::directory_options::skip_permission_denied, ec);
          it != fs::recursive_directory_iterator() && matches < kMaxMatches; it.increment(ec)) {
       if (ec) break;
+      std::string file = it->path().string();
       std::string name = it->path().filename().string();
-      if (it->is_directory(ec) && (name == ".git" || name == "node_modules")) {
-        it.disable_recursion_pending();
+      // Links are neither followed nor read; FIFOs, devices and sockets are never opened.
+      fs::file_status st = it->symlink_status(ec);
+      if (fs::is_directory(st)) {
+        if (name == ".git" || name == "node_modules" || !ws.denied_by(file).empty()) it.disable_recursion_pending();
         continue;
       }
-      if (it->is_regular_file(ec) && it->file_size(ec) <= kMaxReadBytes) search_file(it->path());
+      if (!fs::is_regular_file(st) || !ws.denied_by(file).empty()) continue;
+      int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+      if (fd < 0) continue;
+      struct stat fst {};
+      if (::fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && static_cast<std::uintmax_t>(fst.st_size) <= kMaxReadBytes)
+        search_text(read_fd(fd, kMaxReadBytes), shown(file));
+      ::close(fd);
     }
-  } else {
-    return {false, where + ": no such file or folder"};
   }
-  if (out.empty()) return {true, "no match"};
+  r.ok = true;
+  if (out.empty()) {
+    r.text = "no match";
+    return r;
+  }
   if (matches >= kMaxMatches) out += fmt::format("[… stopped at {} matches]\n", kMaxMatches);
-  return {true, cut_text(std::move(out), cap)};
+  r.text = cut_text(std::move(out), cap);
+  return r;
 }
 
 BuiltinResult run_action(const std::string& cwd, const std::string& command, std::chrono::milliseconds limit,
