@@ -4,6 +4,7 @@
 
 #include "common/fs.h"
 #include "common/paths.h"
+#include "common/retention.h"
 
 #include <boost/json.hpp>
 
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include <unistd.h>
@@ -64,6 +66,10 @@ boost::system::result<Conversation, std::string> load_conversation(const std::st
 
 std::string save_conversation(Conversation& c) {
   std::string dir = conversations_dir(c.cwd);
+  if (c.path.empty()) {
+    static std::once_flag pruned;
+    std::call_once(pruned, [] { prune_conversations(retention()); });
+  }
   if (auto ok = ensure_private_dir(dir); !ok) return ok.error();
   auto now = std::chrono::system_clock::now();
   if (c.path.empty()) {
@@ -76,6 +82,35 @@ std::string save_conversation(Conversation& c) {
                  {"messages", c.messages}};
   auto w = atomic_write(c.path, json::serialize(o), 0600);
   return w ? std::string() : w.error();
+}
+
+int prune_conversations(std::chrono::hours age) {
+  if (age.count() <= 0) return 0;
+  int removed = 0;
+  std::error_code ec;
+  std::string all = paths::state_dir() + "/conversations";
+  for (std::filesystem::directory_iterator it(all, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_symlink() || !it->is_directory()) continue;
+    int n = prune_older_than(it->path().string(), age);
+    removed += n;
+    std::error_code rm;
+    if (n > 0) std::filesystem::remove(it->path(), rm);  // only when it is empty now
+  }
+  return removed;
+}
+
+boost::system::result<int, std::string> forget_conversations(const std::string& cwd) {
+  std::string dir = conversations_dir(cwd);
+  std::error_code ec;
+  int removed = 0;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() == ".json") ++removed;
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return {boost::system::in_place_error, fmt::format("cannot read {}: {}", dir, ec.message())};
+  std::filesystem::remove_all(dir, ec);
+  if (ec) return {boost::system::in_place_error, fmt::format("cannot remove {}: {}", dir, ec.message())};
+  return removed;
 }
 
 }  // namespace oppx::chat

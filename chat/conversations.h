@@ -6,6 +6,7 @@
 #include <boost/json/array.hpp>
 #include <boost/system/result.hpp>
 
+#include <chrono>
 #include <string>
 
 namespace oppx::chat {
@@ -25,7 +26,15 @@ boost::system::result<Conversation, std::string> last_conversation(const std::st
 // One conversation file (for --resume).
 boost::system::result<Conversation, std::string> load_conversation(const std::string& path, const std::string& cwd);
 
-// Writes it (a new file when `path` is empty, then set); "" or why not.
+// Writes it (a new file when `path` is empty, then set); "" or why not. The first new one a
+// process saves first prunes those older than retention() (common/retention.h).
 std::string save_conversation(Conversation& c);
+
+// Removes the conversations of every folder older than `age`, and the folders left empty; how
+// many conversations went.
+int prune_conversations(std::chrono::hours age);
+
+// Removes all the conversations of `cwd` (`oppx chat --forget`): how many, or why not.
+boost::system::result<int, std::string> forget_conversations(const std::string& cwd);
 
 }  // namespace oppx::chat

@@ -4,6 +4,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/retention.h"
 #include "daemon/child_process.h"
 #include "daemon/connectors.h"
 #include "daemon/server.h"
@@ -205,6 +206,10 @@ int main(int argc, char** argv) {
     if (auto eq = kv.find('='); eq != std::string_view::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
   }
   server.connectors().refresh(env, "", daemon::Connectors::Restart::kMay);
+  // What old sessions' browsers left (snapshots of the pages read, logs), past config.json's
+  // "retention_days". No session is open yet: none of it is in use.
+  if (int n = prune_older_than(paths::cache_dir() + "/browser", retention()); n > 0)
+    log::info("removed {} browser folders and logs older than the retention", n);
 #if defined(__SANITIZE_ADDRESS__)
   plant_leak_for_the_harness_test();  // here: in the daemon, not in the parent that waited for it
 #endif
