@@ -1,7 +1,8 @@
 // Permission rules, per project (the repository root), in user state
 // ($XDG_STATE_HOME/oppx/permissions.json, 0600; never read from a repository, so a repository
 // cannot allow itself anything). The daemon judges each tool call and command from them: one set
-// of rules for the terminal, the chat and editor plugins (docs/protocol.md, permissions/…).
+// of rules for the terminal, the chat and editor plugins (docs/protocol.md, permissions/…). A
+// file that cannot be trusted is set aside, but its deny rules still count (deny fails closed).
 #pragma once
 
 #include "daemon/state_file.h"
@@ -51,8 +52,11 @@ class PermissionStore {
   // allowed for one session only, never saved); then a read-only tool runs; else ask.
   Judgement judge_tool(const std::string& project, const std::string& connector, const std::string& tool,
                        bool read_only, const std::vector<std::string>& session = {});
-  // `run`: allowed only by a rule whose prefix it starts with (whole words), and never when it
-  // chains or redirects (; & | ` $( > < or a line break): those are asked.
+  // `run`, judged on the words the shell would pass (common/shell_words.h), not on the text: a deny
+  // rule catches any spelling of its words, in every command of a compound line (deny wins); an
+  // allow rule matches only one plain command whose words start with the rule's, and never one
+  // with an option that changes what the program runs (git -c, find -exec, …: permissions.cpp).
+  // What cannot be read whole is asked.
   Judgement judge_command(const std::string& project, const std::string& command,
                           const std::vector<std::string>& session = {});
 

@@ -61,7 +61,21 @@ json::object* StateFile::section(bool create) {
   return r->if_object();
 }
 
-void StateFile::set_aside(const std::string& why) {
+void StateFile::set_aside(const std::string& why, bool untrusted) {
+  std::optional<Kept> kept;
+  if (untrusted && keep_) {
+    // Followed if a link, but only a regular file is read, and not past the bound.
+    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      std::string text = read_and_close(fd, kMaxStoreBytes);
+      fd = -1;
+      boost::system::error_code ec;
+      json::value v = text.size() > kMaxStoreBytes ? json::value() : json::parse(text, ec);
+      if (!ec && v.is_object()) kept = keep_(v);
+    }
+    if (fd >= 0) ::close(fd);
+  }
   std::string bad = path_ + ".bad-" + utc_now("%Y%m%dT%H%M%SZ");
   for (int i = 1; ::access(bad.c_str(), F_OK) == 0 && i < 100; ++i)
     bad = fmt::format("{}.bad-{}-{}", path_, utc_now("%Y%m%dT%H%M%SZ"), i);
@@ -70,10 +84,17 @@ void StateFile::set_aside(const std::string& why) {
   problem_ = fmt::format(
       "{} {} was set aside at {} because it {}: {}, and {}", what_, path_, utc_now("%H:%M:%S UTC"), why,
       moved ? "it was moved aside to " + bad : fmt::format("it could not be moved aside ({})", std::strerror(errno)),
-      lost_);
+      kept ? kept->said : lost_);
   log::warn("{}", problem_);
   doc_ = nullptr;
   stamp_ = "moved";
+  if (!kept) return;
+  doc_ = std::move(kept->doc);
+  write(
+      [path = path_](boost::system::result<void, std::string> r) {
+        if (!r) log::warn("{}: what was kept of it could not be written: {}", path, r.error());
+      },
+      true);
 }
 
 void StateFile::load() {
@@ -85,12 +106,12 @@ void StateFile::load() {
     return;
   }
   // Whoever else can write this file could grant something in our name.
-  if (S_ISLNK(st.st_mode)) return set_aside("is a symbolic link");
+  if (S_ISLNK(st.st_mode)) return set_aside("is a symbolic link", true);
   if (!S_ISREG(st.st_mode)) return set_aside("is not a regular file");
-  if (st.st_uid != ::geteuid()) return set_aside(fmt::format("belongs to uid {}, not to you", st.st_uid));
+  if (st.st_uid != ::geteuid()) return set_aside(fmt::format("belongs to uid {}, not to you", st.st_uid), true);
   if (st.st_mode & 077)
     return set_aside(
-        fmt::format("can be read or written by others (mode {:04o}; oppx writes it 0600)", st.st_mode & 07777));
+        fmt::format("can be read or written by others (mode {:04o}; oppx writes it 0600)", st.st_mode & 07777), true);
   if (file_stamp(st) == stamp_) return;
   int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return set_aside(fmt::format("cannot be read ({})", std::strerror(errno)));
@@ -106,7 +127,10 @@ void StateFile::load() {
   stamp_ = file_stamp(st);
 }
 
-void StateFile::save(Saved done) {
+void StateFile::save(Saved done) { write(std::move(done), false); }
+
+void StateFile::write(Saved done, bool keep_problem) {
+  keep_problem_ = keep_problem;
   std::string text = pretty_json(doc_);
   if (!worker_) {
     auto r = atomic_write(path_, text, 0600);
@@ -132,7 +156,7 @@ void StateFile::saved(const boost::system::result<void, std::string>& r) {
   }
   struct stat st {};
   stamp_ = ::lstat(path_.c_str(), &st) == 0 ? file_stamp(st) : "";
-  problem_.clear();
+  if (!keep_problem_) problem_.clear();
 }
 
 }  // namespace oppx::daemon

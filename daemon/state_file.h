@@ -4,13 +4,16 @@
 // disk holds up no one else's call. Read again when it changed on disk (a hand edit counts), but
 // never while a write of it is on its way: what memory holds then is newer than the file.
 // Fail closed: a file that is a symlink, not ours, readable by others, too large or not a JSON
-// object is moved aside to <path>.bad-<time>, and until the next write it grants nothing.
+// object is moved aside to <path>.bad-<time>, and until the next write it grants nothing, except
+// what keep_when_set_aside() keeps of one that is only untrusted (a link, not ours, or readable by
+// others) but still reads as JSON: what can only take away (the deny rules), written anew, 0600.
 #pragma once
 
 #include <boost/json/value.hpp>
 #include <boost/system/result.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace oppx::daemon {
@@ -40,8 +43,19 @@ class StateFile {
   // The last problem met with the file (set aside), said until the next write; empty if none.
   const std::string& problem() const { return problem_; }
 
+  // What an untrusted file may still say, given what it held: the document written in its place
+  // and what that means, as a clause replacing `lost` in problem(); nothing when none of it counts.
+  struct Kept {
+    boost::json::value doc;
+    std::string said;
+  };
+  using Keep = std::function<std::optional<Kept>(const boost::json::value&)>;
+  void keep_when_set_aside(Keep keep) { keep_ = std::move(keep); }
+
  private:
-  void set_aside(const std::string& why);
+  // `untrusted`: the file may still be read for what keep_ keeps of it.
+  void set_aside(const std::string& why, bool untrusted = false);
+  void write(Saved done, bool keep_problem);
   void saved(const boost::system::result<void, std::string>& r);
 
   std::string path_, what_, lost_, section_;
@@ -50,6 +64,8 @@ class StateFile {
   std::string stamp_;  // inode, size and mtime of what was read last
   boost::json::value doc_;
   std::string problem_;
+  bool keep_problem_ = false;  // the last write was of what keep_ kept: problem_ still holds
+  Keep keep_;
 };
 
 }  // namespace oppx::daemon

@@ -18,6 +18,7 @@ namespace {
 
 namespace json = boost::json;
 using daemon::PermissionStore;
+using daemon::Rules;
 using daemon::Verdict;
 
 TEST(PermissionRules, FormsAndRefusals) {
@@ -81,6 +82,132 @@ TEST_F(Store, ACommandRuleIsAPrefixOfWholeWordsAndNeverLetsAChainThrough) {
   EXPECT_EQ(store.judge_command(project, "git status").verdict, Verdict::kDeny);
 }
 
+TEST_F(Store, ACommandRuleMatchesTheWordsTheShellWouldPassNotTheText) {
+  ASSERT_TRUE(add("run:git status", true));
+  for (const char* allowed :
+       {"git  status", "git 'status'", "git \"status\" -s", "git st'at'us --short", "git status\n", "\tgit\tstatus\t"})
+    EXPECT_EQ(store.judge_command(project, allowed).verdict, Verdict::kAllow) << allowed;
+  for (const char* asked : {"git statusx", "git 'status x'", "git", "./git status", "/usr/bin/git status",
+                            "git status # x", "GIT_DIR=/tmp git status", "git status 2>/dev/null", "git sta*", "git $S",
+                            "git 'status", "git status; rm -rf x", "git status\nrm x"}) {
+    auto j = store.judge_command(project, asked);
+    EXPECT_EQ(j.verdict, Verdict::kAsk) << asked;
+    EXPECT_FALSE(j.why.empty());
+  }
+  // Why, in words.
+  EXPECT_EQ(store.judge_command(project, "git status; rm -rf x").why,
+            "it is not one plain command (it runs more than one command (;)), which no rule allows without asking");
+  EXPECT_NE(store.judge_command(project, "git 'status").why.find("a single quote is not closed"), std::string::npos);
+  // A rule is read as words too: quoted parts are one word.
+  ASSERT_TRUE(add("run:git commit -m 'wip x'", true));
+  EXPECT_EQ(store.judge_command(project, "git commit -m \"wip x\"").verdict, Verdict::kAllow);
+  EXPECT_EQ(store.judge_command(project, "git commit -m wip x").verdict, Verdict::kAsk);
+}
+
+// The issue's spellings: with `allow run:git` and `deny run:git push`, none of them runs unasked.
+TEST_F(Store, ADenyRuleCatchesEverySpellingOfItsCommand) {
+  ASSERT_TRUE(add("run:git", true));
+  ASSERT_TRUE(add("run:git push", false));
+  EXPECT_EQ(store.judge_command(project, "git log --oneline").verdict, Verdict::kAllow);
+  for (const char* denied : {"git push",
+                             "git  push",
+                             "git 'push'",
+                             "git \"push\" origin",
+                             "git p\\ush",
+                             "git -c x=y push",
+                             "git --no-pager push",
+                             "git -C dir push",
+                             "git --git-dir=.git push -f",
+                             "/usr/bin/git push",
+                             "git push > log",
+                             "true && git push",
+                             "git status; git push",
+                             "echo $(git push)",
+                             "echo `git push`",
+                             "sh -c 'git push'",
+                             "bash -lc \"git push --force\"",
+                             "eval git push",
+                             "sudo git push",
+                             "env A=1 git push",
+                             "A=1 git push",
+                             "timeout 5 git push",
+                             "xargs git push < list",
+                             "(git push)",
+                             "git status\ngit push"}) {
+    auto j = store.judge_command(project, denied);
+    EXPECT_EQ(j.verdict, Verdict::kDeny) << denied << ": " << j.why;
+    EXPECT_EQ(j.rule, "run:git push") << denied;
+  }
+  // A value of a global option is not the subcommand.
+  EXPECT_EQ(store.judge_command(project, "git -C push status").verdict, Verdict::kAsk) << "-C is never allowed";
+  EXPECT_NE(store.judge_command(project, "git -C push status").verdict, Verdict::kDeny);
+  // An alias set on the command line runs a shell command under run:git: asked, never allowed.
+  auto alias = store.judge_command(project, "git -c \"alias.pw=!touch /tmp/pwned\" pw");
+  EXPECT_EQ(alias.verdict, Verdict::kAsk);
+  EXPECT_NE(alias.why.find("`git -c` can make it run another program"), std::string::npos) << alias.why;
+  // What cannot be read whole is never allowed: asked.
+  EXPECT_EQ(store.judge_command(project, "git 'pu").verdict, Verdict::kAsk);
+  EXPECT_EQ(store.judge_command(project, "git log $(cat <<EOF\nx\nEOF\n)").verdict, Verdict::kAsk);
+}
+
+TEST_F(Store, OptionsThatChangeWhatAProgramRunsAreNeverAllowedByARule) {
+  for (const char* rule :
+       {"run:git", "run:ssh", "run:find", "run:rg", "run:tar", "run:sh", "run:bash", "run:env", "run:xargs", "run:sudo",
+        "run:timeout", "run:sed", "run:awk", "run:rsync", "run:npm", "run:make", "run:python3"})
+    ASSERT_TRUE(add(rule, true)) << rule;
+  for (const char* asked : {"git -c core.pager=sh log",
+                            "git --config-env=core.pager=X log",
+                            "git --exec-path=/tmp log",
+                            "git --git-dir=/tmp/evil/.git status",
+                            "git --work-tree /tmp status",
+                            "git -C /tmp/evil status",
+                            "git fetch --upload-pack='touch x' origin",
+                            "git fetch --upload-p=x origin",
+                            "git fetch -u x origin",
+                            "git clone -u x url",
+                            "git ls-remote --upload-pack x url",
+                            "git push --receive-pack=x",
+                            "git clone -c core.hooksPath=/tmp url",
+                            "git rebase -x 'make test' main",
+                            "git difftool --extcmd=x",
+                            "git grep -O less x",
+                            "git submodule foreach rm -rf .",
+                            "git bisect run ./x",
+                            "git config alias.x !sh",
+                            "ssh -o ProxyCommand=x host",
+                            "ssh -oProxyCommand=x host",
+                            "ssh -vo LocalCommand=x host",
+                            "ssh -F cfg h",
+                            "find . -exec rm '{}' +",
+                            "find . -execdir x +",
+                            "find . -ok x +",
+                            "find . -okdir x +",
+                            "find . -delete",
+                            "rg --pre ./x foo",
+                            "rg --pre=./x foo",
+                            "tar --to-command=sh -xf a.tar",
+                            "tar -I ./x -xf a",
+                            "tar --use-compress-program=./x -xf a",
+                            "sh -c 'rm x'",
+                            "bash -lc x",
+                            "env rm -rf x",
+                            "xargs rm",
+                            "sudo rm x",
+                            "timeout 5 rm x",
+                            "sed -n p f",
+                            "awk 1 f",
+                            "rsync -e ./x a b",
+                            "python3 -c 'import os'"}) {
+    auto j = store.judge_command(project, asked);
+    EXPECT_EQ(j.verdict, Verdict::kAsk) << asked;
+    EXPECT_NE(j.why.find("which no rule allows"), std::string::npos) << asked << ": " << j.why;
+  }
+  for (const char* allowed :
+       {"git log -c", "git grep -c x", "git fetch origin", "git clone url", "ssh host uptime", "find . -name x",
+        "rg foo", "tar -xf a.tar", "sh ./build.sh", "npm test", "make -j4", "python3 tool.py"})
+    EXPECT_EQ(store.judge_command(project, allowed).verdict, Verdict::kAllow) << allowed;
+}
+
 TEST_F(Store, TheFileIsPrivateAndOneThatCannotBeTrustedGrantsNothing) {
   ASSERT_TRUE(add("linear.*", true));
   struct stat st {};
@@ -103,6 +230,36 @@ TEST_F(Store, TheFileIsPrivateAndOneThatCannotBeTrustedGrantsNothing) {
   EXPECT_NE(store.problem().find("is not valid JSON"), std::string::npos) << store.problem();
   ASSERT_TRUE(remove("nothing.here").has_value());
   EXPECT_FALSE(*remove("nothing.here"));
+}
+
+// Deny fails closed: a file set aside because others could write it still denies what it denied
+// (its deny rules are written anew, 0600), and allows nothing; the problem says so.
+TEST_F(Store, AFileThatCannotBeTrustedKeepsItsDenyRulesAndDropsItsAllowRules) {
+  ASSERT_TRUE(add("run:git", true));
+  ASSERT_TRUE(add("run:git push", false));
+  ASSERT_TRUE(add("linear.*", true));
+  ASSERT_TRUE(add("linear.delete_issue", false));
+  ::chmod(path.c_str(), 0644);
+  auto j = store.judge_command(project, "git  push");
+  EXPECT_EQ(j.verdict, Verdict::kDeny) << j.why;
+  EXPECT_EQ(store.judge_tool(project, "linear", "delete_issue", true).verdict, Verdict::kDeny);
+  EXPECT_EQ(store.judge_tool(project, "linear", "save_issue", false).verdict, Verdict::kAsk) << "allow dropped";
+  EXPECT_EQ(store.judge_command(project, "git status").verdict, Verdict::kAsk);
+  EXPECT_NE(store.problem().find("can be read or written by others (mode 0644"), std::string::npos) << store.problem();
+  EXPECT_NE(store.problem().find("its 2 deny rules still apply"), std::string::npos) << store.problem();
+  EXPECT_NE(store.problem().find("none of its allow rules do"), std::string::npos) << store.problem();
+  // Written anew, 0600: a restarted daemon reads the same deny rules and no allow rule.
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  Rules kept = PermissionStore(path).rules(project);
+  EXPECT_EQ(kept.deny, (std::vector<std::string>{"run:git push", "linear.delete_issue"}));
+  EXPECT_TRUE(kept.allow.empty());
+  // The problem is said until the user writes a rule.
+  EXPECT_FALSE(store.problem().empty());
+  ASSERT_TRUE(add("run:git", true));
+  EXPECT_TRUE(store.problem().empty());
+  EXPECT_EQ(store.judge_command(project, "git -c a=b push").verdict, Verdict::kDeny);
 }
 
 // As a user meets them: the CLI for the project of the current folder, and the daemon's verdict
