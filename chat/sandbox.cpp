@@ -4,6 +4,9 @@
 // already sent SIGKILL.
 #include "chat/sandbox.h"
 
+#include "common/fs.h"
+#include "common/user_config.h"
+
 #include "common/paths.h"
 #include "common/secret_paths.h"
 
@@ -404,6 +407,43 @@ const SandboxSupport& sandbox_support() {
     return probe_sandbox(override && *override ? override : "bwrap");
   }();
   return s;
+}
+
+SandboxPolicy sandbox_policy_from_config(const std::string& cwd, std::string& problem) {
+  SandboxPolicy policy;
+  std::string root = repository_root(cwd);
+  policy.workspace = root.empty() ? cwd : root;
+  auto config = read_user_config();
+  if (!config) {
+    problem = config.error();
+    return policy;
+  }
+  if (const auto* v = config->if_contains("sandbox")) {
+    auto mode = v->is_string() ? sandbox_mode_from(std::string_view(v->as_string())) : std::nullopt;
+    if (mode) {
+      policy.mode = *mode;
+    } else {
+      problem = fmt::format(
+          "{}: \"sandbox\" is one of \"read-only\", \"workspace-write\" or \"off\"; commands run in "
+          "workspace-write until it is corrected",
+          user_config_file());
+    }
+  }
+  if (const auto* v = config->if_contains("sandbox_network")) {
+    if (v->is_bool()) {
+      policy.network = v->as_bool();
+    } else {
+      problem = fmt::format("{}: \"sandbox_network\" is true or false; commands have no network until it is corrected",
+                            user_config_file());
+    }
+  }
+  return policy;
+}
+
+std::string describe_sandbox(const SandboxPolicy& policy) {
+  if (policy.mode == SandboxMode::kOff) return "off: commands run unconfined, network included";
+  if (!sandbox_support().available) return "unavailable (" + sandbox_support().reason + "): every command is asked";
+  return fmt::format("{}, {}", sandbox_mode_name(policy.mode), policy.network ? "network on" : "no network");
 }
 
 }  // namespace oppx::chat

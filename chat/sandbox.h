@@ -29,6 +29,13 @@ struct SandboxPolicy {
   std::string workspace;  // writable in workspace-write (absolute)
 };
 
+// The policy config.json sets ("sandbox": a mode's name, "sandbox_network": true or false) for a
+// session in `cwd` (its workspace: the repository root, else `cwd`); `problem` gets why a setting was not taken (the
+// default, workspace-write without network, stands then).
+SandboxPolicy sandbox_policy_from_config(const std::string& cwd, std::string& problem);
+// "workspace-write, no network" and the like, for the welcome box and /sandbox.
+std::string describe_sandbox(const SandboxPolicy& policy);
+
 // Whether bubblewrap can run here, found out once by running it (it needs a user namespace unless
 // oppx runs as root). When it cannot, `reason` says why in words and what to do.
 struct SandboxSupport {

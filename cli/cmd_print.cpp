@@ -2,6 +2,7 @@
 // to stdout as the model writes it (or one JSON object with --json); notices go to stderr. Print
 // mode cannot ask: what it would ask is declined, and the exit status says so.
 #include "chat/agent.h"
+#include "chat/sandbox.h"
 #include "chat/conversations.h"
 #include "cli/agent_setup.h"
 #include "chat/browser.h"
@@ -165,7 +166,11 @@ int print_turn(Context& ctx) {
     return kExitNoDaemon;
   }
   PrintFront front(as_json);
-  chat::Agent agent(model, daemon, front, chat::AgentOptions{plan ? "plan" : "print"});
+  chat::AgentOptions options{plan ? "plan" : "print"};
+  std::string sandbox_problem;
+  options.sandbox = chat::sandbox_policy_from_config(cwd, sandbox_problem);
+  if (!sandbox_problem.empty()) fmt::print(stderr, "oppx: {}\n", escape_controls(sandbox_problem));
+  chat::Agent agent(model, daemon, front, options);
   chat::Conversation conversation{{}, cwd, {}};
   if (cont) {
     auto last = chat::last_conversation(cwd);
