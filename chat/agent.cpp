@@ -5,6 +5,8 @@
 
 #include "chat/arguments.h"
 #include "chat/builtins.h"
+#include "chat/workspace.h"
+#include "common/shell_words.h"
 #include "common/text.h"
 
 #include <boost/json.hpp>
@@ -276,8 +278,8 @@ ModelResult<Completion> Agent::ask_model(json::object body, bool stream_reply, T
   return r;
 }
 
-void Agent::record(ActionRecord rec, const std::string& model_text, TurnResult& out) {
-  messages_.push_back({"user", model_text, rec.status == "ran" || rec.status == "failed", false});
+void Agent::record(ActionRecord rec, const std::string& model_text, TurnResult& out, std::string exposed) {
+  messages_.push_back({"user", model_text, rec.status == "ran" || rec.status == "failed", false, std::move(exposed)});
   front_.action_done(rec);
   out.actions.push_back(std::move(rec));
 }
@@ -337,20 +339,47 @@ std::optional<json::object> Agent::write_arguments(const ToolInfo& tool, TurnRes
   return std::nullopt;
 }
 
+std::string Agent::exposure() const {
+  std::vector<std::string> what;
+  for (const auto& m : messages_) {
+    if (!m.exposed.empty() && std::find(what.begin(), what.end(), m.exposed) == what.end()) what.push_back(m.exposed);
+  }
+  std::string s;
+  for (std::size_t i = 0; i < what.size(); ++i) s += (i ? ", " : "") + what[i];
+  return s;
+}
+
+void Agent::guard_exposure(DaemonTools::Verdict& v) const {
+  if (v.decision == "deny") return;
+  std::string what = exposure();
+  if (what.empty()) return;
+  v.decision = "ask";
+  v.rule.clear();
+  v.exposed = true;
+  v.why = fmt::format("the conversation holds what was read from {}, and this call could send it out", what);
+}
+
 bool Agent::permitted(const Question& q, const DaemonTools::Verdict& v, const std::string& tool_rule,
                       const std::string& connector_rule, ActionRecord& rec) {
   if (v.decision == "allow") return true;
   rec.status = "declined";
   if (v.decision == "deny") {
-    rec.text = fmt::format("not run: {} (`oppx permissions remove {}` lifts it)", v.why, v.rule);
+    rec.text = fmt::format("not run: {} (`oppx permissions remove {}` lifts it)", v.why, shell_quote(v.rule));
     return false;
   }
   if (!front_.can_ask()) {
     rec.could_not_ask = true;
-    rec.text = fmt::format(
-        "not run: it needs your permission ({}) and print mode cannot ask; allow it with `oppx permissions allow "
-        "{}`, or do it in the chat",
-        v.why, tool_rule);
+    if (v.exposed) {
+      rec.text = fmt::format("not run: {}; print mode cannot ask, so nothing left; do it in the chat", v.why);
+    } else if (!tool_rule.empty()) {
+      rec.text = fmt::format(
+          "not run: it needs your permission ({}) and print mode cannot ask; allow it with `oppx permissions allow "
+          "{}`, or do it in the chat",
+          v.why, shell_quote(tool_rule));
+    } else {
+      rec.text =
+          fmt::format("not run: it needs your permission ({}) and print mode cannot ask; do it in the chat", v.why);
+    }
     return false;
   }
   Answer a = front_.ask(q);
@@ -415,7 +444,8 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
     rec.text = why;
     return record(rec, fmt::format("{} was not run: {}.", name, rec.text), out);
   }
-  Question q{name, "", *args, tool.read_only, v.why, stateful};
+  guard_exposure(v);
+  Question q{name, "", *args, tool.read_only && !v.exposed, v.why, stateful, v.exposed};
   if (!permitted(q, v, name, c_rule(tool), rec)) {
     return record(rec, fmt::format("{} was not run: {}. Do not make this call again in this turn.", name, rec.text),
                   out);
@@ -455,7 +485,9 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
   }
   rec.status = "ran";
   rec.text = r.text;
-  record(rec, fmt::format("Result of {} with the arguments {} ({}):\n{}", name, shown_args, kUntrusted, r.text), out);
+  std::string exposed = looks_sensitive("", r.text) ? "the result of " + name + " (it looks secret)" : "";
+  record(rec, fmt::format("Result of {} with the arguments {} ({}):\n{}", name, shown_args, kUntrusted, r.text), out,
+         std::move(exposed));
 }
 
 std::string Agent::repeated(const ToolInfo& tool, const std::string& key) const {
@@ -520,11 +552,45 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
     if (std::string v = str(action, k); !v.empty()) rec.arguments[k] = v;
   }
   std::string key = call_key(name, rec.arguments);
+  bool outside_allowed = false;
+  std::optional<Workspace> ws;
+  if (name == "read" || name == "grep") {
+    ws.emplace(Workspace::of(daemon_.cwd()));
+    if (std::string path = str(action, "path"); !path.empty()) {
+      PathCheck c = ws->check(path);
+      if (c.place == Place::kDenied) {
+        rec.status = "declined";
+        rec.text = "not read: " + c.why;
+        return record(rec, fmt::format("{} was not done: {}. Do not try it again, by any path.", name, c.why), out);
+      }
+      if (c.place == Place::kOutside) {
+        // Asked each time (a yes is for this path, now); print mode declines.
+        DaemonTools::Verdict v{"ask", c.why, ""};
+        Question q{name, "", rec.arguments, true, c.why, true};
+        if (!permitted(q, v, "", "", rec)) {
+          return record(rec, fmt::format("{} was not done: {}. Do not try it again in this turn.", name, rec.text),
+                        out);
+        }
+        outside_allowed = true;
+      }
+    }
+  }
   if (name == "run") {
     std::string command = str(action, "command");
     DaemonTools::Verdict v = daemon_.judge_command(command);
-    Question q{"run", command, rec.arguments, false, v.why};
-    if (!command.empty() && !permitted(q, v, "run:" + command, "", rec)) {
+    const SandboxPolicy& policy = options_.sandbox;
+    bool contained = policy.mode == SandboxMode::kOff || sandbox_support().available;
+    if (v.decision == "allow" && !contained) {
+      v.decision = "ask";
+      v.why = "commands cannot be sandboxed here (" + sandbox_support().reason + "), so each one is asked";
+    }
+    // A command with the network can send out what the conversation holds.
+    if (policy.network || !commands_sandboxed()) guard_exposure(v);
+    Question q{"run", command, rec.arguments, false, v.why, false, v.exposed};
+    // The hint names a rule only for a plain command (no other can be allowed by one), quoted
+    // for the shell it is pasted into.
+    std::string rule = parse_shell(command).plain() ? "run:" + command : "";
+    if (!command.empty() && !permitted(q, v, rule, "", rec)) {
       return record(rec, fmt::format("The command was not run: {}. Do not run it again in this turn.", rec.text), out);
     }
   }
@@ -537,9 +603,9 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
   front_.action_started(name, rec.arguments);
   BuiltinResult r;
   if (name == "read") {
-    r = read_action(Workspace::of(daemon_.cwd()), str(action, "path"), options_.result_cap);
+    r = read_action(*ws, str(action, "path"), options_.result_cap, outside_allowed);
   } else if (name == "grep") {
-    r = grep_action(Workspace::of(daemon_.cwd()), str(action, "pattern"), str(action, "path"), options_.result_cap);
+    r = grep_action(*ws, str(action, "pattern"), str(action, "path"), options_.result_cap, outside_allowed);
   } else {
     r = run_action(daemon_.cwd(), str(action, "command"), kRunLimit, options_.result_cap, options_.sandbox,
                    &run_control_);
@@ -547,10 +613,18 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
   rec.status = r.ok ? "ran" : "failed";
   rec.text = r.text;
   std::string what = json::serialize(rec.arguments);
+  std::string exposed;
+  std::string source = r.resolved.empty() ? str(action, "path") : r.resolved;
+  if (source.empty()) source = name == "run" ? "the output of a command" : "the workspace";
+  if (r.ok && r.outside) {
+    exposed = source + " (outside the workspace)";
+  } else if (r.ok && (r.sensitive || looks_sensitive("", r.text))) {
+    exposed = source + " (it looks secret)";
+  }
   record(rec,
          fmt::format("{} {} {} ({}):\n{}", r.ok ? "Result of" : "Failed:", name, what,
                      name == "run" ? "its output" : kUntrusted, r.text),
-         out);
+         out, std::move(exposed));
 }
 
 void Agent::cancel() {
@@ -669,6 +743,7 @@ json::array Agent::conversation() const {
     json::object o{{"role", m.role}, {"content", m.content}};
     if (m.result) o["result"] = true;
     if (m.shortened) o["shortened"] = true;
+    if (!m.exposed.empty()) o["exposed"] = m.exposed;
     a.push_back(std::move(o));
   }
   return a;
@@ -685,7 +760,7 @@ void Agent::restore(const json::array& messages) {
       const json::value* b = o.if_contains(k);
       return b && b->is_bool() && b->as_bool();
     };
-    messages_.push_back({role, str(o, "content"), flag("result"), flag("shortened")});
+    messages_.push_back({role, str(o, "content"), flag("result"), flag("shortened"), str(o, "exposed")});
   }
 }
 

@@ -38,6 +38,8 @@ struct Question {
   // The browser's tools: allowed for the session only, browser_evaluate asked every time; an
   // "always" answer counts as a yes and no rule is saved.
   bool once_only = false;
+  // Asked because the conversation holds something read that must not leave (`why` names it).
+  bool exposed = false;
 };
 
 // One action of a turn, as `--json` lists it.
@@ -132,7 +134,16 @@ class Agent {
     std::string role, content;
     bool result = false;  // a tool's or built-in's result: shortened first when space runs out
     bool shortened = false;
+    // What this message holds that must not leave unasked: "<path> (outside the workspace)",
+    // "<path> (looks secret)"; "" for none. Kept with the conversation (`-c`).
+    std::string exposed = {};
   };
+  // What the conversation the model sees holds that must not leave unasked (exposed messages), in
+  // words; "" when nothing. Once such a message is dropped to fit the context, it no longer counts.
+  std::string exposure() const;
+  // A call that could send data out (any connector tool, the browser, `run` with network) while
+  // the conversation holds something exposed: the verdict becomes ask, saying what was read.
+  void guard_exposure(DaemonTools::Verdict& v) const;
   std::vector<const ToolInfo*> offered() const;
   void rebuild_prompt(bool say_uncached);
   boost::json::object action_schema() const;
@@ -147,7 +158,8 @@ class Agent {
   std::optional<boost::json::object> write_arguments(const ToolInfo& tool, TurnResult& out, std::string& problem);
   bool permitted(const Question& q, const DaemonTools::Verdict& v, const std::string& tool_rule,
                  const std::string& connector_rule, ActionRecord& rec);
-  void record(ActionRecord rec, const std::string& model_text, TurnResult& out);
+  // `exposed`: what the result holds that must not leave unasked (Message::exposed).
+  void record(ActionRecord rec, const std::string& model_text, TurnResult& out, std::string exposed = {});
   void connector_down(const ToolInfo& tool, const DaemonTools::CallResult& r, TurnResult& out);
 
   ModelClient& model_;

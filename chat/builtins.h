@@ -4,9 +4,9 @@
 // Blocking, with time limits.
 #pragma once
 
-#include "chat/sandbox.h"
-
 #include "chat/workspace.h"
+
+#include "chat/sandbox.h"
 
 #include <chrono>
 #include <string>
@@ -18,8 +18,8 @@ struct BuiltinResult {
   std::string text;  // the output, or the error in words
   // read and grep: what was read looks secret (looks_sensitive: a key, a .env, a token).
   bool sensitive = false;
-  std::string resolved;  // read and grep: the real path asked for (links followed)
-  bool outside = false;  // read and grep: that path is outside the workspace (read only when allowed)
+  std::string resolved;    // read and grep: the real path asked for (links followed)
+  bool outside = false;    // read and grep: that path is outside the workspace (read only when allowed)
   bool sandboxed = false;  // run: it ran confined by the sandbox policy (chat/sandbox.h)
 };
 

@@ -43,6 +43,7 @@ class DaemonTools {
   struct Verdict {
     std::string decision = "ask";  // allow | ask | deny
     std::string why, rule;
+    bool exposed = false;  // asked because the conversation holds something read that must not leave
   };
   Verdict judge_tool(const ToolInfo& tool);
   Verdict judge_command(const std::string& command);

@@ -4,6 +4,7 @@
 // chat stays; questions from the loop are asked here. Slash commands that the CLI already has
 // run it (the same output); the tool list is read again after them.
 #include "chat/agent.h"
+#include "chat/sandbox.h"
 #include "chat/conversations.h"
 #include "cli/agent_setup.h"
 #include "chat/browser.h"
@@ -51,9 +52,9 @@ using Clock = std::chrono::steady_clock;
 
 const std::vector<std::string>& slash_commands() {
   static const std::vector<std::string> c{
-      "/mcp",     "/mcp tools",     "/mcp add",      "/mcp remove", "/mcp reconnect", "/mcp auth", "/status",
-      "/context", "/permissions",   "/plan",         "/ask",        "/clear",         "/help",     "/exit",
-      "/browser", "/browser start", "/browser stop", "/browser on", "/browser off"};
+      "/mcp",     "/mcp tools",   "/mcp add",       "/mcp remove",   "/mcp reconnect", "/mcp auth",   "/status",
+      "/context", "/permissions", "/sandbox",       "/plan",         "/ask",           "/clear",      "/help",
+      "/exit",    "/browser",     "/browser start", "/browser stop", "/browser on",    "/browser off"};
   return c;
 }
 
@@ -66,6 +67,7 @@ constexpr std::string_view kHelp =
     "  /mcp reconnect [name]     start one, or all, again\n"
     "  /mcp auth <name>          start one again with 3 minutes to log in\n"
     "  /status                   the model server, the daemon and this session\n"
+    "  /sandbox [MODE|network X] how commands run: read-only, workspace-write or off; network on|off\n"
     "  /context                  what the context holds, in tokens, and what is free\n"
     "  /permissions [remove R]   this project's rules (and remove one)\n"
     "  /plan, /ask               read-only turns (again to leave)\n"
@@ -316,12 +318,42 @@ struct Chat {
     }
   }
 
+  // /sandbox: the mode and the network; /sandbox network on|off for this session; /sandbox MODE
+  // (read-only, workspace-write, off; off asks first).
+  void sandbox_command(const std::vector<std::string>& w) {
+    chat::SandboxPolicy p = agent.sandbox();
+    if (w.size() == 3 && w[1] == "network" && (w[2] == "on" || w[2] == "off")) {
+      p.network = w[2] == "on";
+    } else if (w.size() == 2 && chat::sandbox_mode_from(w[1])) {
+      p.mode = *chat::sandbox_mode_from(w[1]);
+      if (p.mode == chat::SandboxMode::kOff && agent.sandbox().mode != chat::SandboxMode::kOff) {
+        fmt::print(
+            "  ? Run commands with no sandbox for this session (your files, keys and the network open to "
+            "them)?\n    [y] yes · [N] no\n");
+        std::string a = ask_line("  answer › ");
+        if (a != "y" && a != "Y" && a != "yes") {
+          fmt::print("The sandbox stays: {}.\n", chat::describe_sandbox(agent.sandbox()));
+          return;
+        }
+      }
+    } else if (w.size() != 1) {
+      fmt::print("usage: /sandbox [read-only|workspace-write|off] | /sandbox network on|off\n");
+      return;
+    }
+    agent.set_sandbox(p);
+    fmt::print(
+        "sandbox {} (for this session; config.json's \"sandbox\" and \"sandbox_network\" set the "
+        "default)\n",
+        chat::describe_sandbox(p));
+  }
+
   void welcome() {
     std::vector<std::string> lines;
     const auto& ctxinfo = agent.context();
     lines.push_back(fmt::format("oppx {} · {} at {}", OPPX_VERSION, model.config().model, model.config().server));
     lines.push_back(
         fmt::format("context {} · {}", ctxinfo.tokens ? fmt::format("{} tokens", *ctxinfo.tokens) : "unknown", cwd));
+    lines.push_back("sandbox " + chat::describe_sandbox(agent.sandbox()));
     std::map<std::string, int> counts;
     std::vector<std::string> order;
     for (const auto& t : agent.tools()) {
@@ -396,6 +428,12 @@ struct Chat {
       if (q.action == "run") {
         shown = shown_text(q.command, in_full, "      ");
         what = fmt::format("Run this command?\n      {}", shown.text);
+      } else if (q.action == "read" || q.action == "grep") {
+        // Outside the workspace: the path, whole, and why it is asked (once_only prints it).
+        std::string path;
+        if (const auto* p = q.arguments.if_contains("path"); p && p->is_string()) path = p->as_string();
+        shown = shown_text(path, in_full, "      ");
+        what = fmt::format("{} outside the workspace?\n      {}", q.action == "read" ? "Read" : "Search", shown.text);
       } else {
         what = fmt::format("Call {}{}?", escape_controls(q.action),
                            q.read_only ? " (it only reads)" : " (it may change something)");
@@ -411,7 +449,9 @@ struct Chat {
         std::string c = q.action == "run" ? ""
                                           : fmt::format(" [c] always, every {} tool ·",
                                                         escape_controls(q.action.substr(0, q.action.find('.'))));
-        fmt::print("\n  ? {}\n    [y] yes · [a] always{} ·{} [N] no · or type what to do instead\n", what,
+        // Asked because of what the conversation holds: said, naming what was read.
+        std::string why = q.exposed ? "\n    ! " + escape_controls(q.why) : "";
+        fmt::print("\n  ? {}{}\n    [y] yes · [a] always{} ·{} [N] no · or type what to do instead\n", what, why,
                    q.action == "run" ? ", this command" : ", this tool", c);
       }
       a = ask_line("  answer › ");
@@ -536,6 +576,8 @@ struct Chat {
       } else {
         fmt::print("Back to normal turns.\n");
       }
+    } else if (cmd == "/sandbox") {
+      sandbox_command(w);
     } else if (cmd == "/browser") {
       browser_command(w.size() > 1 ? w[1] : "");
     } else if (cmd == "/context") {
@@ -598,7 +640,19 @@ struct Chat {
 int chat_command(Context& ctx) {
   bool cont = take_flag(ctx.args, "-c") || take_flag(ctx.args, "--continue");
   bool resume = take_flag(ctx.args, "--resume");
+  bool forget = take_flag(ctx.args, "--forget");
   if (!ctx.args.empty()) return usage_error(*find_command("", "chat"), "unknown argument " + ctx.args[0]);
+  if (forget) {
+    std::string here;
+    if (char buf[PATH_MAX]; ::getcwd(buf, sizeof buf)) here = buf;
+    auto n = chat::forget_conversations(here);
+    if (!n) {
+      fmt::print(stderr, "oppx: {}\n", n.error());
+      return kExitFailed;
+    }
+    fmt::print("Forgot {} conversation{} of {}.\n", *n, *n == 1 ? "" : "s", escape_controls(here));
+    return kExitOk;
+  }
   if (::isatty(0) != 1) {
     // No terminal: one message from stdin, as `oppx -p`.
     Context print{ctx.socket, cont ? std::vector<std::string>{"-c"} : std::vector<std::string>{}, ctx.self};
@@ -627,7 +681,11 @@ int chat_command(Context& ctx) {
     return kExitNoDaemon;
   }
   ChatFront front;
-  chat::Agent agent(model, daemon, front, chat::AgentOptions{"chat"});
+  chat::AgentOptions options{"chat"};
+  std::string sandbox_problem;
+  options.sandbox = chat::sandbox_policy_from_config(cwd, sandbox_problem);
+  if (!sandbox_problem.empty()) fmt::print(stderr, "oppx: {}\n", escape_controls(sandbox_problem));
+  chat::Agent agent(model, daemon, front, options);
   std::string history = paths::state_dir() + "/history";
   std::filesystem::create_directories(paths::state_dir());
   LineEditor editor(history, [&agent](std::string_view before) {
@@ -708,13 +766,15 @@ int chat_command(Context& ctx) {
 }  // namespace
 
 std::vector<Command> chat_commands() {
-  return {{"", "chat", "[-c] [--resume]", "Open the chat (what `oppx` alone does in a terminal).",
+  return {{"", "chat", "[-c] [--resume] [--forget]", "Open the chat (what `oppx` alone does in a terminal).",
            "The terminal chat with the model server of config.json (or OPPX_SERVER): the agent picks\n"
            "actions (reply, read, grep, run, browser, any running connector's tool), asks before what needs\n"
            "permission (y, a always this tool, c always this connector, N, or text), and streams its\n"
            "reply. /help lists the slash commands.\n"
            "  -c         continue the last conversation of this folder\n"
            "  --resume   pick one of this folder's conversations\n"
+           "  --forget   remove this folder's saved conversations, and end\n"
+           "Conversations older than config.json's \"retention_days\" (30) are removed.\n"
            "Without a terminal on stdin, it reads one message and behaves as `oppx -p`.",
            chat_command}};
 }

@@ -3,6 +3,7 @@
 // whose tools are read-only or not, with an enum, optional arguments, none at all and a $ref.
 #include "chat/agent.h"
 #include "common/text.h"
+#include "tests/support/agent_fixture.h"
 #include "tests/support/model_steps.h"
 #include "tests/support/scripted_front.h"
 #include "tests/support/scripted_model.h"
@@ -34,41 +35,7 @@ json::array action_enum(const json::object& body) {
 }
 std::string all_text(const json::object& body) { return json::serialize(body.at("messages")); }
 
-struct AgentTurn : ::testing::Test {
-  TempHome home;
-  InRepository repo{home};
-  std::string calls = home.root() + "/calls.jsonl";
-  std::optional<ScriptedModel> model;
-
-  void SetUp() override {
-    home.write_mcp_config(
-        stdio_entry("agentc", "node", {std::string(OPPX_TEST_SUPPORT) + "/agent_connector.js", calls}));
-  }
-  void TearDown() override {
-    oppx({"daemon", "stop"});
-    ::unsetenv("OPPX_SERVER");
-  }
-  void serve(const std::vector<std::string>& steps, int context = 32768) {
-    std::string list;
-    for (const auto& s : steps) list += (list.empty() ? "" : ",") + s;
-    model.emplace(home.root(), R"({"models": [{"id": "m1", "max_model_len": )" + std::to_string(context) +
-                                   R"(}], "completions": [)" + list + "]}");
-    ASSERT_TRUE(model->started()) << model->err();
-    ::setenv("OPPX_SERVER", model->url().c_str(), 1);
-  }
-  Result print(std::vector<std::string> args) {
-    args.insert(args.begin(), "-p");
-    return oppx(args, 90s);
-  }
-  json::object print_json(std::vector<std::string> args, int expect_exit) {
-    args.push_back("--json");
-    Result r = print(args);
-    EXPECT_EQ(r.exit_code, expect_exit) << r.out << r.err;
-    boost::system::error_code ec;
-    json::value v = json::parse(r.out, ec);
-    EXPECT_FALSE(ec) << r.out << r.err;
-    return ec || !v.is_object() ? json::object{} : v.as_object();
-  }
+struct AgentTurn : AgentFixture {
   std::vector<json::object> tool_calls() const {
     std::vector<json::object> out;
     std::istringstream in(read_file(calls));
