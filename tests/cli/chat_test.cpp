@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -481,6 +482,44 @@ TEST_F(Chat, TabHistoryAndPastesDrawWhatTheyHoldEscaped) {
   EXPECT_EQ(t.title(), title);
   EXPECT_EQ(t.buffers().find("cHduZWQ"), std::string::npos) << t.buffers();
   EXPECT_EQ(t.buffers().find("pwned"), std::string::npos) << t.buffers();
+}
+
+// The processes whose command line holds `marker` (a shell running it, bwrap, the command itself).
+std::set<pid_t> processes_with(const std::string& marker) {
+  std::set<pid_t> found;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = read_file(e.path().string() + "/cmdline");
+    if (cmdline.find(marker) != std::string::npos) found.insert(static_cast<pid_t>(std::stoi(name)));
+  }
+  return found;
+}
+
+// Issue 25, finding 4: Ctrl-C during a `run` said "cancelling the turn…" while the command ran on
+// to its end. Now the command and everything it started are ended, and the prompt is back.
+TEST_F(Chat, CtrlCStopsARunningCommandAndLeavesNothingRunning) {
+  const std::string marker = "100.4711" + std::to_string(::getpid());
+  serve({action("run", R"("command":"touch started; sleep )" + marker + "\""), reply("After.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.wait_for("/help for commands")) << t.screen();
+  t.type("wait a while");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("answer ›")) << t.screen();
+  t.type("y");
+  t.keys({"Enter"});
+  std::set<pid_t> running;
+  ASSERT_TRUE(when_files_change(repo.root(), [&] {
+    running = processes_with("sleep " + marker);
+    return std::filesystem::exists(repo.root() + "/started") && !running.empty();
+  })) << t.screen();
+  t.keys({"C-c"});
+  ASSERT_TRUE(t.wait_for("(cancelled)", 1, 5s)) << t.screen();
+  EXPECT_TRUE(wait_for_exits(running, 5s)) << "still running: " << running.size() << " processes";
+  EXPECT_TRUE(processes_with("sleep " + marker).empty());
+  t.type("next");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("After.")) << t.screen();
 }
 
 }  // namespace
