@@ -185,6 +185,8 @@ BuiltinResult grep_action(const Workspace& ws, const std::string& pattern, const
       std::string file = line.substr(0, line.find(':'));
       std::string abs = fs::path(file[0] == '/' ? file : ws.cwd() + "/" + file).lexically_normal().string();
       if (!ws.denied_by(abs).empty()) continue;
+      struct stat fst {};  // a hard link to a file of a denied place
+      if (::stat(abs.c_str(), &fst) == 0 && fst.st_nlink > 1 && !ws.linked_to_denied(fst).empty()) continue;
       if (looks_sensitive(file, line)) r.sensitive = true;
       kept += line + "\n";
     }
@@ -231,7 +233,8 @@ BuiltinResult grep_action(const Workspace& ws, const std::string& pattern, const
       int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
       if (fd < 0) continue;
       struct stat fst {};
-      if (::fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && static_cast<std::uintmax_t>(fst.st_size) <= kMaxReadBytes)
+      if (::fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && static_cast<std::uintmax_t>(fst.st_size) <= kMaxReadBytes &&
+          (fst.st_nlink <= 1 || ws.linked_to_denied(fst).empty()))
         search_text(read_fd(fd, kMaxReadBytes), shown(file));
       ::close(fd);
     }

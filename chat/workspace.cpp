@@ -120,6 +120,7 @@ Workspace::Workspace(std::string cwd, std::vector<std::string> roots) : cwd_(nor
   std::vector<std::string> deny = secret_paths(paths::home());
   for (auto& p : oppx_private_paths()) deny.push_back(p);
   deny.push_back(paths::user_mcp_config());
+  deny.push_back("/proc");  // every process's environment, memory and open files
   for (const auto& d : deny) {
     if (d.empty() || d[0] != '/') continue;
     deny_.push_back(normal(d));
@@ -156,6 +157,30 @@ std::string Workspace::add_folder(const std::string& dir) {
   return {};
 }
 
+std::string Workspace::linked_to_denied(const struct stat& st) const {
+  // The denied places are small folders of credentials: a bounded walk of each finds the file.
+  constexpr int kMaxEntries = 5000;
+  int seen = 0;
+  for (const auto& d : deny_) {
+    if (d == "/proc") continue;
+    struct stat ds {};
+    if (::lstat(d.c_str(), &ds) != 0) continue;
+    if (S_ISREG(ds.st_mode)) {
+      if (ds.st_dev == st.st_dev && ds.st_ino == st.st_ino) return d;
+      continue;
+    }
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(d, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator() && ++seen < kMaxEntries; it.increment(ec)) {
+      struct stat fst {};
+      if (::lstat(it->path().c_str(), &fst) == 0 && S_ISREG(fst.st_mode) && fst.st_dev == st.st_dev &&
+          fst.st_ino == st.st_ino)
+        return it->path().string();
+    }
+  }
+  return {};
+}
+
 std::string Workspace::denied_by(const std::string& abs) const {
   for (const auto& d : deny_) {
     if (under(abs, d)) return d;
@@ -172,7 +197,7 @@ PathCheck Workspace::check(const std::string& path) const {
   if (d.empty()) d = denied_by(c.real);
   if (!d.empty()) {
     c.place = Place::kDenied;
-    c.why = fmt::format("{} is in {}, which the agent never reads (credentials and oppx's own files)",
+    c.why = fmt::format("{} is in {}, which the agent never reads (credentials, processes and oppx's own files)",
                         c.real == c.path ? c.path : c.path + " (it leads to " + c.real + ")", d);
     return c;
   }
@@ -260,6 +285,11 @@ Opened Workspace::open(const std::string& path, bool outside_allowed) const {
   }
   if (S_ISDIR(st.st_mode)) {
     o.directory = true;
+  } else if (S_ISREG(st.st_mode) && st.st_nlink > 1 && !linked_to_denied(st).empty()) {
+    // A hard link planted in the repository to a key: the same file under another name.
+    o.error = fmt::format("{} is another name (a hard link) of {}, which the agent never reads", c.path,
+                          linked_to_denied(st));
+    ::close(std::exchange(o.fd, -1));
   } else if (S_ISREG(st.st_mode)) {
     o.size = static_cast<std::uintmax_t>(st.st_size);
   } else {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <sys/stat.h>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +64,8 @@ class Workspace {
 
   // Whether an absolute path lies in a place never read; the place when so.
   std::string denied_by(const std::string& abs) const;
+  // A file of a place never read that is the same file as `st` (a hard link to it); "" when none.
+  std::string linked_to_denied(const struct stat& st) const;
 
  private:
   std::string cwd_;

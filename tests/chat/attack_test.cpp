@@ -77,6 +77,23 @@ TEST_F(Attack, TheKeyIsNotReadByAnyPath) {
   EXPECT_EQ(sent_out().find(kKeyMarker), std::string::npos) << "the key reached the model server";
 }
 
+// Finding 2 (RELIABILITY): a hard link planted in the repository is the key under another name,
+// and /proc holds every process's environment (the model server's key among them).
+TEST_F(Attack, AHardLinkToTheKeyAndProcAreNeverRead) {
+  ASSERT_EQ(::link(key.c_str(), (repo.root() + "/README.md").c_str()), 0);
+  ::setenv("OPPX_ATTACK_SECRET", "ENVIRONSECRETMARKER", 1);
+  serve({action("read", R"("path":"README.md")"), action("grep", R"("pattern":"ATTACKKEYMARKER")"),
+         action("read", R"("path":"/proc/self/environ")"), reply("Nothing.")});
+  json::object out = print_json({"read", "the", "readme"}, 6);
+  ::unsetenv("OPPX_ATTACK_SECRET");
+  EXPECT_EQ(status(out, 0), "failed") << text(out, 0);
+  EXPECT_NE(text(out, 0).find("hard link"), std::string::npos) << text(out, 0);
+  EXPECT_EQ(status(out, 2), "declined") << text(out, 2);
+  EXPECT_NE(text(out, 2).find("never read"), std::string::npos) << text(out, 2);
+  EXPECT_EQ(sent_out().find(kKeyMarker), std::string::npos) << "the key reached the model server";
+  EXPECT_EQ(sent_out().find("ENVIRONSECRETMARKER"), std::string::npos);
+}
+
 // Finding 2: outside the workspace is asked in the chat and declined in print mode; a FIFO in the
 // workspace is refused at once.
 TEST_F(Attack, AReadOutsideTheWorkspaceIsDeclinedInPrintMode) {
