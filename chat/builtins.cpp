@@ -263,17 +263,19 @@ BuiltinResult run_action(const std::string& cwd, const std::string& command, std
   std::size_t total = r.total;
   std::string text = cut_text(std::move(r.output), cap);
   if (total > cap + 1) text += fmt::format(" [it wrote {} bytes in all]", total);
+  // The note after the output, on a line of its own (the first line when there was none).
+  auto noted = [&text](const std::string& note) { return text.empty() ? note : text + "\n" + note; };
   using End = RunOutcome::End;
   if (r.end == End::kTimedOut) {
-    return done(false, text + fmt::format("\n[stopped: it ran longer than {:g} s; it and everything it started "
-                                          "were ended]",
-                                          std::chrono::duration<double>(limit).count()));
+    return done(false, noted(fmt::format("[stopped: it ran longer than {:g} s; it and everything it started "
+                                         "were ended]",
+                                         std::chrono::duration<double>(limit).count())));
   }
-  if (r.end == End::kCancelled) return done(false, text + "\n[stopped: cancelled by the user]");
+  if (r.end == End::kCancelled) return done(false, noted("[stopped: cancelled by the user]"));
   if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) return done(true, text.empty() ? "(no output)" : text);
   std::string how = WIFEXITED(r.status) ? fmt::format("exit status {}", WEXITSTATUS(r.status))
                                         : fmt::format("killed by signal {}", WTERMSIG(r.status));
-  return done(false, text + "\n[" + how + "]");
+  return done(false, noted("[" + how + "]"));
 }
 
 }  // namespace oppx::chat

@@ -515,6 +515,7 @@ TEST_F(Chat, CtrlCStopsARunningCommandAndLeavesNothingRunning) {
   })) << t.screen();
   t.keys({"C-c"});
   ASSERT_TRUE(t.wait_for("(cancelled)", 1, 5s)) << t.screen();
+  EXPECT_TRUE(t.wait_for("stopped: cancelled by the user", 1, 5s)) << "the run's line says why: " << t.screen();
   EXPECT_TRUE(wait_for_exits(running, 5s)) << "still running: " << running.size() << " processes";
   EXPECT_TRUE(processes_with("sleep " + marker).empty());
   t.type("next");
