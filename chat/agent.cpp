@@ -554,6 +554,7 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
   std::string key = call_key(name, rec.arguments);
   bool outside_allowed = false;
   std::optional<Workspace> ws;
+  SandboxPolicy policy;  // run's: the session's, with the project's sandbox:network rule
   if (name == "read" || name == "grep") {
     ws.emplace(Workspace::of(daemon_.cwd()));
     if (std::string path = str(action, "path"); !path.empty()) {
@@ -578,14 +579,16 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
   if (name == "run") {
     std::string command = str(action, "command");
     DaemonTools::Verdict v = daemon_.judge_command(command);
-    const SandboxPolicy& policy = options_.sandbox;
+    // The project's `sandbox:network` rule: allow gives commands the network, deny takes it.
+    policy = options_.sandbox;
+    if (auto net = daemon_.rule_says("sandbox:network")) policy.network = *net;
     bool contained = policy.mode == SandboxMode::kOff || sandbox_support().available;
     if (v.decision == "allow" && !contained) {
       v.decision = "ask";
       v.why = "commands cannot be sandboxed here (" + sandbox_support().reason + "), so each one is asked";
     }
     // A command with the network can send out what the conversation holds.
-    if (policy.network || !commands_sandboxed()) guard_exposure(v);
+    if (policy.network || policy.mode == SandboxMode::kOff || !sandbox_support().available) guard_exposure(v);
     Question q{"run", command, rec.arguments, false, v.why, false, v.exposed};
     // The hint names a rule only for a plain command (no other can be allowed by one), quoted
     // for the shell it is pasted into.
@@ -607,8 +610,7 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
   } else if (name == "grep") {
     r = grep_action(*ws, str(action, "pattern"), str(action, "path"), options_.result_cap, outside_allowed);
   } else {
-    r = run_action(daemon_.cwd(), str(action, "command"), kRunLimit, options_.result_cap, options_.sandbox,
-                   &run_control_);
+    r = run_action(daemon_.cwd(), str(action, "command"), kRunLimit, options_.result_cap, policy, &run_control_);
   }
   rec.status = r.ok ? "ran" : "failed";
   rec.text = r.text;

@@ -10,6 +10,8 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
+
 namespace oppx::chat {
 
 namespace json = boost::json;
@@ -102,6 +104,19 @@ DaemonTools::Verdict DaemonTools::judge_tool(const ToolInfo& tool) {
 DaemonTools::Verdict DaemonTools::judge_command(const std::string& command) {
   return verdict_of(
       client_.call("permissions/judge", json::value_from(proto::JudgeParams{"", "", command, cwd_}), kDaemonCall));
+}
+
+std::optional<bool> DaemonTools::rule_says(const std::string& rule) {
+  auto r = client_.call("permissions/list", json::value_from(proto::PermissionsListParams{cwd_}), kDaemonCall);
+  if (!r) return std::nullopt;
+  auto list = proto::decode<proto::PermissionsListResult>(*r);
+  if (!list) return std::nullopt;
+  auto has = [&rule](const std::vector<std::string>& rules) {
+    return std::find(rules.begin(), rules.end(), rule) != rules.end();
+  };
+  if (has(list->deny)) return false;
+  if (has(list->allow) || (list->session_allow && has(*list->session_allow))) return true;
+  return std::nullopt;
 }
 
 std::string DaemonTools::allow(const std::string& rule, bool session) {

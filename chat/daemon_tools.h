@@ -48,6 +48,9 @@ class DaemonTools {
   Verdict judge_tool(const ToolInfo& tool);
   Verdict judge_command(const std::string& command);
   std::string allow(const std::string& rule, bool session);  // "" or why not
+  // What this project's rules say of a rule that is not judged per call (`sandbox:network`): false
+  // when a deny rule names it, true when an allow does, nullopt when none (or the daemon failed).
+  std::optional<bool> rule_says(const std::string& rule);
   struct CallResult {
     bool ok = false;  // the tool answered (isError may still be true)
     bool is_error = false;

@@ -239,5 +239,28 @@ TEST_F(Attack, TheSandboxModeComesFromConfigJson) {
   EXPECT_EQ(::stat((repo.root() + "/inside").c_str(), &st), 0) << "workspace-write stands";
 }
 
+// "No silent way out" for commands: after a secret was read, a command that has the network (the
+// project's sandbox:network rule) is asked, so print mode declines it; without the network the same
+// command runs, and a deny of sandbox:network wins over config.json.
+TEST_F(Attack, AfterASecretReadOnlyACommandWithTheNetworkIsAsked) {
+  if (!chat::sandbox_support().available) GTEST_SKIP() << chat::sandbox_support().reason;
+  write(repo.root() + "/.env", fmt::format("API_TOKEN={}\n", kTokenMarker));
+  ASSERT_EQ(oppx({"permissions", "allow", "run:echo"}).exit_code, 0);
+  auto script = [&] {
+    serve({action("read", R"("path":".env")"), action("run", R"("command":"echo sent")"), reply("Done.")});
+  };
+  script();
+  EXPECT_EQ(status(print_json({"go"}, 0), 1), "ran") << "no network: nothing can leave";
+  ASSERT_EQ(oppx({"permissions", "allow", "sandbox:network"}).exit_code, 0);
+  script();
+  json::object out = print_json({"go"}, 6);
+  EXPECT_EQ(status(out, 1), "declined");
+  EXPECT_NE(text(out, 1).find(".env"), std::string::npos) << text(out, 1);
+  ASSERT_EQ(oppx({"permissions", "deny", "sandbox:network"}).exit_code, 0);
+  write(home.root() + "/config/oppx/config.json", R"({"sandbox_network": true})");
+  script();
+  EXPECT_EQ(status(print_json({"go"}, 0), 1), "ran") << "the deny rule takes the network away";
+}
+
 }  // namespace
 }  // namespace oppx::test
