@@ -152,6 +152,7 @@ bool Connectors::reread(Source& src, const std::string& path, bool is_user) {
   for (auto& w : src.warnings) log::warn("{}", w);
   for (auto& d : cfg->connectors) {
     d.project = !is_user;
+    if (!is_user) keep_cwd_in_repository(d, dirname_of(path));  // its folder stays in the repository
     if (!d.unsupported.empty())
       log::warn("connector {}: set aside: {}", escape_controls(d.name), escape_controls(d.unsupported));
   }

@@ -64,24 +64,6 @@ boost::system::result<std::string, std::string> file_sha256(const std::string& p
 
 namespace {
 
-// "/a/./b/../c" as "/a/c", without asking the file system (a symlink is not followed).
-std::string normal_path(std::string_view path) {
-  std::vector<std::string_view> parts;
-  for (std::size_t at = 0; at <= path.size();) {
-    std::size_t end = std::min(path.find('/', at), path.size());
-    std::string_view part = path.substr(at, end - at);
-    if (part == "..") {
-      if (!parts.empty()) parts.pop_back();
-    } else if (!part.empty() && part != ".") {
-      parts.push_back(part);
-    }
-    at = end + 1;
-  }
-  std::string out;
-  for (auto p : parts) out += "/" + std::string(p);
-  return out.empty() ? "/" : out;
-}
-
 // A file an interpreter runs: one marked executable, or named as a script or module is.
 bool runnable(const std::string& path, const struct stat& st) {
   if (st.st_mode & 0111) return true;

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <unordered_set>
@@ -321,6 +322,70 @@ std::string user_mcp_config_path(const EnvMap& env) {
   if (std::string x = get("XDG_CONFIG_HOME"); !x.empty()) return x + "/oppx/mcp.json";
   if (std::string h = get("HOME"); !h.empty()) return h + "/.config/oppx/mcp.json";
   return paths::config_dir() + "/mcp.json";
+}
+
+std::string normal_path(std::string_view path) {
+  std::vector<std::string_view> parts;
+  for (std::size_t at = 0; at <= path.size();) {
+    std::size_t end = std::min(path.find('/', at), path.size());
+    std::string_view part = path.substr(at, end - at);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    at = end + 1;
+  }
+  std::string out;
+  for (auto p : parts) out += "/" + std::string(p);
+  return out.empty() ? "/" : out;
+}
+
+namespace {
+
+// The real path (links followed, as chdir would) of an absolute path, else that of its nearest
+// existing parent with the rest added as written. Never made lexical first: "link/.." is the
+// folder above where the link points, not the folder the link is in.
+std::string real_path(const std::string& path) {
+  std::string existing = path, rest;
+  for (;;) {
+    if (char* real = ::realpath(existing.c_str(), nullptr)) {
+      std::string out(real);
+      std::free(real);
+      return rest.empty() ? out : normal_path(out + rest);
+    }
+    if (existing == "/" || existing.empty()) return normal_path(path);
+    rest = "/" + basename_of(existing) + rest;
+    existing = dirname_of(existing);
+  }
+}
+
+}  // namespace
+
+void keep_cwd_in_repository(ConnectorDef& def, const std::string& root) {
+  if (def.kind != ConnectorDef::Kind::kStdio || def.cwd.empty() || !def.unsupported.empty() || root.empty()) return;
+  std::string where = fmt::format("{}: mcpServers.{}.cwd", def.file.empty() ? root + "/.mcp.json" : def.file, def.name);
+  std::string fix = fmt::format(
+      "Remove \"cwd\" from it in {} or name a folder inside the repository; a program kept elsewhere belongs in your "
+      "own connectors (`oppx mcp add`), where you choose it.",
+      file_name_of(def));
+  if (def.cwd.find("${") != std::string::npos) {
+    def.unsupported = fmt::format(
+        "{}: a repository's connector cannot take its folder from a variable: where it would run, and so what, is "
+        "known only when it starts, and cannot be shown or checked before you approve it",
+        where);
+    def.fix = std::move(fix);
+    return;
+  }
+  std::string top = real_path(root);
+  std::string base = def.file.empty() ? root : dirname_of(def.file);
+  std::string folder = real_path(def.cwd[0] == '/' ? def.cwd : base + "/" + def.cwd);
+  if (folder == top || folder.starts_with(top == "/" ? top : top + "/")) return;
+  def.unsupported = fmt::format(
+      "{}: its folder is {}, outside the repository {}: what runs there is neither shown nor checked before you "
+      "approve it, so a repository's connector must run inside its repository",
+      where, escape_controls(folder), escape_controls(top));
+  def.fix = std::move(fix);
 }
 
 std::string file_name_of(const ConnectorDef& def) {

@@ -38,6 +38,15 @@ struct ConnectorDef {
   bool never_starts() const { return disabled || !unsupported.empty(); }
 };
 
+// "/a/./b/../c" as "/a/c", without asking the file system (a symlink is not followed).
+std::string normal_path(std::string_view path);
+
+// A repository's stdio connector whose "cwd" leaves its repository `root` (its folder's real path,
+// symlinks followed, relative to the file's folder, outside root's real path) or holds a ${VAR}
+// (known only at start) is set `unsupported`, with why and what to do: the program that runs there
+// would be neither shown nor hashed for consent. The user's own connectors are never passed here.
+void keep_cwd_in_repository(ConnectorDef& def, const std::string& root);
+
 // "mcp.json" or ".mcp.json": the file a definition came from, as a person names it in a step.
 std::string file_name_of(const ConnectorDef& def);
 

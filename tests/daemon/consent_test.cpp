@@ -525,6 +525,58 @@ TEST_F(Consent, AnApprovedConnectorWithAnUnsetOrMultilineVariableDoesNotStart) {
   EXPECT_FALSE(exists(repo + "/ran2"));
 }
 
+// A repository connector's "cwd" may not lead out of the repository (by "..", an absolute path,
+// a symlink committed in it, or a variable): what runs there could be neither shown nor hashed.
+// Set aside before consent, approving it runs nothing; a folder inside still waits as before, and
+// the user's own connectors may run wherever they say.
+TEST_F(Consent, AFolderOutsideTheRepositoryIsUnsupported) {
+  std::string outside = home.root() + "/outside";
+  ::mkdir(outside.c_str(), 0700);
+  ASSERT_EQ(::symlink(outside.c_str(), (repo + "/escape").c_str()), 0);
+  auto in = [](const std::string& cwd, const std::string& marker) {
+    json::object def = marking(marker);
+    def["cwd"] = cwd;
+    return def;
+  };
+  write_repo({{"up", in("..", repo + "/ran-up")},
+              {"absolute", in(outside, repo + "/ran-absolute")},
+              {"linked", in("escape", repo + "/ran-linked")},
+              {"linked-up", in("escape/../outside", repo + "/ran-linked-up")},
+              {"variable", in("${HOME}", repo + "/ran-variable")},
+              {"inside", in("src", "ran-inside")}});  // its marker is written in the folder it runs in
+  for (const char* name : {"up", "absolute", "linked", "linked-up", "variable"}) {
+    auto e = get(name);
+    EXPECT_EQ(e.at("state"), json::value("unsupported")) << name << ": " << json::serialize(e);
+    std::string reason = e.contains("reason") ? std::string(e.at("reason").as_string()) : "";
+    EXPECT_NE(reason.find(std::string("mcpServers.") + name + ".cwd: "), std::string::npos) << reason;
+    EXPECT_NE(reason.find(std::string(name) == "variable" ? "from a variable" : "outside the repository " + repo),
+              std::string::npos)
+        << reason;
+    EXPECT_NE(json::serialize(e).find("Remove \\\"cwd\\\""), std::string::npos) << json::serialize(e);
+    Result approve = oppx({"mcp", "approve", name});
+    EXPECT_EQ(state(name), "unsupported") << approve.out << approve.err;
+  }
+  EXPECT_NE(oppx({"mcp", "list"}).out.find("outside the repository"), std::string::npos);
+  EXPECT_EQ(state("inside"), "waiting");
+  Result approve = oppx({"mcp", "approve", "inside"});
+  EXPECT_EQ(approve.exit_code, 0) << approve.out << approve.err;
+  EXPECT_EQ(state("inside"), "running");
+  for (const char* marker : {"ran-up", "ran-absolute", "ran-linked", "ran-linked-up", "ran-variable"})
+    EXPECT_FALSE(exists(repo + "/" + marker)) << marker << ": a connector ran outside its repository";
+  EXPECT_TRUE(exists(repo + "/src/ran-inside"));
+
+  // The user's own connector runs in the folder it names, outside any repository.
+  std::string dir = home.root() + "/config/oppx";
+  ::mkdir((home.root() + "/config").c_str(), 0700);
+  ::mkdir(dir.c_str(), 0700);
+  json::object mine = marking("ran-mine");  // written in the folder it runs in
+  mine["cwd"] = outside;
+  write_file(dir + "/mcp.json", json::serialize(json::object{{"mcpServers", {{"mine", mine}}}}));
+  ::chmod((dir + "/mcp.json").c_str(), 0600);
+  EXPECT_NE(state("mine"), "unsupported");
+  EXPECT_TRUE(when_files_change(outside, [&] { return exists(outside + "/ran-mine"); }));
+}
+
 TEST_F(Consent, AFifoOrDeviceAsMcpJsonIsAnErrorNotAHang) {
   ASSERT_EQ(::mkfifo((repo + "/.mcp.json").c_str(), 0600), 0);
   auto l = list();
