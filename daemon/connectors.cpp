@@ -220,6 +220,12 @@ Connectors::Verdict Connectors::consent_of(const ConnectorDef& def, const std::s
 }
 
 std::string Connectors::held_because(const ConnectorDef& def, const std::string& root, bool fresh) const {
+  if (fresh) {
+    // A link in the repository retargeted since the file was read: its folder is checked again.
+    ConnectorDef now = def;
+    keep_cwd_in_repository(now, root);
+    if (!now.unsupported.empty()) return now.unsupported + ". " + now.fix;
+  }
   Verdict v = consent_of(def, root, fresh);
   return v.decision == Consent::kApproved ? "" : waiting_reason(def.name, root, v.decision, v.file_change);
 }

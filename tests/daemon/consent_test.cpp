@@ -577,6 +577,28 @@ TEST_F(Consent, AFolderOutsideTheRepositoryIsUnsupported) {
   EXPECT_TRUE(when_files_change(outside, [&] { return exists(outside + "/ran-mine"); }));
 }
 
+// A link the folder went through when it was approved, pointed elsewhere afterwards: the next
+// start checks the folder again and holds the connector.
+TEST_F(Consent, AFolderLinkRetargetedOutsideAfterApprovalHoldsTheNextStart) {
+  std::string outside = home.root() + "/outside";
+  ::mkdir(outside.c_str(), 0700);
+  ::mkdir((repo + "/src").c_str(), 0700);
+  ASSERT_EQ(::symlink((repo + "/src").c_str(), (repo + "/moving").c_str()), 0);
+  json::object def = marking("ran-moving");
+  def["cwd"] = "moving";
+  write_repo({{"moving", def}});
+  ASSERT_EQ(oppx({"mcp", "approve", "moving"}).exit_code, 0);
+  EXPECT_EQ(state("moving"), "running");
+  ASSERT_EQ(::unlink((repo + "/moving").c_str()), 0);
+  ASSERT_EQ(::symlink(outside.c_str(), (repo + "/moving").c_str()), 0);
+  Result r = oppx({"mcp", "reconnect", "moving"});
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(state("moving"), "running");
+  EXPECT_NE(json::serialize(get("moving")).find("outside the repository"), std::string::npos)
+      << json::serialize(get("moving"));
+  EXPECT_FALSE(exists(outside + "/ran-moving")) << "it ran outside its repository";
+}
+
 TEST_F(Consent, AFifoOrDeviceAsMcpJsonIsAnErrorNotAHang) {
   ASSERT_EQ(::mkfifo((repo + "/.mcp.json").c_str(), 0600), 0);
   auto l = list();
