@@ -36,8 +36,7 @@ void read_rules(FieldReader& r, PermissionsListResult& out) {
 }  // namespace
 
 std::optional<std::string> rule_problem(std::string_view rule) {
-  const std::string forms =
-      "rules are <connector>.<tool>, <connector>.*, run:<command prefix> or sandbox:network";
+  const std::string forms = "rules are <connector>.<tool>, <connector>.*, run:<command prefix> or sandbox:network";
   // The agent's commands may use the network in their sandbox (chat/sandbox.h).
   if (rule == "sandbox:network") return std::nullopt;
   if (rule.rfind("run:", 0) == 0) {
