@@ -116,6 +116,7 @@ void print_entry(const proto::ConnectorEntry& c) {
     // What the user is asked to approve, in full: environment and headers (values masked), the
     // variables it reads from the environment of the oppx command that starts it, and the files
     // of the repository it runs.
+    if (!c.cwd.empty()) fmt::print("    cwd: {}\n", escape_controls(c.cwd));
     if (std::string e = pairs(c.env, "="); !e.empty()) fmt::print("    env: {}\n", e);
     if (std::string h = pairs(c.headers, ": "); !h.empty()) fmt::print("    headers: {}\n", h);
     if (std::string r = reads(c); !r.empty()) fmt::print("    reads: {}\n", r);
@@ -133,6 +134,7 @@ void print_definition(const proto::ConnectorEntry& c, bool with_reason = true) {
     if (std::string h = pairs(c.headers, ": "); !h.empty()) fmt::print("  headers:  {}\n", h);
   } else {
     fmt::print("  command:  {}\n", what_runs(c));
+    if (!c.cwd.empty()) fmt::print("  cwd:      {}\n", escape_controls(c.cwd));
     if (std::string e = pairs(c.env, "="); !e.empty()) fmt::print("  env:      {}\n", e);
   }
   if (std::string r = reads(c); !r.empty())

@@ -531,6 +531,7 @@ proto::ConnectorEntry Connectors::entry(const ConnectorDef& d, const Connector* 
     for (auto& [k, v] : d.headers) e.headers[k] = value(v);
   } else {
     e.command = d.command;
+    e.cwd = d.cwd;
     e.args = as_written ? d.args : mask_args(d.args);
     for (auto& [k, v] : d.env) e.env[k] = value(v);
   }

@@ -50,6 +50,7 @@ Decoded<ConnectorEntry> decode(const json::value& v, std::type_identity<Connecto
   }
   c.cached = r.boolean("cached", false).value_or(false);
   c.command = r.string("command", false).value_or("");
+  c.cwd = r.string("cwd", false).value_or("");
   c.args = r.strings("args");
   c.env = r.string_map("env");
   c.url = r.string("url", false).value_or("");
@@ -86,6 +87,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const ConnectorEntry& v) 
     o["headers"] = object_of(v.headers);
   } else if (!v.command.empty()) {
     o["command"] = v.command;
+    if (!v.cwd.empty()) o["cwd"] = v.cwd;
     o["args"] = array_of(v.args);
     o["env"] = object_of(v.env);
   }

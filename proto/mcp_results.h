@@ -39,6 +39,7 @@ struct ConnectorEntry {
   std::optional<boost::json::array> tools;      // "tools" as the server's tool objects (mcp/tools, mcp/add)
   bool cached = false;                          // the tools are the list cached from its last run
   std::string command;                          // stdio
+  std::string cwd;                              // stdio: its "cwd" as written, when it has one
   std::vector<std::string> args;                // stdio, masked unless as_written
   StringMap env;                                // stdio, values masked unless as_written
   std::string url;                              // http

@@ -587,6 +587,10 @@ TEST_F(Consent, AFolderLinkRetargetedOutsideAfterApprovalHoldsTheNextStart) {
   json::object def = marking("ran-moving");
   def["cwd"] = "moving";
   write_repo({{"moving", def}});
+  // Review shows the folder it runs in.
+  EXPECT_NE(oppx({"mcp", "list"}).out.find("    cwd: moving\n"), std::string::npos) << oppx({"mcp", "list"}).out;
+  EXPECT_NE(oppx({"mcp", "get", "moving"}).out.find("  cwd:      moving\n"), std::string::npos);
+  EXPECT_EQ(get("moving").at("cwd"), json::value("moving"));
   ASSERT_EQ(oppx({"mcp", "approve", "moving"}).exit_code, 0);
   EXPECT_EQ(state("moving"), "running");
   ASSERT_EQ(::unlink((repo + "/moving").c_str()), 0);
