@@ -588,7 +588,7 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
       v.why = "commands cannot be sandboxed here (" + sandbox_support().reason + "), so each one is asked";
     }
     // A command with the network can send out what the conversation holds.
-    if (policy.network || policy.mode == SandboxMode::kOff || !sandbox_support().available) guard_exposure(v);
+    if (policy.network || !commands_sandboxed()) guard_exposure(v);
     Question q{"run", command, rec.arguments, false, v.why, false, v.exposed};
     // The hint names a rule only for a plain command (no other can be allowed by one), quoted
     // for the shell it is pasted into.

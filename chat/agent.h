@@ -117,7 +117,8 @@ class Agent {
   std::string start_browser(bool always = false);
   std::string stop_browser();
   // The sandbox of `run` (the chat's /sandbox). commands_sandboxed(): false when the mode is off or
-  // bubblewrap cannot run here (sandbox_support()): then every command should be asked.
+  // bubblewrap cannot run here (sandbox_support()): then a command may reach the network, so it is
+  // asked once the conversation holds something read (and, without bubblewrap, every command is).
   const SandboxPolicy& sandbox() const { return options_.sandbox; }
   void set_sandbox(SandboxPolicy policy) { options_.sandbox = std::move(policy); }
   bool commands_sandboxed() const { return options_.sandbox.mode != SandboxMode::kOff && sandbox_support().available; }
