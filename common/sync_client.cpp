@@ -54,6 +54,7 @@ SyncClient::SyncClient(SyncClient&& other) noexcept
       next_id_(other.next_id_),
       buffer_(std::move(other.buffer_)),
       on_notification_(std::move(other.on_notification_)),
+      on_request_(std::move(other.on_request_)),
       write_mutex_(std::move(other.write_mutex_)),
       in_flight_(other.in_flight_.load()) {
   other.fd_ = -1;
@@ -66,6 +67,7 @@ SyncClient& SyncClient::operator=(SyncClient&& other) noexcept {
     next_id_ = other.next_id_;
     buffer_ = std::move(other.buffer_);
     on_notification_ = std::move(other.on_notification_);
+    on_request_ = std::move(other.on_request_);
     write_mutex_ = std::move(other.write_mutex_);
     in_flight_ = other.in_flight_.load();
     other.fd_ = -1;
@@ -179,11 +181,28 @@ boost::system::result<json::value, RpcError> SyncClient::call(std::string_view m
       if (on_notification_) on_notification_(note->method, note->params);
       continue;
     }
+    if (auto* req = std::get_if<proto::Request>(&*msg)) {
+      answer(*req);
+      continue;
+    }
     if (auto* resp = std::get_if<proto::Response>(&*msg); resp && resp->id == id) {
       if (resp->ok) return std::move(resp->result);
       return std::move(resp->error);
     }
   }
+}
+
+void SyncClient::answer(const proto::Request& req) {
+  std::string line;
+  if (!on_request_) {
+    line = proto::serialize_error(req.id, RpcError::make(ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound,
+                                                         "this client does not answer " + req.method));
+  } else if (auto r = on_request_(req.method, req.params)) {
+    line = proto::serialize_result(req.id, *r);
+  } else {
+    line = proto::serialize_error(req.id, r.error());
+  }
+  write_raw(line + "\n");
 }
 
 bool SyncClient::cancel_in_flight() {

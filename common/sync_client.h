@@ -29,6 +29,8 @@ class SyncClient {
   using Clock = std::chrono::steady_clock;
 
   static boost::system::result<SyncClient, ConnectError> connect(const std::string& socket_path);
+  // A client over a connected socket it now owns (one end of a socketpair the daemon serves).
+  static SyncClient adopt(int fd) { return SyncClient(fd); }
 
   SyncClient(SyncClient&& other) noexcept;
   SyncClient& operator=(SyncClient&& other) noexcept;
@@ -44,6 +46,12 @@ class SyncClient {
     on_notification_ = std::move(fn);
   }
 
+  // Requests from the daemon (agent/ask) that arrive while a call waits: the handler's answer is
+  // written back at once. Without a handler they are answered "method not found".
+  using RequestHandler = std::function<boost::system::result<boost::json::value, proto::RpcError>(
+      const std::string& method, const boost::json::value& params)>;
+  void on_request(RequestHandler fn) { on_request_ = std::move(fn); }
+
   // From another thread, while call() waits: asks the daemon to cancel that request
   // ($/cancelRequest, docs/protocol.md), so that call() returns with its "cancelled" error while
   // the connection, and its session, stay. False when no call is waiting or the write failed.
@@ -57,10 +65,12 @@ class SyncClient {
  private:
   explicit SyncClient(int fd) : fd_(fd) {}
   bool write_locked(std::string_view bytes);  // with write_mutex_ held
+  void answer(const proto::Request& req);     // a request from the daemon, with on_request_
   int fd_ = -1;
   std::int64_t next_id_ = 1;
   std::string buffer_;
   std::function<void(const std::string&, const boost::json::value&)> on_notification_;
+  RequestHandler on_request_;
   std::unique_ptr<std::mutex> write_mutex_ = std::make_unique<std::mutex>();  // cancel_in_flight writes too
   std::atomic<std::int64_t> in_flight_{0};                                    // the id call() waits for; 0: none
 };
