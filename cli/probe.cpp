@@ -28,7 +28,6 @@ namespace {
 
 constexpr std::chrono::milliseconds kServerLimit{4000};
 constexpr std::size_t kMaxBody = 1u << 20;
-constexpr std::int64_t kSmallContext = 32 * 1024;
 
 // The server's base URL, without a trailing /v1 (an OpenAI base URL usually ends in it; the paths
 // below add it themselves). Refused with why when it is no http(s) URL.
@@ -65,17 +64,6 @@ std::optional<http::Response> ask(const std::string& base, std::string method, c
     return std::nullopt;
   }
   return std::move(*got);
-}
-
-// A count of tokens as every line of the probe prints it: exact below 10,000 ("1500"); from there
-// in thousands, "32k" for 32768 and for 32000 alike, as model cards name them.
-std::string token_count(std::int64_t n) {
-  if (n < 10'000) return fmt::format("{}", n);
-  return n % 1024 == 0 ? fmt::format("{}k", n / 1024) : fmt::format("{}k", (n + 500) / 1000);
-}
-
-double share_of(std::int64_t tokens, std::int64_t context) {
-  return 100.0 * static_cast<double>(tokens) / static_cast<double>(context);
 }
 
 }  // namespace
@@ -138,28 +126,6 @@ ProbeReport probe_cost(std::string_view connector, const std::string& list_text,
                                fmt::format("`oppx mcp remove {}` drops this one", connector));
   }
   return r;
-}
-
-std::vector<std::pair<std::string, std::string>> cost_warnings(std::int64_t tokens, std::int64_t context,
-                                                               std::string_view subject, std::string_view hint) {
-  std::vector<std::pair<std::string, std::string>> out;
-  double share = share_of(tokens, context);
-  std::string cost = fmt::format(
-      "{} about {} tokens of every request ({:.1f}%), and each tool result uses more. Keep only the connectors you "
-      "need ({}).",
-      subject, token_count(tokens), share, hint);
-  // Either or both: a small window, a heavy share of it.
-  if (context <= kSmallContext) {
-    out.push_back({"SMALL_CONTEXT", fmt::format("the server's model has a small context window ({} tokens). {}",
-                                                token_count(context), cost)});
-  }
-  if (share >= 10.0) {
-    out.push_back(
-        {"HEAVY_SHARE",
-         fmt::format("the tool list takes a tenth or more of the server's model's context window ({} tokens). {}",
-                     token_count(context), cost)});
-  }
-  return out;
 }
 
 namespace {

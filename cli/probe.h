@@ -34,12 +34,6 @@ struct ProbeReport {
 // Counts `list_text` and asks the server (when there is one) for its context.
 ProbeReport probe_cost(std::string_view connector, const std::string& list_text, const std::string& server);
 
-// SMALL_CONTEXT and HEAVY_SHARE (the kind, then the seed's wording) for a tool list of `tokens` in
-// a context window of `context`: `subject` opens the cost sentence ("This connector's tool list
-// takes"), `hint` says how to drop some ("`oppx mcp remove x` drops this one").
-std::vector<std::pair<std::string, std::string>> cost_warnings(std::int64_t tokens, std::int64_t context,
-                                                               std::string_view subject, std::string_view hint);
-
 // What `oppx mcp add` (and the demo) print from an mcp/add result: where it was saved, then the
 // probe (the tools, their cost and share), or why it did not start. Returns the exit status.
 int print_added(const boost::json::value& add_result);

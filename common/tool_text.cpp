@@ -51,4 +51,39 @@ std::string tool_list_text(std::string_view connector, const json::array& tools)
 
 std::int64_t estimate_tokens(std::string_view text) { return static_cast<std::int64_t>((text.size() + 3) / 4); }
 
+namespace {
+constexpr std::int64_t kSmallContext = 32 * 1024;
+}  // namespace
+
+std::string token_count(std::int64_t n) {
+  if (n < 10'000) return fmt::format("{}", n);
+  return n % 1024 == 0 ? fmt::format("{}k", n / 1024) : fmt::format("{}k", (n + 500) / 1000);
+}
+
+double share_of(std::int64_t tokens, std::int64_t context) {
+  return 100.0 * static_cast<double>(tokens) / static_cast<double>(context);
+}
+
+std::vector<std::pair<std::string, std::string>> cost_warnings(std::int64_t tokens, std::int64_t context,
+                                                               std::string_view subject, std::string_view hint) {
+  std::vector<std::pair<std::string, std::string>> out;
+  double share = share_of(tokens, context);
+  std::string cost = fmt::format(
+      "{} about {} tokens of every request ({:.1f}%), and each tool result uses more. Keep only the connectors you "
+      "need ({}).",
+      subject, token_count(tokens), share, hint);
+  // Either or both: a small window, a heavy share of it.
+  if (context <= kSmallContext) {
+    out.push_back({"SMALL_CONTEXT", fmt::format("the server's model has a small context window ({} tokens). {}",
+                                                token_count(context), cost)});
+  }
+  if (share >= 10.0) {
+    out.push_back(
+        {"HEAVY_SHARE",
+         fmt::format("the tool list takes a tenth or more of the server's model's context window ({} tokens). {}",
+                     token_count(context), cost)});
+  }
+  return out;
+}
+
 }  // namespace oppx
