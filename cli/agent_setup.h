@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace oppx::cli {
 
@@ -15,6 +16,7 @@ std::map<std::string, std::string> environment();
 void print_model_error(const chat::ModelError& e);
 // A repository's connectors waiting for consent (with the approve line), and those not running.
 void tell_not_offered(const chat::Agent& agent);
+void tell_not_offered(const std::vector<chat::ConnectorNote>& notes);
 // The SMALL_CONTEXT / HEAVY_SHARE warnings for the whole tool list; `only_heavy` at start (a
 // small window alone would repeat every session), both after a change of the list.
 void warn_cost(const chat::Agent& agent, bool only_heavy);

@@ -2,8 +2,6 @@
 // to stdout as the model writes it (or one JSON object with --json); notices go to stderr. Print
 // mode cannot ask: what it would ask is declined, and the exit status says so.
 #include "chat/agent.h"
-#include "chat/sandbox.h"
-#include "chat/conversations.h"
 #include "cli/agent_setup.h"
 #include "chat/browser.h"
 #include "cli/browser.h"
@@ -13,6 +11,7 @@
 #include "cli/probe.h"
 #include "common/text.h"
 #include "common/tool_text.h"
+#include "proto/agent_api.h"
 
 #include <boost/json.hpp>
 
@@ -69,8 +68,10 @@ std::string start_browser_if_on(chat::DaemonTools& daemon) {
   return daemon.browser_start();
 }
 
-void tell_not_offered(const chat::Agent& agent) {
-  for (const auto& c : agent.not_offered()) {
+void tell_not_offered(const chat::Agent& agent) { tell_not_offered(agent.not_offered()); }
+
+void tell_not_offered(const std::vector<chat::ConnectorNote>& notes) {
+  for (const auto& c : notes) {
     if (c.state == "waiting") {
       fmt::print(stderr, "oppx: {} (this repository's connector) waits for your consent and is not offered{}\n",
                  escape_controls(c.name),
@@ -98,23 +99,35 @@ void warn_cost(const chat::Agent& agent, bool only_heavy) {
 
 namespace {
 
-class PrintFront : public chat::FrontEnd {
+// A turn can take many model requests; the daemon streams events all along and ends it itself.
+constexpr std::chrono::hours kTurnLimit{4};
+constexpr std::chrono::milliseconds kOpenLimit{150'000};  // the model server's and the browser's start
+
+// What the daemon's agent says as the turn goes (agent/event): the reply streams to stdout (the
+// output filter, cli/output.h, escapes what it must), notices and declined actions go to stderr.
+class PrintEvents {
  public:
-  explicit PrintFront(bool as_json) : as_json_(as_json) {}
-  // The model's text, as it streams; the output filter (cli/output.h) escapes what it must.
-  void reply_text(std::string_view piece) override {
-    if (as_json_ || piece.empty()) return;
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-    ends_with_newline_ = piece.back() == '\n';
-    wrote_ = true;
+  explicit PrintEvents(bool as_json) : as_json_(as_json) {}
+  void on(const proto::AgentEvent& e) {
+    switch (e.kind) {
+      case proto::AgentEventKind::kText:
+        if (as_json_ || e.text.empty()) return;
+        std::fwrite(e.text.data(), 1, e.text.size(), stdout);
+        std::fflush(stdout);
+        ends_with_newline_ = e.text.back() == '\n';
+        wrote_ = true;
+        return;
+      case proto::AgentEventKind::kNotice:
+        fmt::print(stderr, "oppx: {}\n", e.text);
+        return;
+      case proto::AgentEventKind::kAction:
+        if (e.action && e.action->status == "declined")
+          fmt::print(stderr, "oppx: {} {}\n", escape_controls(e.action->name), escape_controls(e.action->text));
+        return;
+      case proto::AgentEventKind::kProgress:
+        return;
+    }
   }
-  void notice(std::string_view text) override { fmt::print(stderr, "oppx: {}\n", text); }
-  void action_done(const chat::ActionRecord& r) override {
-    if (r.status == "declined") fmt::print(stderr, "oppx: {} {}\n", escape_controls(r.name), escape_controls(r.text));
-  }
-  bool can_ask() const override { return false; }
-  chat::Answer ask(const chat::Question&) override { return {}; }
   void finish() const {
     if (wrote_ && !ends_with_newline_) std::fputc('\n', stdout);
   }
@@ -124,8 +137,21 @@ class PrintFront : public chat::FrontEnd {
   bool wrote_ = false, ends_with_newline_ = false;
 };
 
-json::value action_json(const chat::ActionRecord& a) {
-  return json::object{{"name", a.name}, {"arguments", a.arguments}, {"status", a.status}, {"text", a.text}};
+chat::ModelError model_error_of(const proto::AgentModelProblem& p) {
+  return {p.kind, p.message, p.steps, static_cast<unsigned>(p.http_status)};
+}
+
+// agent/open's or agent/turn's error: printed, with the exit status it gives.
+int open_failed(const proto::RpcError& e, bool as_json, json::object out) {
+  if (e.kind == proto::kind::kModel) {
+    if (auto p = proto::decode<proto::AgentModelProblem>(e.data)) return model_failed(model_error_of(*p), as_json, out);
+  }
+  if (e.kind == "no_conversation") {
+    fmt::print(stderr, "oppx: {}; start one without -c\n", escape_controls(e.message));
+    return kExitFailed;
+  }
+  fmt::print(stderr, "oppx: {}\n", escape_controls(e.message));
+  return kExitNoDaemon;
 }
 
 int print_turn(Context& ctx) {
@@ -150,66 +176,53 @@ int print_turn(Context& ctx) {
   if (char buf[PATH_MAX]; ::getcwd(buf, sizeof buf)) cwd = buf;
 
   json::object out{{"reply", ""}, {"actions", json::array{}}, {"connectors_down", json::array{}}};
-  auto cfg = chat::load_model_config(environment());
-  if (!cfg) return model_failed(cfg.error(), as_json, out);
-  chat::ModelClient model(*cfg);
-  if (auto m = model.resolve_model(); !m) return model_failed(m.error(), as_json, out);
-
   auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
   if (!conn) {
     fmt::print(stderr, "oppx: {}\n", conn.error().message);
     return conn.error().exit_code;
   }
-  chat::DaemonTools daemon(conn->client, cwd);
-  if (std::string why = daemon.open_session(plan ? "plan" : "print"); !why.empty()) {
-    fmt::print(stderr, "oppx: the daemon did not open a session: {}\n", escape_controls(why));
-    return kExitNoDaemon;
-  }
-  PrintFront front(as_json);
-  chat::AgentOptions options{plan ? "plan" : "print"};
-  std::string sandbox_problem;
-  options.sandbox = chat::sandbox_policy_from_config(cwd, sandbox_problem);
-  if (!sandbox_problem.empty()) fmt::print(stderr, "oppx: {}\n", escape_controls(sandbox_problem));
-  chat::Agent agent(model, daemon, front, options);
-  chat::Conversation conversation{{}, cwd, {}};
-  if (cont) {
-    auto last = chat::last_conversation(cwd);
-    if (!last) {
-      fmt::print(stderr, "oppx: {}; start one without -c\n", escape_controls(last.error()));
-      return kExitFailed;
-    }
-    conversation = std::move(*last);
-    agent.restore(conversation.messages);
-  }
-  if (std::string why = start_browser_if_on(daemon); !why.empty())
-    fmt::print(stderr, "oppx: the browser is on but did not start: {}\n", escape_controls(why));
-  if (std::string why = agent.start(); !why.empty()) {
-    fmt::print(stderr, "oppx: the daemon did not list the connectors: {}\n", escape_controls(why));
-    return kExitNoDaemon;
-  }
-  tell_not_offered(agent);
-  warn_cost(agent, true);
+  SyncClient& client = conn->client;
+  PrintEvents events(as_json);
+  client.on_notification([&events](const std::string& method, const json::value& params) {
+    if (method != proto::kAgentEvent) return;
+    if (auto e = proto::decode<proto::AgentEvent>(params)) events.on(*e);
+  });
 
-  chat::TurnResult turn = agent.turn(message);
-  front.finish();
-  conversation.messages = agent.conversation();
-  if (std::string why = chat::save_conversation(conversation); !why.empty())
-    fmt::print(stderr, "oppx: warning: the conversation was not saved ({}); `-c` will not find it\n",
-               escape_controls(why));
+  // The agent runs in the daemon (agent/open, agent/turn); print mode cannot ask.
+  proto::AgentOpenParams open{cwd, plan ? "plan" : "print", false, cont, std::nullopt};
+  auto opened = client.call(proto::kAgentOpen, json::value_from(open), kOpenLimit);
+  if (!opened) return open_failed(opened.error(), as_json, out);
+  auto info = proto::decode<proto::AgentOpenResult>(*opened);
+  if (!info) return unreadable_answer(info.error());
+  for (const auto& n : info->notices) fmt::print(stderr, "oppx: {}\n", escape_controls(n));
+  std::vector<chat::ConnectorNote> notes;
+  for (const auto& c : info->not_offered) notes.push_back({c.name, c.state, c.reason, c.approve, c.steps});
+  tell_not_offered(notes);
+  // At start only a heavy list is worth a word: a small window alone would repeat every run.
+  for (const auto& w : info->warnings)
+    if (w.kind == "HEAVY_SHARE") fmt::print(stderr, "oppx: warning: {}\n", w.message);
 
-  out["reply"] = turn.reply;
-  json::array actions, down;
-  for (const auto& a : turn.actions) actions.push_back(action_json(a));
-  for (const auto& c : turn.connectors_down) down.emplace_back(c);
+  auto turned =
+      client.call(proto::kAgentTurn, json::value_from(proto::AgentTurnParams{message, std::nullopt}), kTurnLimit);
+  events.finish();
+  if (!turned) return open_failed(turned.error(), as_json, out);
+  auto turn = proto::decode<proto::AgentTurnResult>(*turned);
+  if (!turn) return unreadable_answer(turn.error());
+
+  out["reply"] = turn->reply;
+  json::array actions;
+  for (const auto& a : turn->actions)
+    actions.push_back(
+        json::object{{"name", a.name}, {"arguments", a.arguments}, {"status", a.status}, {"text", a.text}});
   out["actions"] = std::move(actions);
-  out["connectors_down"] = std::move(down);
-  if (!turn.usage.empty()) out["usage"] = turn.usage;
+  out["connectors_down"] = json::value_from(turn->connectors_down);
+  if (!turn->usage.empty()) out["usage"] = turn->usage;
   out["duration_ms"] =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
-  if (turn.error) return model_failed(*turn.error, as_json, out);
+  if (turn->error) return model_failed(model_error_of(*turn->error), as_json, out);
   if (as_json) fmt::print("{}", json_line(out));
-  if (turn.declined()) return kExitDeclined;
-  if (turn.step_bound || !turn.connectors_down.empty()) return kExitShort;
+  if (turn->declined) return kExitDeclined;
+  if (turn->step_bound || !turn->connectors_down.empty()) return kExitShort;
   return kExitOk;
 }
 

@@ -5,6 +5,7 @@
 #include "common/budget.h"
 #include "common/log.h"
 #include "common/proc.h"
+#include "daemon/agent_service.h"
 #include "daemon/child_process.h"
 #include "daemon/browser.h"
 #include "daemon/connectors.h"
@@ -12,6 +13,7 @@
 #include "daemon/methods_config.h"
 #include "daemon/methods_permissions.h"
 #include "daemon/status_waits.h"
+#include "proto/agent_api.h"
 #include "proto/daemon_api.h"
 #include "proto/mcp_api.h"
 #include "proto/mcp_results.h"
@@ -294,6 +296,13 @@ void register_methods(Router& r, Server& s) {
   method("browser/status", browser_status);
   method("browser/start", browser_start);
   method("browser/stop", browser_stop);
+  // The agent (daemon/agent_service.h): its turns run on threads of their own.
+  r.add(std::string(proto::kAgentOpen),
+        [&s](const proto::AgentOpenParams& p, Reply reply, Client& c) { s.agents().open(p, std::move(reply), c); });
+  r.add(std::string(proto::kAgentTurn),
+        [&s](const proto::AgentTurnParams& p, Reply reply, Client& c) { s.agents().turn(p, std::move(reply), c); });
+  r.add(std::string(proto::kAgentCancel),
+        [&s](const proto::NoParams&, Reply reply, Client& c) { s.agents().cancel(std::move(reply), c); });
 }
 
 }  // namespace oppx::daemon

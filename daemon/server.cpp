@@ -7,6 +7,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "daemon/agent_service.h"
 #include "daemon/browser.h"
 #include "daemon/connectors.h"
 #include "daemon/permissions.h"
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <array>
 #include <csignal>
+#include <cstring>
 #include <map>
 #include <fcntl.h>
 #include <sys/inotify.h>
@@ -82,6 +84,7 @@ struct Server::Impl {
   BrowserSpare browser_spare;  // before the clients: their session browsers end first
   Connectors connectors;
   PermissionStore permissions;
+  AgentService agents{owner};  // after the connectors: its sessions end first
   unix_socket::acceptor acceptor;
   asio::signal_set signals;
   asio::posix::stream_descriptor watch;
@@ -144,7 +147,11 @@ struct Server::Impl {
     sock.non_blocking(true, ec);
     int fd = sock.release(ec);
     if (ec) return;
+    serve(fd, cred);
+  }
 
+  // One connected socket (accepted, or the daemon's own end of an agent's socketpair) as a client.
+  void serve(int fd, const ucred& cred) {
     auto client = std::make_shared<Client>();
     client->id = next_client++;
     client->pid = cred.pid;
@@ -165,6 +172,7 @@ struct Server::Impl {
     po.on_closed = [this, id](const TransportError& e) {
       if (e.kind != "eof" && e.kind != "closed") log::warn("client {} dropped: {} ({})", id, e.message, e.kind);
       log::debug("client {} disconnected", id);
+      agents.client_gone(id);
       // Erased later, not inside the peer's own callback.
       asio::post(io, [this, id] { clients.erase(id); });
     };
@@ -249,6 +257,7 @@ struct Server::Impl {
     retry_timer.cancel();
     if (socket_is_ours(options.socket_path, listener.socket)) ::unlink(options.socket_path.c_str());
     acceptor.close(ec);
+    agents.stop();
     for (auto& [id, peer] : clients) peer->close();
     connectors.stop_all();
     browser_spare.stop();
@@ -290,6 +299,19 @@ void Server::start() {
 }
 
 void Server::stop(const std::string& reason) { impl_->stop(reason); }
+
+int Server::connect_self() {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    log::warn("socketpair: {}", std::strerror(errno));
+    return -1;
+  }
+  ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+  ucred cred{::getpid(), ::geteuid(), ::getegid()};
+  impl_->serve(fds[0], cred);
+  return fds[1];
+}
+AgentService& Server::agents() { return impl_->agents; }
 Router& Server::router() { return impl_->router; }
 Connectors& Server::connectors() { return impl_->connectors; }
 PermissionStore& Server::permissions() { return impl_->permissions; }

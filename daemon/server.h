@@ -20,6 +20,7 @@ class io_context;
 namespace oppx::daemon {
 
 class PermissionStore;
+class AgentService;
 class BrowserSpare;
 
 class Connectors;
@@ -46,6 +47,10 @@ class Server {
   // Stops accepting, removes our socket (only ours), closes clients after their queued replies.
   void stop(const std::string& reason);
 
+  // A connection to this daemon from inside it (the agent's, daemon/agent_service.h): the server
+  // serves one end of a socketpair as a client of this uid; the other end is returned (or -1).
+  int connect_self();
+  AgentService& agents();
   Router& router();
   Connectors& connectors();
   PermissionStore& permissions();
