@@ -1,0 +1,218 @@
+// The agent as a service of oppxd (daemon/agent_service.h), driven the way an editor drives it:
+// one socket connection, agent/open, agent/turn with its agent/event notifications, agent/ask
+// answered (or not), agent/cancel and $/cancelRequest, a client that goes away mid-turn. The real
+// daemon, the real stdio connector of the agent's tests and the scripted model server.
+#include "proto/agent_api.h"
+#include "tests/support/agent_fixture.h"
+#include "tests/support/model_steps.h"
+#include "tests/support/waits.h"
+
+#include <boost/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <sstream>
+#include <thread>
+
+namespace oppx::test {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+// One editor-like client of the agent: its events and the questions it was asked.
+struct AgentClient {
+  SyncClient client;
+  std::vector<proto::AgentEvent> events;
+  std::vector<proto::AgentQuestion> questions;
+  proto::AgentAnswer answer;  // what it answers every question
+
+  explicit AgentClient(SyncClient c) : client(std::move(c)) {
+    client.on_notification([this](const std::string& method, const json::value& params) {
+      if (method != proto::kAgentEvent) return;
+      auto e = proto::decode<proto::AgentEvent>(params);
+      ASSERT_TRUE(e) << e.error();
+      events.push_back(*e);
+    });
+    client.on_request([this](const std::string& method,
+                             const json::value& params) -> boost::system::result<json::value, proto::RpcError> {
+      EXPECT_EQ(method, proto::kAgentAsk);
+      auto q = proto::decode<proto::AgentQuestion>(params);
+      EXPECT_TRUE(q) << q.error();
+      if (q) questions.push_back(*q);
+      return json::value_from(answer);
+    });
+  }
+  boost::system::result<json::value, proto::RpcError> open(const std::string& cwd, bool can_ask) {
+    proto::AgentOpenParams p{cwd, "chat", can_ask, false, false};
+    return client.call(proto::kAgentOpen, json::value_from(p), 60s);
+  }
+  boost::system::result<json::value, proto::RpcError> turn(const std::string& message) {
+    return client.call(proto::kAgentTurn, json::value_from(proto::AgentTurnParams{message, std::nullopt}), 90s);
+  }
+  std::string text() const {
+    std::string t;
+    for (const auto& e : events)
+      if (e.kind == proto::AgentEventKind::kText) t += e.text;
+    return t;
+  }
+};
+
+struct AgentService : AgentFixture {
+  std::vector<json::object> tool_calls() const {
+    std::vector<json::object> out;
+    std::istringstream in(read_file(calls));
+    for (std::string line; std::getline(in, line);) out.push_back(json::parse(line).as_object());
+    return out;
+  }
+  AgentClient client() {
+    auto c = hello_client(home);
+    EXPECT_TRUE(c);
+    return AgentClient(std::move(*c));
+  }
+};
+
+TEST_F(AgentService, ATurnStreamsItsReplyAndActionsAndAsksTheClientBeforeACall) {
+  serve({action("agentc.ping"), reply("Pong, it answered.")});
+  AgentClient a = client();
+  auto opened = a.open(repo.root(), true);
+  ASSERT_TRUE(opened) << opened.error().message;
+  auto info = proto::decode<proto::AgentOpenResult>(*opened);
+  ASSERT_TRUE(info) << info.error();
+  EXPECT_EQ(info->model, "m1");
+  EXPECT_EQ(info->context_tokens, 32768);
+  EXPECT_NE(json::serialize(json::value_from(info->tools)).find("agentc.ping"), std::string::npos);
+
+  a.answer = {proto::AgentAnswerKind::kYes, {}};
+  auto turned = a.turn("ping the service");
+  ASSERT_TRUE(turned) << turned.error().message;
+  auto t = proto::decode<proto::AgentTurnResult>(*turned);
+  ASSERT_TRUE(t) << t.error();
+  EXPECT_EQ(t->reply, "Pong, it answered.");
+  ASSERT_EQ(t->actions.size(), 1u);
+  EXPECT_EQ(t->actions[0].name, "agentc.ping");
+  EXPECT_EQ(t->actions[0].status, "ran");
+  // The daemon asked this client, and the connector got the call only after the yes.
+  ASSERT_EQ(a.questions.size(), 1u);
+  EXPECT_EQ(a.questions[0].action, "agentc.ping");
+  EXPECT_EQ(tool_calls().size(), 1u);
+  // The reply came as it was written, the action started then ran, all before the turn's answer.
+  EXPECT_EQ(a.text(), "Pong, it answered.");
+  std::vector<std::string> statuses;
+  for (const auto& e : a.events)
+    if (e.kind == proto::AgentEventKind::kAction) statuses.push_back(e.action->status);
+  EXPECT_EQ(statuses, (std::vector<std::string>{"started", "ran"}));
+}
+
+TEST_F(AgentService, ANoFromTheClientMeansTheConnectorNeverSeesTheCall) {
+  serve({action("agentc.ping"), reply("I did not ping it.")});
+  AgentClient a = client();
+  ASSERT_TRUE(a.open(repo.root(), true));
+  a.answer = {proto::AgentAnswerKind::kNo, {}};
+  auto t = proto::decode_reply<proto::AgentTurnResult>(a.turn("ping"));
+  ASSERT_TRUE(t) << t.error();
+  EXPECT_EQ(t->actions.at(0).status, "declined");
+  EXPECT_TRUE(t->declined);
+  EXPECT_EQ(a.questions.size(), 1u);
+  EXPECT_TRUE(tool_calls().empty());
+}
+
+TEST_F(AgentService, AClientThatCannotAskDeclinesWithoutAQuestion) {
+  serve({action("agentc.ping"), reply("Not run.")});
+  AgentClient a = client();
+  ASSERT_TRUE(a.open(repo.root(), false));
+  auto t = proto::decode_reply<proto::AgentTurnResult>(a.turn("ping"));
+  ASSERT_TRUE(t) << t.error();
+  EXPECT_EQ(t->actions.at(0).status, "declined");
+  EXPECT_TRUE(t->actions.at(0).could_not_ask);
+  EXPECT_TRUE(a.questions.empty());
+  EXPECT_TRUE(tool_calls().empty());
+}
+
+TEST_F(AgentService, ATurnBeforeOpenAndASecondTurnAtOnceAreRefusedSayingWhy) {
+  serve({R"({"hang": true})"});
+  AgentClient a = client();
+  auto early = a.turn("hi");
+  ASSERT_FALSE(early);
+  EXPECT_EQ(early.error().kind, proto::kind::kNoAgent);
+  EXPECT_NE(early.error().message.find("agent/open"), std::string::npos);
+  ASSERT_TRUE(a.open(repo.root(), true));
+  std::string line = proto::serialize_request(json::value("t1"), proto::kAgentTurn,
+                                              json::value_from(proto::AgentTurnParams{"hi", std::nullopt})) +
+                     "\n";
+  ASSERT_TRUE(a.client.write_raw(line));
+  ASSERT_TRUE(when_file_changes(
+      model->log(), [&] { return model->completions().size() == 1; }, 30s));
+  auto second = a.turn("and this");
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().kind, proto::kind::kAgentBusy);
+}
+
+TEST_F(AgentService, AModelServerThatIsNotConfiguredFailsTheOpenWithWhatToDo) {
+  AgentClient a = client();  // no OPPX_SERVER in this client's environment
+  auto opened = a.open(repo.root(), true);
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().kind, proto::kind::kModel);
+  auto p = proto::decode<proto::AgentModelProblem>(opened.error().data);
+  ASSERT_TRUE(p) << p.error();
+  EXPECT_EQ(p->kind, "config");
+  EXPECT_FALSE(p->steps.empty());
+}
+
+// agent/cancel, sent on the same connection while the turn waits for a model that never answers:
+// the turn ends as cancelled at once, and the next turn of the same agent works.
+TEST_F(AgentService, AgentCancelEndsATurnWaitingOnTheModelAndTheAgentGoesOn) {
+  serve({R"({"hang": true})", reply("Back again.")});
+  AgentClient a = client();
+  ASSERT_TRUE(a.open(repo.root(), true));
+  std::atomic<bool> sent{false};
+  std::thread canceller([&] {
+    // The model has the request when the scripted server has logged it.
+    if (!when_file_changes(
+            model->log(), [&] { return model->completions().size() == 1; }, 30s))
+      return;
+    std::string line = proto::serialize_request(json::value("c1"), proto::kAgentCancel, json::object{}) + "\n";
+    sent = a.client.write_raw(line);
+  });
+  auto t = proto::decode_reply<proto::AgentTurnResult>(a.turn("hello"));
+  canceller.join();
+  ASSERT_TRUE(sent);
+  ASSERT_TRUE(t) << t.error();
+  EXPECT_TRUE(t->cancelled);
+  auto next = proto::decode_reply<proto::AgentTurnResult>(a.turn("again"));
+  ASSERT_TRUE(next) << next.error();
+  EXPECT_EQ(next->reply, "Back again.");
+}
+
+// A client that goes away mid-turn cancels it: the agent's own connection to the daemon closes
+// (the daemon's count of clients comes back) and nothing is left running.
+TEST_F(AgentService, AClientGoneMidTurnEndsItsAgent) {
+  serve({R"({"hang": true})"});
+  auto observer = hello_client(home);
+  ASSERT_TRUE(observer);
+  auto clients = [&] {
+    auto s = observer->call("daemon/status", json::object{}, 5s);
+    return s ? s->at("clients").as_int64() : -1;
+  };
+  std::int64_t before = clients();
+  {
+    AgentClient a = client();
+    ASSERT_TRUE(a.open(repo.root(), true));
+    EXPECT_EQ(clients(), before + 2);  // the client and its agent's connection
+    std::string line = proto::serialize_request(json::value(7), proto::kAgentTurn,
+                                                json::value_from(proto::AgentTurnParams{"hi", std::nullopt})) +
+                       "\n";
+    ASSERT_TRUE(a.client.write_raw(line));
+    ASSERT_TRUE(when_file_changes(
+        model->log(), [&] { return model->completions().size() == 1; }, 30s));
+  }  // the connection closes here
+  // daemon/status waits for the count itself (`until`), looking again as each connection ends.
+  auto after =
+      observer->call("daemon/status", json::object{{"until", {{"clients", before}}}, {"timeout_ms", 20000}}, 25s);
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_TRUE(after->at("until_met").as_bool()) << after->at("clients") << " clients, " << before << " before";
+}
+
+}  // namespace
+}  // namespace oppx::test
