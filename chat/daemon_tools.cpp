@@ -19,7 +19,7 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::chrono::milliseconds kDaemonCall{10'000};
-constexpr std::chrono::milliseconds kListWait{120'000};     // connectors get 30 s each to start
+constexpr std::chrono::milliseconds kToolsLimit{30'000};    // a running connector's list, from the cache
 constexpr std::chrono::milliseconds kToolCall{125'000};     // the daemon's own limit is 120 s
 constexpr std::chrono::milliseconds kBrowserStart{60'000};  // the server's start, not Chromium's
 
@@ -63,7 +63,9 @@ std::string DaemonTools::open_session(const std::string& mode) {
 std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<ConnectorNote>& others) {
   tools.clear();
   others.clear();
-  auto r = client_.call("mcp/list", json::value_from(proto::McpListParams{true, cwd_}), kListWait);
+  // Never waits for a connector still starting (or reconnecting, or waiting for a login): the
+  // session starts with what runs, and one that comes up joins at the next listing.
+  auto r = client_.call("mcp/list", json::value_from(proto::McpListParams{false, cwd_}), kDaemonCall);
   if (!r) return r.error().message;
   auto listed = proto::decode<proto::McpListResult>(*r);
   if (!listed) return proto::unreadable_reply(listed.error());
@@ -73,7 +75,7 @@ std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<Connecto
       others.push_back(ConnectorNote{c.name, c.state, c.reason, c.approve, c.steps});
       continue;
     }
-    auto t = client_.call("mcp/tools", json::value_from(proto::McpToolsParams{c.name, cwd_}), kListWait);
+    auto t = client_.call("mcp/tools", json::value_from(proto::McpToolsParams{c.name, cwd_}), kToolsLimit);
     auto entry = proto::decode_reply<proto::ConnectorEntry>(t);
     if (!entry || !entry->tools) continue;  // it went away between the two requests
     for (const auto& tv : *entry->tools) {

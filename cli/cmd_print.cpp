@@ -79,6 +79,9 @@ void tell_not_offered(const std::vector<chat::ConnectorNote>& notes) {
     } else if (c.state == "failed" || c.state == "stopped") {
       fmt::print(stderr, "oppx: {} is {} and not offered: {}\n", escape_controls(c.name), c.state,
                  escape_controls(c.reason));
+    } else if (c.state == "starting") {
+      fmt::print(stderr, "oppx: {} is still starting and not offered yet; it joins once it runs\n",
+                 escape_controls(c.name));
     } else if (c.state == "unsupported") {
       fmt::print(stderr, "oppx: {} cannot be used: {}\n", escape_controls(c.name), escape_controls(c.reason));
     }

@@ -319,6 +319,10 @@ void AgentSession::turn(proto::AgentTurnParams params, std::shared_ptr<Reply> re
   }
   if (!agent_) return finish(reply, failed(proto::kind::kNoAgent, "the agent did not open; send agent/open again"));
   if (params.mode && *params.mode != agent_->mode()) agent_->set_mode(*params.mode);
+  // A connector that was starting (or down) when the agent listed them joins once it runs.
+  if (!agent_->not_offered().empty()) {
+    if (std::string why = agent_->refresh(); !why.empty()) notice("the connectors could not be listed again: " + why);
+  }
   chat::TurnResult t = agent_->turn(params.message);
   conversation_.messages = agent_->conversation();
   if (std::string why = chat::save_conversation(conversation_); !why.empty())

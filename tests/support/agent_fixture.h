@@ -39,6 +39,15 @@ struct AgentFixture : ::testing::Test {
                                    R"(}], "completions": [)" + list + "]}");
     ASSERT_TRUE(model->started()) << model->err();
     ::setenv("OPPX_SERVER", model->url().c_str(), 1);
+    connectors_settled();
+  }
+  // A turn starts with the connectors that run and never waits for one still starting: the
+  // tests wait for theirs first (mcp/list with wait), as a user's daemon has them warm.
+  void connectors_settled() {
+    auto c = hello_client(home);
+    ASSERT_TRUE(c);
+    auto r = c->call("mcp/list", boost::json::object{{"wait", true}, {"cwd", repo.root()}}, 60s);
+    ASSERT_TRUE(r) << r.error().message;
   }
   Result print(std::vector<std::string> args) {
     args.insert(args.begin(), "-p");
