@@ -3,6 +3,7 @@
 // answered (or not), agent/cancel and $/cancelRequest, a client that goes away mid-turn. The real
 // daemon, the real stdio connector of the agent's tests and the scripted model server.
 #include "proto/agent_api.h"
+#include "proto/mcp_results.h"
 #include "tests/support/agent_fixture.h"
 #include "tests/support/model_steps.h"
 #include "tests/support/waits.h"
@@ -212,6 +213,33 @@ TEST_F(AgentService, AClientGoneMidTurnEndsItsAgent) {
       observer->call("daemon/status", json::object{{"until", {{"clients", before}}}, {"timeout_ms", 20000}}, 25s);
   ASSERT_TRUE(after) << after.error().message;
   EXPECT_TRUE(after->at("until_met").as_bool()) << after->at("clients") << " clients, " << before << " before";
+}
+
+// A connector that never finishes its start holds neither the listing nor the turn: `oppx -p`
+// answers with the connectors that run, says which one is still starting, and the chat's next
+// turn would take it up. (Without this the turn waited the start's 30 s, past this test's limit.)
+TEST_F(AgentService, AConnectorStillStartingHoldsNoTurn) {
+  home.write_mcp_config(stdio_entry("agentc", "node", {std::string(OPPX_TEST_SUPPORT) + "/agent_connector.js", calls}) +
+                        "," + stdio_entry("hung", FAKE_MCP_SERVER, {"no_init"}));
+  serve({reply("Hello.")}, 32768, false);
+  auto c = hello_client(home);
+  ASSERT_TRUE(c);
+  auto running = [&](const std::string& name, const std::string& state) {
+    auto r = proto::decode_reply<proto::McpListResult>(c->call("mcp/list", json::object{{"cwd", repo.root()}}, 5s));
+    if (!r) return false;
+    for (const auto& e : r->connectors)
+      if (e.name == name) return e.state == state;
+    return false;
+  };
+  ASSERT_TRUE(when_connectors_change(
+      home.socket(), [&] { return running("agentc", "running"); }, 20s));
+  ASSERT_TRUE(running("hung", "starting"));
+  Result r = oppx({"-p", "hi"}, 15s);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "Hello.\n");
+  EXPECT_NE(r.err.find("hung is still starting"), std::string::npos) << r.err;
+  EXPECT_NE(model->completions().at(0).at("messages").at(0).at("content").as_string().find("agentc.ping"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -32,14 +32,15 @@ struct AgentFixture : ::testing::Test {
     ::unsetenv("OPPX_SERVER");
   }
   // The model server answers with `steps`, in order (model_steps.h).
-  void serve(const std::vector<std::string>& steps, int context = 32768) {
+  // With `settle`, once the daemon's connectors are up (connectors_settled).
+  void serve(const std::vector<std::string>& steps, int context = 32768, bool settle = true) {
     std::string list;
     for (const auto& s : steps) list += (list.empty() ? "" : ",") + s;
     model.emplace(home.root(), R"({"models": [{"id": "m1", "max_model_len": )" + std::to_string(context) +
                                    R"(}], "completions": [)" + list + "]}");
     ASSERT_TRUE(model->started()) << model->err();
     ::setenv("OPPX_SERVER", model->url().c_str(), 1);
-    connectors_settled();
+    if (settle) connectors_settled();
   }
   // A turn starts with the connectors that run and never waits for one still starting: the
   // tests wait for theirs first (mcp/list with wait), as a user's daemon has them warm.
