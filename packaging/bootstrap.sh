@@ -52,7 +52,8 @@ esac
 # 1. Debian packages: ask dpkg first, so that nothing calls apt when all are there.
 apt_packages=(g++ cmake ninja-build pkg-config libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libfmt-dev libssl-dev libgtest-dev util-linux procps ca-certificates openssl tmux chromium
-  bubblewrap)  # bubblewrap: the sandbox of the agent's commands (chat/sandbox.cpp)
+  bubblewrap python3)  # bubblewrap: the sandbox of the agent's commands (chat/sandbox.cpp); python3: the
+                       # example client of docs/examples/, which the tests run
 # The fuzz targets (fuzz/) need clang and its libFuzzer; only that preset pays for them.
 if [ "$preset" = fuzz ]; then
   apt_packages+=(clang-14 libfuzzer-14-dev)

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <csignal>
 #include <sstream>
 #include <thread>
 
@@ -240,6 +241,34 @@ TEST_F(AgentService, AConnectorStillStartingHoldsNoTurn) {
   EXPECT_NE(r.err.find("hung is still starting"), std::string::npos) << r.err;
   EXPECT_NE(model->completions().at(0).at("messages").at(0).at("content").as_string().find("agentc.ping"),
             std::string::npos);
+}
+
+// The example client of docs/examples/, written in Python from docs/protocol.md alone: the proof
+// that an editor can run a turn, answer a question and cancel one without oppx's own code.
+std::string example_client() { return std::string(OPPX_TEST_SUPPORT) + "/../../docs/examples/oppx_agent.py"; }
+
+TEST_F(AgentService, ThePythonExampleClientRunsATurnAndAnswersTheQuestion) {
+  serve({action("agentc.ping"), reply("Pong from the service.")});
+  ASSERT_TRUE(hello_client(home));  // the daemon runs
+  Result r = run({"python3", example_client(), "--cwd", repo.root(), "--answer", "yes", "ping", "it"}, 60s);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "Pong from the service.\n");
+  EXPECT_NE(r.err.find("[oppx asks] agentc.ping"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[ran] agentc.ping"), std::string::npos) << r.err;
+  EXPECT_EQ(tool_calls().size(), 1u);
+}
+
+TEST_F(AgentService, ThePythonExampleClientCancelsItsTurnOnCtrlC) {
+  serve({R"({"hang": true})"});
+  ASSERT_TRUE(hello_client(home));
+  Process p({"python3", example_client(), "--cwd", repo.root(), "hello"});
+  ASSERT_TRUE(p.wait_for_stderr("tools]", 60s)) << p.err();
+  ASSERT_TRUE(when_file_changes(
+      model->log(), [&] { return model->completions().size() == 1; }, 30s));
+  ::kill(p.pid(), SIGINT);
+  Result r = p.wait(30s);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("[cancelled]"), std::string::npos) << r.err;
 }
 
 }  // namespace
