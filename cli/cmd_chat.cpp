@@ -92,13 +92,22 @@ class ChatFront : public chat::FrontEnd {
     std::lock_guard l(print_);
     if (!in_reply_) std::fputs("\n", stdout);
     in_reply_ = true;
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    ends_newline_ = !piece.empty() && piece.back() == '\n';
+    if (!to_terminal_) {  // stdout is a file: the text as it came (the filter escapes it)
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      ends_newline_ = !piece.empty() && piece.back() == '\n';
+      return;
+    }
+    // Whole lines only, so that each is wrapped at the terminal's width, never mid-word.
+    held_ += piece;
+    for (std::size_t nl; (nl = held_.find('\n')) != std::string::npos;) {
+      print_wrapped(std::string_view(held_).substr(0, nl), "");
+      held_.erase(0, nl + 1);
+    }
   }
   void notice(std::string_view text) override {
     std::lock_guard l(print_);
     end_line();
-    fmt::print("  ! {}\n", text);
+    print_wrapped(fmt::format("  ! {}", text), "    ");
   }
   void action_started(const std::string& name, const json::object& arguments) override {
     std::lock_guard l(print_);
@@ -115,8 +124,9 @@ class ChatFront : public chat::FrontEnd {
     end_line();
     acting_ = false;
     double s = std::chrono::duration<double>(Clock::now() - started_).count();
-    fmt::print("    {} ({:.1f} s): {}\n", r.status, r.status == "ran" || r.status == "failed" ? s : 0.0,
-               first_line(r.text, 200));
+    print_wrapped(fmt::format("    {} ({:.1f} s): {}", r.status, r.status == "ran" || r.status == "failed" ? s : 0.0,
+                              first_line(r.text, 200)),
+                  "      ");
   }
   void progress(double p, std::optional<double> total, const std::string& message) override {
     std::lock_guard l(print_);
@@ -170,10 +180,21 @@ class ChatFront : public chat::FrontEnd {
   }
 
  private:
+  // `text` (several lines; from the model or a server) escaped, then broken at the terminal's
+  // width; lines after the first of each start with `hang`.
+  void print_wrapped(std::string_view text, std::string_view hang) {
+    std::string shown;
+    for (char c : escape_controls(valid_utf8(std::string(text)), true))
+      shown += c == '\t' ? std::string(4, ' ') : std::string(1, c);
+    fmt::print("{}\n", to_terminal_ ? wrap_text(shown, terminal_columns(), hang) : shown);
+  }
   void end_line() {
-    if (in_reply_ && !ends_newline_) std::fputs("\n", stdout);
+    if (!held_.empty()) print_wrapped(std::exchange(held_, {}), "");
+    if (in_reply_ && !to_terminal_ && !ends_newline_) std::fputs("\n", stdout);
     in_reply_ = false;
   }
+  const bool to_terminal_ = ::isatty(STDOUT_FILENO) == 1;
+  std::string held_;  // the reply's line not ended yet
   std::mutex print_, ask_;
   std::condition_variable cv_;
   bool in_reply_ = false, ends_newline_ = true;

@@ -3,6 +3,8 @@
 // Unbuffered: each print arrives whole, so a UTF-8 sequence is never split between two writes.
 // shown_text: the text cut into pieces (a character as it is drawn, or a run of blanks as its
 // marker), each knowing how many characters it stands for, so that a fold can count what it hides.
+// wrap_line: the line cut into words (with the SGR sequences in them) and the blanks between them,
+// then filled greedily; the style open at a break is known by the SGR sequences since the last reset.
 #include "cli/output.h"
 
 #include "common/text.h"
@@ -12,9 +14,11 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <vector>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 namespace oppx::cli {
@@ -165,6 +169,41 @@ Shown fold(std::string_view s, bool in_full, std::string_view indent, std::size_
   return r;
 }
 
+// The code point at s[i] (its sequence `n` bytes long); U+FFFD for a byte that is not UTF-8.
+char32_t code_point(std::string_view s, std::size_t i, std::size_t n) {
+  auto c = static_cast<unsigned char>(s[i]);
+  if (n == 1) return c < 0x80 ? c : 0xFFFD;
+  char32_t cp = c & (0xFF >> (n + 1));
+  for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  return cp;
+}
+
+// Unicode's East Asian Wide and Fullwidth blocks and the emoji, as terminals draw them (wcwidth's
+// table, in short); combining marks and variation selectors take no column of their own.
+std::size_t columns_of(char32_t c) {
+  auto in = [c](char32_t lo, char32_t hi) { return c >= lo && c <= hi; };
+  if (in(0x0300, 0x036F) || in(0x1AB0, 0x1AFF) || in(0x1DC0, 0x1DFF) || in(0x20D0, 0x20FF) || in(0xFE00, 0xFE0F) ||
+      in(0xFE20, 0xFE2F) || c == 0x200D)
+    return 0;
+  if (in(0x1100, 0x115F) || in(0x2E80, 0x303E) || in(0x3041, 0x33FF) || in(0x3400, 0x4DBF) || in(0x4E00, 0x9FFF) ||
+      in(0xA000, 0xA4CF) || in(0xAC00, 0xD7A3) || in(0xF900, 0xFAFF) || in(0xFE30, 0xFE4F) || in(0xFF00, 0xFF60) ||
+      in(0xFFE0, 0xFFE6) || in(0x1F300, 0x1F64F) || in(0x1F900, 0x1F9FF) || in(0x20000, 0x3FFFD))
+    return 2;
+  return 1;
+}
+
+// The length of the SGR or other CSI sequence at s[i] (ESC [ parameters, a final byte), 0 if none.
+std::size_t csi_length(std::string_view s, std::size_t i) {
+  if (s[i] != '\x1b' || i + 1 >= s.size() || s[i + 1] != '[') return 0;
+  for (std::size_t k = i + 2; k < s.size(); ++k) {
+    auto c = static_cast<unsigned char>(s[k]);
+    if (c >= 0x40 && c <= 0x7E) return k + 1 - i;
+  }
+  return 0;
+}
+
+bool is_reset(std::string_view sgr) { return sgr == "\x1b[0m" || sgr == "\x1b[m"; }
+
 }  // namespace
 
 Shown shown_text(std::string_view text, bool in_full, std::string_view indent) {
@@ -196,6 +235,124 @@ bool escape_terminal_output() {
   stdout = out;
   stderr = err;
   return true;
+}
+
+void write_styled(std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(STDOUT_FILENO, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+std::size_t terminal_columns() {
+  winsize ws{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 80;
+}
+
+std::size_t display_width(std::string_view text) {
+  std::size_t w = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    if (std::size_t csi = csi_length(text, i)) {
+      i += csi;
+      continue;
+    }
+    std::size_t n = sequence_length(text, i);
+    w += columns_of(code_point(text, i, n));
+    i += n;
+  }
+  return w;
+}
+
+std::vector<std::string> wrap_line(std::string_view line, std::size_t width, std::string_view indent) {
+  std::vector<std::string> out;
+  // Leading blanks are the line's own indentation, not a place to break.
+  std::size_t lead = line.find_first_not_of(' ');
+  if (lead == std::string_view::npos) return {std::string(line)};
+  std::string cur(line.substr(0, lead));
+  std::size_t cur_w = lead, start_w = lead;  // columns used; of them, the indent's
+  std::string open;                          // the SGR sequences since the last reset: the style here
+  auto line_break = [&] {
+    if (!open.empty()) cur += "\x1b[0m";
+    out.push_back(std::move(cur));
+    cur = std::string(indent) + open;
+    cur_w = start_w = display_width(indent);
+  };
+  auto append = [&](std::string_view piece, std::size_t w) {
+    cur += piece;
+    cur_w += w;
+    if (std::size_t csi = csi_length(piece, 0); csi && piece.back() == 'm') {
+      if (is_reset(piece)) {
+        open.clear();
+      } else {
+        open += piece;
+      }
+    }
+  };
+  for (std::size_t i = lead; i < line.size();) {
+    std::size_t blanks = 0;
+    while (i < line.size() && line[i] == ' ') ++blanks, ++i;
+    if (i >= line.size()) break;  // trailing blanks are dropped
+    // The word, up to the next blank: its characters (an SGR sequence as one, of no width).
+    std::vector<std::pair<std::string_view, std::size_t>> chars;
+    std::size_t word_w = 0;
+    while (i < line.size() && line[i] != ' ') {
+      std::size_t n = csi_length(line, i), w = 0;
+      if (n == 0) {
+        n = sequence_length(line, i);
+        w = columns_of(code_point(line, i, n));
+      }
+      chars.push_back({line.substr(i, n), w});
+      word_w += w;
+      i += n;
+    }
+    bool has_word = cur_w > start_w;
+    if (has_word && cur_w + blanks + word_w > width) {
+      line_break();
+      has_word = false;
+    }
+    if (has_word) append(std::string(blanks, ' '), blanks);
+    bool fits = cur_w + word_w <= width;
+    for (auto [c, w] : chars) {
+      // A word longer than a whole line: cut where the line is full, the only break in a word.
+      if (!fits && w > 0 && cur_w + w > width && cur_w > start_w) line_break();
+      append(c, w);
+    }
+  }
+  out.push_back(std::move(cur));
+  return out;
+}
+
+std::string wrap_text(std::string_view text, std::size_t width, std::string_view hang) {
+  std::string out;
+  bool first = true;
+  while (!text.empty()) {
+    std::size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    std::string indent(hang);
+    if (!first) {
+      // Under the line's own text: its leading blanks and a list marker ("1. ", "- ").
+      std::size_t lead = std::min(line.find_first_not_of(' '), line.size()), marker = lead;
+      while (marker < line.size() && std::isdigit(static_cast<unsigned char>(line[marker]))) ++marker;
+      if (marker > lead && line.substr(marker, 2) == ". ") {
+        marker += 2;
+      } else if (line.substr(lead, 2) == "- " || line.substr(lead, 2) == "* ") {
+        marker = lead + 2;
+      } else {
+        marker = lead;
+      }
+      indent.assign(marker, ' ');
+    }
+    std::vector<std::string> lines = wrap_line(line, width, indent);
+    for (std::size_t k = 0; k < lines.size(); ++k) out += (k ? "\n" : "") + lines[k];
+    first = false;
+    if (end == std::string_view::npos) break;
+    out += '\n';
+    text.remove_prefix(end + 1);
+  }
+  return out;
 }
 
 std::string json_line(const boost::json::value& v) { return json_escape_controls(proto::json_text(v)) + "\n"; }

@@ -2,15 +2,18 @@
 // that escapes control characters (common/text.h, newlines and tabs kept), so that a name from a
 // repository's .mcp.json, a server's text or a daemon's message cannot drive the terminal,
 // whichever line of which command prints it. --json output goes out through json_line(), which
-// keeps it valid JSON through the filter. Output that is oppx's own terminal control (a later
-// chat's colours) would need a way around it, on purpose.
+// keeps it valid JSON through the filter. oppx's own terminal control (the chat's styles, its
+// spinner) goes around it on purpose, through write_styled(), only ever around text escaped first.
+// Below: how wide a text is on the terminal and how lines are broken to fit it.
 #pragma once
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace oppx::cli {
 
@@ -35,5 +38,27 @@ Shown shown_text(std::string_view text, bool in_full, std::string_view indent = 
 // A tool's arguments, one per line ("<indent><name>: <value>", a string in quotes, anything else
 // as JSON), each as shown_text shows it.
 Shown shown_arguments(const boost::json::object& arguments, bool in_full, std::string_view indent);
+
+// Writes `bytes` to stdout as they are, past the filter: only for text oppx built itself, its own
+// SGR sequences and cursor moves around text that went through escape_controls first.
+void write_styled(std::string_view bytes);
+
+// The columns of the terminal on stdout (80 when it is not one or does not say), read each time:
+// a resize counts from the next reply.
+std::size_t terminal_columns();
+
+// Columns a text takes on the terminal: East Asian wide characters and emoji two, combining marks
+// none, SGR sequences (ESC [ … m, oppx's own: any other ESC was escaped) none.
+std::size_t display_width(std::string_view text);
+
+// One line (no newline) broken at spaces into lines of at most `width` columns, each after the
+// first starting with `indent` (counted in the width); the spaces at a break are dropped. Never
+// mid-word, but for a word longer than a line. An SGR style open at a break is closed at the end of
+// the line and opened again after the indent, so that an indent is never underlined.
+std::vector<std::string> wrap_line(std::string_view line, std::size_t width, std::string_view indent = "");
+
+// A text of several lines, each wrapped so: the first line's continuation starts with `hang`;
+// another line's under its own text (after its leading blanks and a list marker such as "1. ").
+std::string wrap_text(std::string_view text, std::size_t width, std::string_view hang = "");
 
 }  // namespace oppx::cli

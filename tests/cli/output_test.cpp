@@ -193,5 +193,38 @@ TEST(LineEditorDrawing, TheCursorStandsWhereTheEscapedTextPutsIt) {
   EXPECT_EQ(d.cursor_row, 1);
 }
 
+// Lines broken at the terminal's width (cli::wrap_line, wrap_text): at spaces, never inside a word
+// but for one longer than a line, the style carried over the break and the indent left plain.
+TEST(OutputWrap, LinesBreakAtSpacesNeverInsideAWord) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(cli::wrap_line("the quick brown fox jumps", 10), (V{"the quick", "brown fox", "jumps"}));
+  EXPECT_EQ(cli::wrap_line("the quick brown fox", 10, "  "), (V{"the quick", "  brown", "  fox"}));
+  EXPECT_EQ(cli::wrap_line("short", 10), (V{"short"}));
+  EXPECT_EQ(cli::wrap_line("", 10), (V{""}));
+  EXPECT_EQ(cli::wrap_line("    indented text here", 12), (V{"    indented", "text here"}))
+      << "the line's own indent is not a place to break";
+  EXPECT_EQ(cli::wrap_line("a  b   c", 80), (V{"a  b   c"})) << "blanks inside a line stay";
+  EXPECT_EQ(cli::wrap_line("ab cdefghijklmnop", 6), (V{"ab", "cdefgh", "ijklmn", "op"}))
+      << "only a word longer than a line is cut";
+  // Wide characters count two columns, combining marks none.
+  EXPECT_EQ(cli::wrap_line("日本語 日本語", 8), (V{"日本語", "日本語"}));
+  EXPECT_EQ(cli::display_width("e\u0301t\u00e9"), 3u);
+  EXPECT_EQ(cli::display_width("\x1b[1mbold\x1b[0m"), 4u);
+}
+
+TEST(OutputWrap, AStyleOpenAtABreakIsClosedAndOpenedAgainAfterTheIndent) {
+  std::vector<std::string> l = cli::wrap_line("x \x1b[1mone two\x1b[0m three", 7, "  ");
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_EQ(l[0], "x \x1b[1mone\x1b[0m");
+  EXPECT_EQ(l[1], "  \x1b[1mtwo\x1b[0m");
+  EXPECT_EQ(l[2], "  three");
+}
+
+TEST(OutputWrap, TextOfSeveralLinesHangsUnderEachLinesOwnText) {
+  EXPECT_EQ(cli::wrap_text("! agentc is down: it stopped\n    1. run this again", 20, "    "),
+            "! agentc is down: it\n    stopped\n    1. run this\n       again");
+  EXPECT_EQ(cli::wrap_text("one\ntwo\n", 20), "one\ntwo\n");
+}
+
 }  // namespace
 }  // namespace oppx::test
