@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/line_editor.h"
+#include "cli/markdown.h"
 #include "cli/output.h"
 #include "cli/probe.h"
 #include "common/paths.h"
@@ -27,6 +28,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -78,6 +80,11 @@ constexpr std::string_view kHelp =
     "Keys: Enter sends; Alt+Enter, Ctrl+J or `\\` then Enter start a new line; Tab completes;\n"
     "Ctrl-C cancels a turn or clears the input (twice within 3 s exits); Ctrl-D exits.\n";
 
+const char* getenv_or(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
 std::string first_line(std::string_view text, std::size_t cap) {
   std::string s(text.substr(0, text.find('\n')));
   if (s.size() > cap) s = s.substr(0, cap) + "…";
@@ -90,19 +97,18 @@ class ChatFront : public chat::FrontEnd {
  public:
   void reply_text(std::string_view piece) override {
     std::lock_guard l(print_);
-    if (!in_reply_) std::fputs("\n", stdout);
+    if (!in_reply_) {
+      std::fputs("\n", stdout);
+      // Markdown drawn at the width the terminal has now, a line at a time (markdown.h).
+      if (to_terminal_) markdown_.emplace(MarkdownStyle{terminal_columns(), colour_});
+    }
     in_reply_ = true;
     if (!to_terminal_) {  // stdout is a file: the text as it came (the filter escapes it)
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       ends_newline_ = !piece.empty() && piece.back() == '\n';
       return;
     }
-    // Whole lines only, so that each is wrapped at the terminal's width, never mid-word.
-    held_ += piece;
-    for (std::size_t nl; (nl = held_.find('\n')) != std::string::npos;) {
-      print_wrapped(std::string_view(held_).substr(0, nl), "");
-      held_.erase(0, nl + 1);
-    }
+    write_styled(markdown_->feed(piece));
   }
   void notice(std::string_view text) override {
     std::lock_guard l(print_);
@@ -189,12 +195,15 @@ class ChatFront : public chat::FrontEnd {
     fmt::print("{}\n", to_terminal_ ? wrap_text(shown, terminal_columns(), hang) : shown);
   }
   void end_line() {
-    if (!held_.empty()) print_wrapped(std::exchange(held_, {}), "");
+    if (in_reply_ && markdown_) write_styled(markdown_->finish());
+    markdown_.reset();
     if (in_reply_ && !to_terminal_ && !ends_newline_) std::fputs("\n", stdout);
     in_reply_ = false;
   }
-  const bool to_terminal_ = ::isatty(STDOUT_FILENO) == 1;
-  std::string held_;  // the reply's line not ended yet
+  // Styles only on a terminal that has them; colours unless NO_COLOR (no-color.org) is set.
+  const bool to_terminal_ = ::isatty(STDOUT_FILENO) == 1 && std::string_view(getenv_or("TERM")) != "dumb";
+  const bool colour_ = std::string_view(getenv_or("NO_COLOR")).empty();
+  std::optional<MarkdownRenderer> markdown_;  // the reply being drawn
   std::mutex print_, ask_;
   std::condition_variable cv_;
   bool in_reply_ = false, ends_newline_ = true;

@@ -571,5 +571,29 @@ TEST_F(Chat, AReplyIsWrappedAtTheTerminalsWidthBetweenWords) {
   for (int i = 1; i <= 60; ++i) EXPECT_NE(s.find(fmt::format("word{:03}", i)), std::string::npos) << i << "\n" << s;
 }
 
+// Issue 26: the model's markdown was printed raw. Now drawn for the terminal: a heading without its
+// marks, bullets, code indented as written, inline code and bold without their marks; and an
+// escape in the reply is shown, not obeyed.
+TEST_F(Chat, AReplysMarkdownIsDrawnForTheTerminalAndItsEscapesShown) {
+  serve(
+      {reply("# The plan\n\n1. Read `main.cpp` **first**\n2. Then:\n   - fix it\n\n```sh\nmake  -j  all\n```\n"
+             "Done \x1b]0;pwned\x07 now.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(t.started());
+  std::string title = t.title();
+  ASSERT_TRUE(ready(t)) << t.screen();
+  t.type("plan");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("now.")) << t.screen();
+  std::string s = t.screen();
+  EXPECT_NE(s.find("\nThe plan\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("\n  1. Read main.cpp first\n  2. Then:\n     ◦ fix it\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("\n    make  -j  all\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("Done \\x1b]0;pwned\\x07 now."), std::string::npos) << s;
+  for (std::string_view raw : {"#", "**", "`", "```"})
+    EXPECT_EQ(s.find(std::string(raw) + " "), std::string::npos) << s;
+  EXPECT_EQ(t.title(), title);
+}
+
 }  // namespace
 }  // namespace oppx::test
