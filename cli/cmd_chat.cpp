@@ -97,18 +97,21 @@ class ChatFront : public chat::FrontEnd {
  public:
   void reply_text(std::string_view piece) override {
     std::lock_guard l(print_);
-    if (!in_reply_) {
-      std::fputs("\n", stdout);
-      // Markdown drawn at the width the terminal has now, a line at a time (markdown.h).
-      if (to_terminal_) markdown_.emplace(MarkdownStyle{terminal_columns(), colour_});
-    }
-    in_reply_ = true;
     if (!to_terminal_) {  // stdout is a file: the text as it came (the filter escapes it)
+      if (!in_reply_) std::fputs("\n", stdout);
+      in_reply_ = true;
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       ends_newline_ = !piece.empty() && piece.back() == '\n';
       return;
     }
-    write_styled(markdown_->feed(piece));
+    // Markdown drawn at the width the terminal has now, a line at a time (markdown.h); the
+    // spinner stays until a line is whole.
+    if (!markdown_) markdown_.emplace(MarkdownStyle{terminal_columns(), colour_});
+    std::string drawn = markdown_->feed(piece);
+    if (drawn.empty()) return;
+    quiet();
+    write_styled((in_reply_ ? "" : "\n") + drawn);
+    in_reply_ = true;
   }
   void notice(std::string_view text) override {
     std::lock_guard l(print_);
@@ -118,6 +121,7 @@ class ChatFront : public chat::FrontEnd {
   void action_started(const std::string& name, const json::object& arguments) override {
     std::lock_guard l(print_);
     end_line();
+    waiting_from_.reset();
     started_ = Clock::now();
     acting_ = true;
     acting_name_ = name;
@@ -133,6 +137,7 @@ class ChatFront : public chat::FrontEnd {
     print_wrapped(fmt::format("    {} ({:.1f} s): {}", r.status, r.status == "ran" || r.status == "failed" ? s : 0.0,
                               first_line(r.text, 200)),
                   "      ");
+    wait_for_model();
   }
   void progress(double p, std::optional<double> total, const std::string& message) override {
     std::lock_guard l(print_);
@@ -150,15 +155,53 @@ class ChatFront : public chat::FrontEnd {
     end_line();
     fmt::print("    … {} still running ({} s; Ctrl-C cancels)\n", acting_name_, s);
   }
+  // The keyboard thread, every 50 ms: the spinner while the model thinks, drawn when nothing
+  // was printed for a moment (at once before the first output, after a second in a reply).
+  void tick() {
+    std::lock_guard l(print_);
+    if (!to_terminal_ || !waiting_from_) return;
+    auto now = Clock::now();
+    if (now - last_output_ < (output_seen_ ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(100))) return;
+    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(now - *waiting_from_);
+    write_styled(spinner_draw(thinking_line(elapsed, terminal_columns())));
+    spinner_shown_ = true;
+  }
+  // A turn starts: the model thinks.
+  void begin_turn() {
+    std::lock_guard l(print_);
+    wait_for_model();
+  }
+  // A line of the keyboard thread's own (Ctrl-C's), in place of the spinner.
+  void say(std::string_view text) {
+    std::lock_guard l(print_);
+    quiet();
+    waiting_from_.reset();
+    fmt::print("{}", text);
+  }
   bool can_ask() const override { return true; }
   std::string prepare_browser() override {
     {
       std::lock_guard l(print_);
       end_line();
+      waiting_from_.reset();
     }
-    return cli::prepare_browser();  // npm's progress, when it installs, goes to the terminal
+    std::string why = cli::prepare_browser();  // npm's progress, when it installs, goes to the terminal
+    std::lock_guard l(print_);
+    wait_for_model();
+    return why;
   }
   chat::Answer ask(const chat::Question& q) override {
+    {
+      std::lock_guard l(print_);
+      end_line();
+      waiting_from_.reset();
+    }
+    chat::Answer a = asked(q);
+    std::lock_guard l(print_);
+    wait_for_model();
+    return a;
+  }
+  chat::Answer asked(const chat::Question& q) {
     std::unique_lock l(ask_);
     question_ = q;
     asking_ = true;
@@ -183,6 +226,7 @@ class ChatFront : public chat::FrontEnd {
   void end_turn() {
     std::lock_guard l(print_);
     end_line();
+    waiting_from_.reset();
   }
 
  private:
@@ -194,8 +238,23 @@ class ChatFront : public chat::FrontEnd {
       shown += c == '\t' ? std::string(4, ' ') : std::string(1, c);
     fmt::print("{}\n", to_terminal_ ? wrap_text(shown, terminal_columns(), hang) : shown);
   }
+  // Before anything is printed: the spinner erased (its line is then empty, the cursor at its start).
+  void quiet() {
+    if (spinner_shown_) write_styled(spinner_erase());
+    spinner_shown_ = false;
+    last_output_ = Clock::now();
+    output_seen_ = true;
+  }
+  void wait_for_model() {
+    waiting_from_ = last_output_ = Clock::now();
+    output_seen_ = false;
+  }
   void end_line() {
-    if (in_reply_ && markdown_) write_styled(markdown_->finish());
+    quiet();
+    if (markdown_) {
+      std::string rest = markdown_->finish();
+      if (!rest.empty()) write_styled((in_reply_ ? "" : "\n") + rest);
+    }
     markdown_.reset();
     if (in_reply_ && !to_terminal_ && !ends_newline_) std::fputs("\n", stdout);
     in_reply_ = false;
@@ -204,6 +263,11 @@ class ChatFront : public chat::FrontEnd {
   const bool to_terminal_ = ::isatty(STDOUT_FILENO) == 1 && std::string_view(getenv_or("TERM")) != "dumb";
   const bool colour_ = std::string_view(getenv_or("NO_COLOR")).empty();
   std::optional<MarkdownRenderer> markdown_;  // the reply being drawn
+  // The spinner: since when the model has been thought to think (none while a call runs or a
+  // question waits), when anything was last printed, and whether the spinner is on the screen.
+  std::optional<Clock::time_point> waiting_from_;
+  Clock::time_point last_output_;
+  bool output_seen_ = false, spinner_shown_ = false;
   std::mutex print_, ask_;
   std::condition_variable cv_;
   bool in_reply_ = false, ends_newline_ = true;
@@ -502,6 +566,7 @@ struct Chat {
     }
     std::atomic<bool> done{false};
     chat::TurnResult result;
+    front.begin_turn();
     std::thread worker([&] {
       result = agent.turn(message);
       done = true;
@@ -514,11 +579,12 @@ struct Chat {
           continue;
         }
         front.still_running();
+        front.tick();
         std::string k = LineEditor::read_key(50);
         if (k == "\x03") {
           if (!cancelling) {
             cancelling = true;
-            fmt::print("\n  ^C cancelling the turn…\n");
+            front.say("\n  ^C cancelling the turn…\n");
             agent.cancel();
           }
         } else if (k == LineEditor::kEndOfInput) {

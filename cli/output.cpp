@@ -355,6 +355,23 @@ std::string wrap_text(std::string_view text, std::size_t width, std::string_view
   return out;
 }
 
+std::string thinking_line(std::chrono::milliseconds elapsed, std::size_t width) {
+  static constexpr std::string_view kFrames[] = {"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"};
+  auto ms = elapsed.count();
+  std::string text = fmt::format("{} thinking… {} s (Ctrl-C cancels)", kFrames[(ms / 80) % 10], ms / 1000);
+  if (width < 2) return {};
+  // One column short of the width: a line that fills it leaves the cursor waiting to wrap.
+  while (!text.empty() && display_width(text) > width - 1) {
+    while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) text.pop_back();
+    if (!text.empty()) text.pop_back();
+  }
+  return text;
+}
+
+std::string spinner_draw(std::string_view line) { return "\r\x1b[2K\x1b[2m" + std::string(line) + "\x1b[0m"; }
+
+std::string_view spinner_erase() { return "\r\x1b[2K"; }
+
 std::string json_line(const boost::json::value& v) { return json_escape_controls(proto::json_text(v)) + "\n"; }
 
 }  // namespace oppx::cli

@@ -10,6 +10,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -60,5 +61,13 @@ std::vector<std::string> wrap_line(std::string_view line, std::size_t width, std
 // A text of several lines, each wrapped so: the first line's continuation starts with `hang`;
 // another line's under its own text (after its leading blanks and a list marker such as "1. ").
 std::string wrap_text(std::string_view text, std::size_t width, std::string_view hang = "");
+
+// The line the chat shows while the model thinks: a spinner's frame (by the time) and the seconds
+// so far, dim, "⠹ thinking… 4 s (Ctrl-C cancels)"; cut to `width` so that it never wraps (erasing
+// it then leaves nothing behind). Drawn and erased with spinner_draw() and spinner_erase().
+std::string thinking_line(std::chrono::milliseconds elapsed, std::size_t width);
+// The bytes that draw `line` over the cursor's line (which must be empty), and that erase it.
+std::string spinner_draw(std::string_view line);
+std::string_view spinner_erase();
 
 }  // namespace oppx::cli

@@ -595,5 +595,33 @@ TEST_F(Chat, AReplysMarkdownIsDrawnForTheTerminalAndItsEscapesShown) {
   EXPECT_EQ(t.title(), title);
 }
 
+// Issue 26: nothing moved while the model thought. Now a spinner with the seconds so far, on a line
+// of its own, erased when the reply starts: nothing of it is left on the screen.
+TEST_F(Chat, ASpinnerWithTheTimeShowsWhileTheModelThinksAndLeavesNothingBehind) {
+  json::value slow = json::parse(reply("After a while."));
+  slow.as_object()["delay_ms"] = 1500;
+  json::value then = json::parse(reply("Second answer."));
+  then.as_object()["delay_ms"] = 1500;
+  serve({json::serialize(slow), action("agentc.ping"), json::serialize(then)});
+  ASSERT_EQ(oppx({"permissions", "allow", "agentc.ping"}).exit_code, 0);
+  Terminal t(home, model->url());
+  ASSERT_TRUE(ready(t)) << t.screen();
+  t.type("think");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("thinking… 1 s (Ctrl-C cancels)")) << t.screen();
+  ASSERT_TRUE(t.wait_for("After a while.")) << t.screen();
+  // After an action too, while the model thinks again.
+  t.type("ping");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("ran (")) << t.screen();
+  ASSERT_TRUE(t.wait_for("thinking… 1 s (Ctrl-C cancels)")) << t.screen();
+  ASSERT_TRUE(t.wait_for("Second answer.")) << t.screen();
+  std::string s = t.screen();
+  EXPECT_EQ(s.find("thinking"), std::string::npos) << s;
+  for (std::string_view frame : {"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"})
+    EXPECT_EQ(s.find(frame), std::string::npos) << s;
+  EXPECT_NE(s.find("› think\n\nAfter a while.\n"), std::string::npos) << "no line left where it was: " << s;
+}
+
 }  // namespace
 }  // namespace oppx::test
