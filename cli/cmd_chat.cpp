@@ -625,9 +625,11 @@ struct Chat {
     }
   }
 
-  void after_list_change() {
+  // After /mcp add, remove, reconnect or auth: the tools read again. The cost warning only after an
+  // add (the seed): the others change nothing the user chose, and it would repeat each time.
+  void after_list_change(bool added) {
     if (std::string why = agent.refresh(); !why.empty()) fmt::print(stderr, "oppx: {}\n", why);
-    warn_cost(agent, false);
+    if (added) warn_cost(agent, false);
   }
 
   void browser_command(const std::string& sub) {
@@ -703,7 +705,7 @@ struct Chat {
         for (const auto& [c, text] : lists)
           fmt::print("  {} costs about {} tokens of every request\n", c, estimate_tokens(text));
       }
-      if (sub == "add" || sub == "remove" || sub == "reconnect" || sub == "auth") after_list_change();
+      if (sub == "add" || sub == "remove" || sub == "reconnect" || sub == "auth") after_list_change(sub == "add");
     } else {
       fmt::print("No command {}; /help lists them.\n", escape_controls(cmd));
     }
