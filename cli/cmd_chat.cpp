@@ -537,8 +537,10 @@ struct Chat {
       if (shown.folded)
         what += q.action == "run" ? "\n    [v] view the whole command" : "\n    [v] view every argument in full";
       if (q.once_only) {
-        fmt::print("\n  ? {}\n    {}\n    [y] yes · [N] no · or type what to do instead\n", what,
-                   escape_controls(q.why));
+        // Asked every time (the browser's code, a read outside): no "always" to offer, and said so.
+        fmt::print(
+            "\n  ? {}\n    {}\n    [y] yes · [N] no · or type what to do instead (always is not available here)\n",
+            what, escape_controls(q.why));
       } else {
         std::string c = q.action == "run" ? ""
                                           : fmt::format(" [c] always, every {} tool ·",
@@ -553,6 +555,10 @@ struct Chat {
       in_full = true;  // then the question again
     }
     if (a == "y" || a == "Y" || a == "yes") return {chat::Answer::kYes, ""};
+    if (q.once_only && (a == "a" || a == "A" || a == "c" || a == "C")) {
+      fmt::print("    Always is not available here: it is asked every time. Yes, this once.\n");
+      return {chat::Answer::kYes, ""};
+    }
     if (a == "a" || a == "A") return {chat::Answer::kAlwaysTool, ""};
     if ((a == "c" || a == "C") && q.action != "run") return {chat::Answer::kAlwaysConnector, ""};
     if (a.empty() || a == "n" || a == "N" || a == "no") return {chat::Answer::kNo, ""};

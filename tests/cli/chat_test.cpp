@@ -626,5 +626,40 @@ TEST_F(Chat, ASpinnerWithTheTimeShowsWhileTheModelThinksAndLeavesNothingBehind) 
   EXPECT_NE(s.find("› think\n\nAfter a while.\n"), std::string::npos) << "no line left where it was: " << s;
 }
 
+// Issue 26: `a` at the browser_evaluate question (asked every time) ran it once without a word.
+// The question says that always is not available, and so does the answer to `a`.
+TEST_F(Chat, BrowserEvaluateSaysAlwaysIsNotAvailableAtTheQuestionAndWhenAIsTyped) {
+  link_engine(home);
+  serve({action("browser"), action("playwright.browser_evaluate"), says(R"({"function":"() => 40 + 2"})"),
+         reply("It is 42."), action("playwright.browser_evaluate"), says(R"({"function":"() => 1"})"),
+         reply("Asked again.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(ready(t)) << t.screen();
+  t.type("evaluate it");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Start a headless browser (Playwright) for this session?")) << t.screen();
+  t.type("y");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Call playwright.browser_evaluate", 1, 60s)) << t.screen();
+  ASSERT_TRUE(t.wait_for("answer ›", 2)) << t.screen();
+  std::string s = t.screen();
+  auto question = s.find("Call playwright.browser_evaluate");
+  EXPECT_NE(s.find("[y] yes · [N] no · or type what to do instead (always is not available here)", question),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(s.find("[a] always", question), std::string::npos) << s;
+  t.type("a");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("It is 42.")) << t.screen();
+  EXPECT_NE(t.screen().find("Always is not available here: it is asked every time. Yes, this once."), std::string::npos)
+      << t.screen();
+  // And asked again the next time.
+  t.type("again");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("answer ›", 3)) << t.screen();
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Asked again.")) << t.screen();
+}
+
 }  // namespace
 }  // namespace oppx::test
