@@ -28,6 +28,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -116,7 +117,7 @@ class ChatFront : public chat::FrontEnd {
   void notice(std::string_view text) override {
     std::lock_guard l(print_);
     end_line();
-    print_wrapped(fmt::format("  ! {}", text), "    ");
+    fmt::print("{}\n", warning_text(text, to_terminal_ ? terminal_columns() : SIZE_MAX));
   }
   void action_started(const std::string& name, const json::object& arguments) override {
     std::lock_guard l(print_);
@@ -322,7 +323,14 @@ class Watcher {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
   }
-  std::vector<std::string> take() {
+  // What a connector's change is worth saying: a warning when it went down, else a line.
+  struct Notice {
+    std::string name;
+    bool down = false;
+    std::string text;
+    std::string shown() const { return down ? warning_text(text, terminal_columns()) : "  " + escape_controls(text); }
+  };
+  std::vector<Notice> take() {
     std::lock_guard l(m_);
     return std::exchange(notices_, {});
   }
@@ -331,8 +339,8 @@ class Watcher {
   void said(const std::vector<std::string>& names) {
     std::lock_guard l(m_);
     for (const auto& name : names) {
-      auto queued = std::find_if(notices_.begin(), notices_.end(),
-                                 [&](const std::string& n) { return n.starts_with("  ! " + name + " is "); });
+      auto queued =
+          std::find_if(notices_.begin(), notices_.end(), [&](const Notice& n) { return n.name == name && !n.down; });
       if (queued != notices_.end()) {
         notices_.erase(queued);
       } else {
@@ -379,14 +387,14 @@ class Watcher {
     }
     changed_ = true;
     std::lock_guard l(m_);
-    if (said_.erase(name) == 0) notices_.push_back("  ! " + text);
+    if (said_.erase(name) == 0) notices_.push_back({name, state == "failed" || state == "stopped", text});
   }
   std::optional<SyncClient> client_;
   std::map<std::string, std::string> state_;
   std::thread thread_;
   std::atomic<bool> stop_{false}, changed_{false};
   std::mutex m_;
-  std::vector<std::string> notices_;
+  std::vector<Notice> notices_;
   std::set<std::string> said_;
 };
 
@@ -406,9 +414,8 @@ struct Chat {
   void show_notices(const std::vector<std::string>& said = {}) {
     if (!watcher) return;
     for (const auto& n : watcher->take()) {
-      bool dup = std::any_of(said.begin(), said.end(),
-                             [&](const std::string& c) { return n.rfind("  ! " + c + " is down:", 0) == 0; });
-      if (!dup) fmt::print("{}\n", n);
+      bool dup = n.down && std::find(said.begin(), said.end(), n.name) != said.end();
+      if (!dup) fmt::print("{}\n", n.shown());
     }
   }
 
@@ -476,7 +483,7 @@ struct Chat {
       fmt::print("│ {}{} │\n", l, std::string(w - n, ' '));
     }
     fmt::print("╰{}╯\n", bar);
-    warn_cost(agent, true);
+    cost_warning(true);
     fmt::print("/help for commands · Ctrl-C cancels a turn · Ctrl-D exits\n");
   }
 
@@ -610,7 +617,7 @@ struct Chat {
     }
     conversation.messages = agent.conversation();
     if (std::string why = chat::save_conversation(conversation); !why.empty())
-      fmt::print(stderr, "oppx: warning: the conversation was not saved ({})\n", why);
+      warn(fmt::format("the conversation was not saved ({})", why));
   }
 
   void context_report() {
@@ -635,7 +642,23 @@ struct Chat {
   // add (the seed): the others change nothing the user chose, and it would repeat each time.
   void after_list_change(bool added) {
     if (std::string why = agent.refresh(); !why.empty()) fmt::print(stderr, "oppx: {}\n", why);
-    if (added) warn_cost(agent, false);
+    if (added) cost_warning(false);
+  }
+
+  void warn(std::string_view text) { fmt::print("{}\n", warning_text(text, terminal_columns())); }
+
+  // The SMALL_CONTEXT and HEAVY_SHARE warnings for the whole tool list (agent_setup.h's
+  // warn_cost, in the chat's style); `only_heavy` at start, where a small window alone would
+  // repeat every session.
+  void cost_warning(bool only_heavy) {
+    if (!agent.context().tokens) return;
+    std::string lines;
+    for (const auto& t : agent.tools()) lines += t.line + "\n";
+    for (const auto& [kind, message] :
+         cost_warnings(estimate_tokens(lines), *agent.context().tokens, "The connectors' tool lists take",
+                       "`oppx mcp remove <name>` drops one")) {
+      if (!only_heavy || kind == "HEAVY_SHARE") warn(message);
+    }
   }
 
   void browser_command(const std::string& sub) {
@@ -788,7 +811,7 @@ int chat_command(Context& ctx) {
   chat::AgentOptions options{"chat"};
   std::string sandbox_problem;
   options.sandbox = chat::sandbox_policy_from_config(cwd, sandbox_problem);
-  if (!sandbox_problem.empty()) fmt::print(stderr, "oppx: {}\n", escape_controls(sandbox_problem));
+  if (!sandbox_problem.empty()) fmt::print("{}\n", warning_text(sandbox_problem, terminal_columns()));
   chat::Agent agent(model, daemon, front, options);
   std::string history = paths::state_dir() + "/history";
   std::filesystem::create_directories(paths::state_dir());
@@ -859,11 +882,15 @@ int chat_command(Context& ctx) {
   }
   watcher.take();  // the welcome says what the listing has
   chat.welcome();
-  if (!browser_problem.empty()) fmt::print("  ! The browser is on but did not start: {}\n", browser_problem);
+  if (!browser_problem.empty()) chat.warn("the browser is on but did not start: " + browser_problem);
   watcher.said(chat.ask_consent());
   if (!agent.not_offered().empty()) agent.refresh();
   chat.watcher = &watcher;
-  editor.on_idle([&watcher] { return watcher.take(); });
+  editor.on_idle([&watcher] {
+    std::vector<std::string> lines;
+    for (const auto& n : watcher.take()) lines.push_back(n.shown());
+    return lines;
+  });
   return chat.loop();
 }
 

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -353,6 +354,12 @@ std::string wrap_text(std::string_view text, std::size_t width, std::string_view
     text.remove_prefix(end + 1);
   }
   return out;
+}
+
+std::string warning_text(std::string_view text, std::size_t width) {
+  std::string shown = "warning: " + escape_controls(valid_utf8(std::string(text)), true);
+  std::replace(shown.begin(), shown.end(), '\t', ' ');
+  return wrap_text(shown, width, "         ");
 }
 
 std::string thinking_line(std::chrono::milliseconds elapsed, std::size_t width) {

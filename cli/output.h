@@ -62,6 +62,11 @@ std::vector<std::string> wrap_line(std::string_view line, std::size_t width, std
 // another line's under its own text (after its leading blanks and a list marker such as "1. ").
 std::string wrap_text(std::string_view text, std::size_t width, std::string_view hang = "");
 
+// The chat's one style for a warning (its own, the agent's notices, a connector gone down):
+// "warning: <text>", escaped, broken at `width` with the first line's rest under the text and
+// each later line under its own; no newline at the end.
+std::string warning_text(std::string_view text, std::size_t width);
+
 // The line the chat shows while the model thinks: a spinner's frame (by the time) and the seconds
 // so far, dim, "⠹ thinking… 4 s (Ctrl-C cancels)"; cut to `width` so that it never wraps (erasing
 // it then leaves nothing behind). Drawn and erased with spinner_draw() and spinner_erase().
