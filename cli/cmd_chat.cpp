@@ -39,6 +39,7 @@
 #include <utility>
 
 #include <climits>
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -281,15 +282,29 @@ class ChatFront : public chat::FrontEnd {
   bool asking_ = false, answered_ = false;
 };
 
-// Runs `oppx <args>` (this same program) with the terminal as it is; its exit status.
-int run_self(const std::string& self, std::vector<std::string> args) {
+// Runs `oppx <args>` (this same program) with the terminal as it is; its exit status. With
+// `output`, its stdout is read into it instead (its stderr stays the terminal's).
+int run_self(const std::string& self, std::vector<std::string> args, std::string* output = nullptr) {
   std::string exe = "/proc/self/exe";
   std::vector<char*> argv{self.empty() ? exe.data() : const_cast<char*>(self.c_str())};
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
   std::fflush(stdout);
-  if (::posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), environ) != 0) return 127;
+  int out[2] = {-1, -1};
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  if (output && ::pipe2(out, O_CLOEXEC) == 0) ::posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  int spawned = ::posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  if (out[1] >= 0) ::close(out[1]);
+  if (out[0] >= 0) {
+    char buf[4096];
+    for (ssize_t n; spawned == 0 && ((n = ::read(out[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR));)
+      if (n > 0) output->append(buf, static_cast<std::size_t>(n));
+    ::close(out[0]);
+  }
+  if (spawned != 0) return 127;
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -498,8 +513,26 @@ struct Chat {
       std::string answer =
           ask_line(fmt::format("Let this repository's connector {} run? [y/N] ", escape_controls(n.name)));
       bool yes = answer == "y" || answer == "Y" || answer == "yes";
-      run_self(ctx.self, {"mcp", yes ? "approve" : "deny", n.name});
+      // The definition was shown just above: the decision's own listing of it would repeat it.
+      std::string out;
+      run_self(ctx.self, {"mcp", yes ? "approve" : "deny", n.name, "--json"}, &out);
       if (yes) approved.push_back(n.name);
+      boost::system::error_code ec;
+      json::value reply = json::parse(out, ec);
+      if (ec) continue;  // not decided: its error is on the screen already
+      auto decided = proto::decode<proto::ConnectorEntry>(reply);
+      if (!decided) continue;
+      const proto::ConnectorEntry& now = decided->hides ? *decided->hides : *decided;
+      std::string name = escape_controls(n.name);
+      if (!yes) {
+        fmt::print("{} stays off (`oppx mcp approve {}` changes your mind).\n", name, name);
+      } else if (now.state == "running") {
+        fmt::print("{} is running with {} tool{}.\n", name, now.tool_count, now.tool_count == 1 ? "" : "s");
+      } else if (now.state == "hidden") {
+        fmt::print("{} stays off while your own connector of that name exists.\n", name);
+      } else {
+        warn(fmt::format("{} did not start ({}): {}", n.name, now.state, now.reason));
+      }
     }
     return approved;
   }

@@ -287,6 +287,11 @@ TEST_F(Chat, ARepositoryConnectorIsAskedForAtStartOnce) {
     t.type("y");
     t.keys({"Enter"});
     ASSERT_TRUE(t.wait_for("notes is running")) << t.screen();
+    // The definition once, before the question (issue 26: `oppx mcp approve` printed it again).
+    std::string s = t.screen();
+    EXPECT_EQ(occurrences(s, "agent_connector.js"), 1) << s;
+    EXPECT_EQ(s.find("Approved this definition"), std::string::npos) << s;
+    EXPECT_NE(s.find("notes is running with 6 tools.\n"), std::string::npos) << s;
     t.type("/mcp");
     t.keys({"Enter"});
     ASSERT_TRUE(t.wait_for("notes costs about")) << t.screen();
