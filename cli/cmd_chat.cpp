@@ -391,10 +391,10 @@ class Watcher {
       int i = 0;
       for (const auto& step : c.steps) text += fmt::format("\n    {}. {}", ++i, step);
     } else if (state == "running" && was != "running") {
-      text = fmt::format("{} is {} ({} tools)", name, was == "failed" || was == "stopped" ? "back" : "running",
-                         c.tool_count);
+      text = fmt::format("{} is {} ({})", name, was == "failed" || was == "stopped" ? "back" : "running",
+                         counted(c.tool_count, "tool", "tools"));
     } else if (state == "running" && c.tools_changed.value_or(false)) {
-      text = fmt::format("{} changed its tool list ({} tools)", name, c.tool_count);
+      text = fmt::format("{} changed its tool list ({})", name, counted(c.tool_count, "tool", "tools"));
     } else if (state == "removed") {
       text = fmt::format("{} was removed", name);
     } else {
@@ -463,6 +463,25 @@ struct Chat {
         chat::describe_sandbox(p));
   }
 
+  // The connectors, one line each in columns: running with its tools, or its state and why.
+  std::vector<std::string> connector_lines(std::size_t reason_cap) {
+    std::map<std::string, std::size_t> counts;
+    std::vector<std::string> order;
+    for (const auto& t : agent.tools()) {
+      if (!counts.count(t.connector)) order.push_back(t.connector);
+      ++counts[t.connector];
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& c : order) rows.push_back({escape_controls(c), "running, " + counted(counts[c], "tool", "tools")});
+    for (const auto& n : agent.not_offered()) {
+      std::string why = n.state == "waiting" ? "waiting for your consent"
+                        : n.reason.empty()   ? escape_controls(n.state)
+                                             : escape_controls(n.state) + ": " + first_line(n.reason, reason_cap);
+      rows.push_back({escape_controls(n.name), why});
+    }
+    return columns(rows);
+  }
+
   void welcome() {
     std::vector<std::string> lines;
     const auto& ctxinfo = agent.context();
@@ -470,18 +489,9 @@ struct Chat {
     lines.push_back(
         fmt::format("context {} · {}", ctxinfo.tokens ? fmt::format("{} tokens", *ctxinfo.tokens) : "unknown", cwd));
     lines.push_back("sandbox " + chat::describe_sandbox(agent.sandbox()));
-    std::map<std::string, int> counts;
-    std::vector<std::string> order;
-    for (const auto& t : agent.tools()) {
-      if (!counts.count(t.connector)) order.push_back(t.connector);
-      ++counts[t.connector];
-    }
-    for (const auto& c : order) lines.push_back(fmt::format("  {}  running, {} tools", c, counts[c]));
-    for (const auto& n : agent.not_offered()) {
-      std::string why = n.state == "waiting" ? "waiting for your consent" : n.state + ": " + first_line(n.reason, 70);
-      lines.push_back(fmt::format("  {}  {}", n.name, why));
-    }
-    if (order.empty() && agent.not_offered().empty()) lines.push_back("  no connectors (/mcp add to add one)");
+    std::vector<std::string> connectors = connector_lines(70);
+    for (const auto& c : connectors) lines.push_back("  " + c);
+    if (connectors.empty()) lines.push_back("  no connectors (/mcp add to add one)");
     std::size_t w = 0;
     for (auto& l : lines) {
       l = escape_controls(l);
@@ -659,16 +669,18 @@ struct Chat {
     for (const auto& t : agent.tools()) lists[t.connector] += t.line + "\n";
     std::int64_t convo = 0;
     for (const auto& m : agent.conversation()) convo += estimate_tokens(m.at("content").as_string());
-    fmt::print("Context (about 4 characters a token):\n");
-    fmt::print("  system prompt      {:>7} tokens, of which the tool lists:\n", system);
-    for (const auto& [c, text] : lists) fmt::print("    {:<16} {:>7}\n", c, estimate_tokens(text));
-    fmt::print("  conversation       {:>7} tokens\n", convo);
+    std::vector<std::vector<std::string>> rows{
+        {"  system prompt", std::to_string(system), "tokens, of which the tool lists:"}};
+    for (const auto& [c, text] : lists)
+      rows.push_back({"    " + escape_controls(c), std::to_string(estimate_tokens(text))});
+    rows.push_back({"  conversation", std::to_string(convo), "tokens"});
     if (agent.context().tokens) {
       std::int64_t free = *agent.context().tokens - system - convo;
-      fmt::print("  free               {:>7} of {} tokens\n", free, *agent.context().tokens);
-    } else {
-      fmt::print("  the model's context length is unknown ({})\n", agent.context().note);
+      rows.push_back({"  free", std::to_string(free), fmt::format("of {} tokens", *agent.context().tokens)});
     }
+    fmt::print("Context (about 4 characters a token):\n");
+    for (const auto& line : columns(rows, "lr")) fmt::print("{}\n", line);
+    if (!agent.context().tokens) fmt::print("  the model's context length is unknown ({})\n", agent.context().note);
   }
 
   // After /mcp add, remove, reconnect or auth: the tools read again. The cost warning only after an
@@ -745,7 +757,8 @@ struct Chat {
     } else if (cmd == "/status") {
       fmt::print("model {} at {} (context {})\n", model.config().model, model.config().server,
                  agent.context().tokens ? std::to_string(*agent.context().tokens) : "unknown");
-      fmt::print("mode {} · {} tools offered · conversation {}\n", agent.mode(), agent.tools().size(),
+      fmt::print("mode {} · {} offered · conversation {}\n", agent.mode(),
+                 counted(agent.tools().size(), "tool", "tools"),
                  conversation.path.empty() ? "not saved yet" : conversation.path);
       run_self(ctx.self, {"daemon", "status"});
     } else if (cmd == "/permissions") {
@@ -764,8 +777,14 @@ struct Chat {
       if (sub == "list") {
         std::map<std::string, std::string> lists;
         for (const auto& t : agent.tools()) lists[t.connector] += t.line + "\n";
+        std::vector<std::string> tokens;
+        for (const auto& [c, text] : lists) tokens.push_back(std::to_string(estimate_tokens(text)));
+        tokens = right_aligned(std::move(tokens));
+        std::vector<std::vector<std::string>> rows;
         for (const auto& [c, text] : lists)
-          fmt::print("  {} costs about {} tokens of every request\n", c, estimate_tokens(text));
+          rows.push_back(
+              {"  " + escape_controls(c), "costs about " + tokens[rows.size()] + " tokens of every request"});
+        for (const auto& line : columns(rows)) fmt::print("{}\n", line);
       }
       if (sub == "add" || sub == "remove" || sub == "reconnect" || sub == "auth") after_list_change(sub == "add");
     } else {

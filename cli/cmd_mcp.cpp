@@ -107,11 +107,7 @@ std::string runs(const proto::ConnectorEntry& c) {
   return out;
 }
 
-void print_entry(const proto::ConnectorEntry& c) {
-  std::string name = c.name;  // a name oppx cannot use is listed as written
-  if (c.is_project()) name += " [repo]";
-  fmt::print("{:<16} {:<9} {:>3} tools{}  {}\n", name, c.state, c.tool_count, c.cached ? " (last run)" : "",
-             what_runs(c));
+void print_details(const proto::ConnectorEntry& c) {
   if (c.is_project() && !c.approve.empty()) {
     // What the user is asked to approve, in full: environment and headers (values masked), the
     // variables it reads from the environment of the oppx command that starts it, and the files
@@ -124,6 +120,27 @@ void print_entry(const proto::ConnectorEntry& c) {
   }
   if (!c.reason.empty()) fmt::print("    {}\n", c.reason);
   print_steps(stdout, c.steps, "    ");
+}
+
+// The connectors, one row each in columns (name, state, tools, what runs), each followed by what
+// is worth saying about it.
+void print_entries(const std::vector<const proto::ConnectorEntry*>& list) {
+  std::vector<std::string> counts;
+  for (const auto* c : list) counts.push_back(std::to_string(c->tool_count));
+  counts = right_aligned(std::move(counts));
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const proto::ConnectorEntry& c = *list[i];
+    // A name oppx cannot use is listed as written (escaped first: the columns count what shows).
+    std::string name = escape_controls(c.name) + (c.is_project() ? " [repo]" : "");
+    std::string tools = counts[i] + (c.tool_count == 1 ? " tool" : " tools") + (c.cached ? " (last run)" : "");
+    rows.push_back({name, escape_controls(c.state), tools, escape_controls(what_runs(c))});
+  }
+  std::vector<std::string> lines = columns(rows);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    fmt::print("{}\n", lines[i]);
+    print_details(*list[i]);
+  }
 }
 
 void print_definition(const proto::ConnectorEntry& c, bool with_reason = true) {
@@ -180,7 +197,9 @@ int list(Context& ctx) {
                  fmt::print(".\n");
                  return kExitOk;
                }
-               for (auto& c : l.connectors) print_entry(c);
+               std::vector<const proto::ConnectorEntry*> all;
+               for (auto& c : l.connectors) all.push_back(&c);
+               print_entries(all);
                return kExitOk;
              }));
 }
@@ -356,9 +375,11 @@ int reconnect(Context& ctx) {
   };
   auto show = typed<proto::McpListResult>([concerned, failed](const proto::McpListResult& l) {
     print_list_notes(l);
+    std::vector<const proto::ConnectorEntry*> shown;
     for (auto& c : l.connectors) {
-      if (concerned(c)) print_entry(c);
+      if (concerned(c)) shown.push_back(&c);
     }
+    print_entries(shown);
     return failed(l);
   });
   return run(ctx, self, "mcp/reconnect", params, as_json, show, {}, kReconnectTimeout,

@@ -91,10 +91,6 @@ Blank blank_at(std::string_view s, std::size_t i, std::size_t n) {
   return Blank::kNone;
 }
 
-std::string counted(std::size_t n, std::string_view one, std::string_view many) {
-  return fmt::format("{} {}", n, n == 1 ? one : many);
-}
-
 std::vector<Piece> pieces(std::string_view s, bool in_full, std::string_view indent) {
   std::vector<Piece> out;
   auto add = [&](std::string shown, std::size_t chars) {
@@ -354,6 +350,40 @@ std::string wrap_text(std::string_view text, std::size_t width, std::string_view
     text.remove_prefix(end + 1);
   }
   return out;
+}
+
+std::string counted(std::size_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+std::vector<std::string> columns(const std::vector<std::vector<std::string>>& rows, std::string_view align) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      if (widths.size() <= c) widths.push_back(0);
+      widths[c] = std::max(widths[c], display_width(row[c]));
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      std::string pad(widths[c] - display_width(row[c]), ' ');
+      bool right = c < align.size() && align[c] == 'r';
+      if (c) line += "  ";
+      line += right ? pad + row[c] : c + 1 < row.size() ? row[c] + pad : row[c];
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+std::vector<std::string> right_aligned(std::vector<std::string> cells) {
+  std::size_t widest = 0;
+  for (const auto& c : cells) widest = std::max(widest, display_width(c));
+  for (auto& c : cells) c.insert(0, widest - display_width(c), ' ');
+  return cells;
 }
 
 std::string warning_text(std::string_view text, std::size_t width) {

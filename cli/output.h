@@ -62,6 +62,16 @@ std::vector<std::string> wrap_line(std::string_view line, std::size_t width, std
 // another line's under its own text (after its leading blanks and a list marker such as "1. ").
 std::string wrap_text(std::string_view text, std::size_t width, std::string_view hang = "");
 
+// "1 tool", "2 tools": a count with its noun as the count wants it.
+std::string counted(std::size_t n, std::string_view one, std::string_view many);
+
+// Rows as columns: each cell padded to its column's widest (display_width), cells two spaces
+// apart, no blanks at a line's end; `align` has 'r' at a column to right-align.
+std::vector<std::string> columns(const std::vector<std::vector<std::string>>& rows, std::string_view align = "");
+
+// Numbers (or any cells) padded on the left to the widest of them, to stand right-aligned.
+std::vector<std::string> right_aligned(std::vector<std::string> cells);
+
 // The chat's one style for a warning (its own, the agent's notices, a connector gone down):
 // "warning: <text>", escaped, broken at `width` with the first line's rest under the text and
 // each later line under its own; no newline at the end.

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <regex>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -57,7 +58,7 @@ struct Chat : ::testing::Test {
   // waits until the chat has said that it runs, in the welcome box or in a notice after it.
   static bool ready(Terminal& t) {
     if (!t.wait_for("/help for commands")) return false;
-    return t.screen().find("agentc  running") != std::string::npos || t.wait_for("agentc is running");
+    return std::regex_search(t.screen(), std::regex("agentc +running")) || t.wait_for("agentc is running");
   }
   std::string last_user_message() {
     auto bodies = model->completions();
@@ -201,7 +202,7 @@ TEST_F(Chat, SlashCommandsListConnectorsToolsContextAndAddRebuildsThePrompt) {
   ASSERT_TRUE(ready(t)) << t.screen();
   t.type("/mcp");
   t.keys({"Enter"});
-  ASSERT_TRUE(t.wait_for("agentc costs about")) << t.screen();
+  ASSERT_TRUE(t.wait_for("agentc  costs about")) << t.screen();
   t.type("/mcp tools ag");
   t.keys({"Tab", "Enter"});  // Tab completes the connector's name
   ASSERT_TRUE(t.wait_for("agentc.lookup: Looks up an issue by its id")) << t.screen();
@@ -289,12 +290,14 @@ TEST_F(Chat, ARepositoryConnectorIsAskedForAtStartOnce) {
     ASSERT_TRUE(t.wait_for("notes is running")) << t.screen();
     // The definition once, before the question (issue 26: `oppx mcp approve` printed it again).
     std::string s = t.screen();
+    EXPECT_NE(s.find("│   agentc  running, 6 tools"), std::string::npos) << s;
+    EXPECT_NE(s.find("│   notes   waiting for your consent"), std::string::npos) << "in columns: " << s;
     EXPECT_EQ(occurrences(s, "agent_connector.js"), 1) << s;
     EXPECT_EQ(s.find("Approved this definition"), std::string::npos) << s;
     EXPECT_NE(s.find("notes is running with 6 tools.\n"), std::string::npos) << s;
     t.type("/mcp");
     t.keys({"Enter"});
-    ASSERT_TRUE(t.wait_for("notes costs about")) << t.screen();
+    ASSERT_TRUE(t.wait_for("notes   costs about")) << t.screen();
     t.keys({"C-d"});
     ASSERT_TRUE(t.wait_for("oppx-exited-0")) << t.screen();
   }
@@ -434,7 +437,7 @@ TEST_F(Chat, TheBrowserIsAskedForOnceAndSlashBrowserShowsStopsAndStartsIt) {
   ASSERT_TRUE(t.wait_for("Browser: running in this session")) << t.screen();
   t.type("/mcp");
   t.keys({"Enter"});
-  ASSERT_TRUE(t.wait_for("playwright costs about")) << t.screen();
+  ASSERT_TRUE(t.wait_for("playwright  costs about")) << t.screen();
   t.type("/browser stop");
   t.keys({"Enter"});
   ASSERT_TRUE(t.wait_for("The browser is stopped.")) << t.screen();

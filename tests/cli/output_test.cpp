@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -224,6 +225,38 @@ TEST(OutputWrap, TextOfSeveralLinesHangsUnderEachLinesOwnText) {
   EXPECT_EQ(cli::wrap_text("! agentc is down: it stopped\n    1. run this again", 20, "    "),
             "! agentc is down: it\n    stopped\n    1. run this\n       again");
   EXPECT_EQ(cli::wrap_text("one\ntwo\n", 20), "one\ntwo\n");
+}
+
+TEST(OutputColumns, CellsArePaddedToTheirColumnAndCountsSayOneOrMany) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(cli::columns({{"a", "running", "1", "tool"}, {"a-longer-name", "failed", "12", "tools"}}, "llr"),
+            (V{"a              running   1  tool", "a-longer-name  failed   12  tools"}));
+  EXPECT_EQ(cli::columns({{"日本", "x"}, {"abcde", "y"}, {"z", ""}}), (V{"日本   x", "abcde  y", "z"}))
+      << "wide characters count two columns; no blanks at a line's end";
+  EXPECT_EQ(cli::counted(1, "tool", "tools"), "1 tool");
+  EXPECT_EQ(cli::counted(0, "tool", "tools"), "0 tools");
+  EXPECT_EQ(cli::right_aligned({"6", "12", "100"}), (V{"  6", " 12", "100"}));
+}
+
+// Issue 26: `oppx mcp list` (and /mcp in the chat) had its columns out of line after a long name,
+// and said "1 tools".
+TEST(OutputColumns, TheConnectorListIsInColumnsWithOneTool) {
+  TempHome home;
+  home.write_mcp_config(stdio_entry("one", FAKE_MCP_SERVER, {"ok"}) + "," +
+                        stdio_entry("a-connector-with-a-long-name", FAKE_MCP_SERVER, {"tools"}));
+  connectors_settled(home, home.root());
+  Result r = oppx({"mcp", "list"});
+  std::istringstream lines(r.out);
+  std::string one, other;
+  std::getline(lines, other);
+  std::getline(lines, one);
+  if (one.rfind("one", 0) != 0) std::swap(one, other);
+  ASSERT_EQ(one.rfind("one ", 0), 0u) << r.out;
+  EXPECT_NE(one.find(" 1 tool "), std::string::npos) << r.out;
+  EXPECT_NE(other.find(" 2 tools "), std::string::npos) << r.out;
+  EXPECT_EQ(one.find("running"), other.find("running")) << r.out;
+  EXPECT_EQ(one.find(FAKE_MCP_SERVER), other.find(FAKE_MCP_SERVER)) << r.out;
+  oppx({"daemon", "stop"});
 }
 
 }  // namespace
