@@ -615,11 +615,15 @@ struct Chat {
     return {chat::Answer::kText, a};
   }
 
-  void turn(const std::string& message) {
-    // A connector that came, went or changed since: its tools, before the request.
+  // A connector that came, went or changed since: its tools read again.
+  void catch_up() {
     if (watcher && watcher->changed()) {
       if (std::string why = agent.refresh(); !why.empty()) fmt::print(stderr, "oppx: {}\n", why);
     }
+  }
+
+  void turn(const std::string& message) {
+    catch_up();  // before the request
     std::atomic<bool> done{false};
     chat::TurnResult result;
     front.begin_turn();
@@ -753,6 +757,7 @@ struct Chat {
     } else if (cmd == "/browser") {
       browser_command(w.size() > 1 ? w[1] : "");
     } else if (cmd == "/context") {
+      catch_up();
       context_report();
     } else if (cmd == "/status") {
       fmt::print("model {} at {} (context {})\n", model.config().model, model.config().server,
@@ -760,6 +765,10 @@ struct Chat {
       fmt::print("mode {} · {} offered · conversation {}\n", agent.mode(),
                  counted(agent.tools().size(), "tool", "tools"),
                  conversation.path.empty() ? "not saved yet" : conversation.path);
+      catch_up();
+      std::vector<std::string> connectors = connector_lines(100);
+      fmt::print("connectors:{}\n", connectors.empty() ? " none (/mcp add to add one)" : "");
+      for (const auto& c : connectors) fmt::print("  {}\n", c);
       run_self(ctx.self, {"daemon", "status"});
     } else if (cmd == "/permissions") {
       if (w.size() >= 3 && w[1] == "remove") {
@@ -775,6 +784,7 @@ struct Chat {
       args.insert(args.begin(), "mcp");
       run_self(ctx.self, args);
       if (sub == "list") {
+        catch_up();
         std::map<std::string, std::string> lists;
         for (const auto& t : agent.tools()) lists[t.connector] += t.line + "\n";
         std::vector<std::string> tokens;

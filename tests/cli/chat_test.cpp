@@ -235,6 +235,8 @@ TEST_F(Chat, TheOtherSlashCommands) {
   t.keys({"Enter"});
   ASSERT_TRUE(t.wait_for("mode chat · 6 tools offered")) << t.screen();
   ASSERT_TRUE(t.wait_for("uptime")) << t.screen();  // the daemon's own status follows
+  // The connectors by name, with state and tools (issue 26).
+  EXPECT_NE(t.screen().find("connectors:\n  agentc  running, 6 tools\n"), std::string::npos) << t.screen();
   t.type("/permissions");
   t.keys({"Enter"});
   ASSERT_TRUE(t.wait_for("    agentc.ping")) << t.screen();
