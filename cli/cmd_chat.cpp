@@ -136,8 +136,9 @@ class ChatFront : public chat::FrontEnd {
     end_line();
     acting_ = false;
     double s = std::chrono::duration<double>(Clock::now() - started_).count();
+    std::string said = sectioned_result_summary(r.name, r.text);  // "### Page…" as what happened
     print_wrapped(fmt::format("    {} ({:.1f} s): {}", r.status, r.status == "ran" || r.status == "failed" ? s : 0.0,
-                              first_line(r.text, 200)),
+                              first_line(said.empty() ? r.text : said, 200)),
                   "      ");
     wait_for_model();
   }

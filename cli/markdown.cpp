@@ -433,6 +433,56 @@ std::string MarkdownRenderer::table() {
   return out;
 }
 
+std::string sectioned_result_summary(std::string_view tool, std::string_view text) {
+  if (!text.starts_with("### ")) return {};
+  // The sections in order: a title, then the lines that say something (no fences, no blanks).
+  std::vector<std::pair<std::string, std::vector<std::string>>> sections;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = std::min(text.find('\n', start), text.size());
+    std::string_view l = trim(text.substr(start, end - start));
+    if (l.starts_with("### ")) {
+      sections.push_back({std::string(trim(l.substr(4))), {}});
+    } else if (!sections.empty() && !l.empty() && !l.starts_with("```")) {
+      sections.back().second.push_back(std::string(l));
+    }
+    start = end + 1;
+  }
+  auto first = [&](std::string_view title) -> std::string {
+    for (const auto& [t, lines] : sections) {
+      if (t == title && !lines.empty()) return lines.front();
+    }
+    return {};
+  };
+  if (std::string error = first("Error"); !error.empty()) {
+    if (error.starts_with("Error: ")) error.erase(0, 7);
+    return "error: " + error;
+  }
+  std::string url, title;
+  for (const auto& [t, lines] : sections) {
+    if (t != "Page") continue;
+    for (const auto& l : lines) {
+      if (l.starts_with("- Page URL: ")) url = l.substr(12);
+      if (l.starts_with("- Page Title: ")) title = l.substr(14);
+    }
+  }
+  std::string page = url.empty() ? "" : url + (title.empty() ? "" : " — " + title);
+  std::string_view name = tool.substr(tool.rfind('.') + 1);
+  if (!page.empty() && name == "browser_navigate") return "navigated to " + page;
+  if (!page.empty() && name == "browser_navigate_back") return "went back to " + page;
+  // What the tool gave back: the first section that is not the page's state.
+  static const std::string_view kState[] = {"Page",        "Snapshot", "Events", "Open tabs", "Ran Playwright code",
+                                            "Modal state", "Console"};
+  std::string result;
+  for (const auto& [t, lines] : sections) {
+    if (lines.empty() || std::find(std::begin(kState), std::end(kState), t) != std::end(kState)) continue;
+    result = lines.front();
+    break;
+  }
+  if (!result.empty()) return page.empty() ? result : result + " (on " + page + ")";
+  if (!page.empty()) return "done; the page is " + page;
+  return sections.front().second.empty() ? sections.front().first : sections.front().second.front();
+}
+
 std::string render_markdown(std::string_view text, MarkdownStyle style) {
   MarkdownRenderer r(style);
   std::string out = r.feed(text);

@@ -54,4 +54,9 @@ std::string render_inline(std::string_view text, bool colour);
 // A whole text at once.
 std::string render_markdown(std::string_view text, MarkdownStyle style);
 
+// A tool's result whose text is markdown sections ("### Page", "### Error", as Playwright's MCP
+// server writes them) said in one line: the error's first line, "navigated to <url> — <title>",
+// a result's first line and the page it is on; "" when the text is not such sections.
+std::string sectioned_result_summary(std::string_view tool, std::string_view text);
+
 }  // namespace oppx::cli

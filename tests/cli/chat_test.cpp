@@ -680,5 +680,28 @@ TEST_F(Chat, BrowserEvaluateSaysAlwaysIsNotAvailableAtTheQuestionAndWhenAIsTyped
   ASSERT_TRUE(t.wait_for("Asked again.")) << t.screen();
 }
 
+// Issue 26: a browser call's line said "### Page" or "### Error". Now what happened.
+TEST_F(Chat, ABrowserCallsLineSaysWhatHappened) {
+  link_engine(home);
+  Page page;
+  ASSERT_FALSE(page.url.empty()) << page.server.err();
+  serve({action("browser"), action("playwright.browser_navigate"),
+         says(json::serialize(json::object{{"url", page.url}})), action("playwright.browser_navigate"),
+         says(R"({"url":"http://127.0.0.1:9/"})"), reply("Seen both.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(ready(t)) << t.screen();
+  t.type("look at it");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Start a headless browser (Playwright) for this session?")) << t.screen();
+  t.type("y");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Seen both.", 1, 60s)) << t.screen();
+  std::string s = t.screen();
+  EXPECT_NE(s.find("ran ("), std::string::npos) << s;
+  EXPECT_NE(s.find("): navigated to " + page.url), std::string::npos) << s;
+  EXPECT_NE(s.find("): error: "), std::string::npos) << s;
+  EXPECT_EQ(s.find("###"), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace oppx::test

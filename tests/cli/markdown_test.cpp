@@ -109,5 +109,28 @@ TEST(Markdown, AStreamIsDrawnALineAtATimeTheSameInAnyPieces) {
   EXPECT_EQ(plain(s.feed("# y\n")), "y\n");
 }
 
+// Playwright's MCP server answers in markdown sections; the chat's line for the call says what
+// happened instead of "### Page" (issue 26).
+TEST(MarkdownResultSummary, ABrowserResultIsOneLineThatSaysWhatHappened) {
+  std::string page = "### Page\n- Page URL: http://127.0.0.1:5173/\n- Page Title: Counter\n";
+  std::string snapshot = "### Snapshot\n```yaml\n- button \"Add\" [ref=e3]\n```\n";
+  EXPECT_EQ(cli::sectioned_result_summary("playwright.browser_navigate", page + snapshot),
+            "navigated to http://127.0.0.1:5173/ — Counter");
+  EXPECT_EQ(cli::sectioned_result_summary("playwright.browser_navigate_back", page),
+            "went back to http://127.0.0.1:5173/ — Counter");
+  EXPECT_EQ(cli::sectioned_result_summary("playwright.browser_click",
+                                          page + snapshot + "### Events\n- New console entries: x.log\n"),
+            "done; the page is http://127.0.0.1:5173/ — Counter");
+  EXPECT_EQ(cli::sectioned_result_summary("playwright.browser_evaluate", "### Result\n42\n" + page),
+            "42 (on http://127.0.0.1:5173/ — Counter)");
+  EXPECT_EQ(
+      cli::sectioned_result_summary(
+          "playwright.browser_navigate",
+          "### Error\nError: page.goto: net::ERR_CONNECTION_REFUSED at http://127.0.0.1:9/\nCall log:\n  - navigating"),
+      "error: page.goto: net::ERR_CONNECTION_REFUSED at http://127.0.0.1:9/");
+  EXPECT_EQ(cli::sectioned_result_summary("playwright.browser_snapshot", snapshot), "- button \"Add\" [ref=e3]");
+  EXPECT_EQ(cli::sectioned_result_summary("agentc.ping", "pong"), "") << "not sections: the caller's own line";
+}
+
 }  // namespace
 }  // namespace oppx::test
