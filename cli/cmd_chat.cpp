@@ -1,18 +1,19 @@
 // oppx (alone, in a terminal), oppx -c, oppx --resume: the terminal chat on the agent loop. The
 // turn runs on a thread of its own while this one watches the keyboard, so that Ctrl-C cancels
 // it (the model request is aborted, calls in flight are cancelled through the daemon) and the
-// chat stays; questions from the loop are asked here. Slash commands that the CLI already has
-// run it (the same output); the tool list is read again after them.
+// chat stays; questions from the loop are asked here, what the turn prints is cli/chat_front's.
+// Slash commands that the CLI already has run it (the same output); the tool list is read again
+// after them.
 #include "chat/agent.h"
 #include "chat/sandbox.h"
 #include "chat/conversations.h"
 #include "cli/agent_setup.h"
 #include "chat/browser.h"
 #include "cli/browser.h"
+#include "cli/chat_front.h"
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/line_editor.h"
-#include "cli/markdown.h"
 #include "cli/output.h"
 #include "cli/probe.h"
 #include "common/paths.h"
@@ -26,7 +27,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -81,207 +81,6 @@ constexpr std::string_view kHelp =
     "  /help, /exit\n"
     "Keys: Enter sends; Alt+Enter, Ctrl+J or `\\` then Enter start a new line; Tab completes;\n"
     "Ctrl-C cancels a turn or clears the input (twice within 3 s exits); Ctrl-D exits.\n";
-
-const char* getenv_or(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-std::string first_line(std::string_view text, std::size_t cap) {
-  std::string s(text.substr(0, text.find('\n')));
-  if (s.size() > cap) s = s.substr(0, cap) + "…";
-  return escape_controls(s);
-}
-
-// The loop's face in the terminal. Printing comes from the turn's thread; questions are handed
-// to the keyboard thread, which asks and answers.
-class ChatFront : public chat::FrontEnd {
- public:
-  void reply_text(std::string_view piece) override {
-    std::lock_guard l(print_);
-    if (!to_terminal_) {  // stdout is a file: the text as it came (the filter escapes it)
-      if (!in_reply_) std::fputs("\n", stdout);
-      in_reply_ = true;
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      ends_newline_ = !piece.empty() && piece.back() == '\n';
-      return;
-    }
-    // Markdown drawn at the width the terminal has now, a line at a time (markdown.h); the
-    // spinner stays until a line is whole.
-    if (!markdown_) markdown_.emplace(MarkdownStyle{terminal_columns(), colour_});
-    std::string drawn = markdown_->feed(piece);
-    if (drawn.empty()) return;
-    quiet();
-    write_styled((in_reply_ ? "" : "\n") + drawn);
-    in_reply_ = true;
-  }
-  void notice(std::string_view text) override {
-    std::lock_guard l(print_);
-    end_line();
-    fmt::print("{}\n", warning_text(text, to_terminal_ ? terminal_columns() : SIZE_MAX));
-  }
-  void action_started(const std::string& name, const json::object& arguments) override {
-    std::lock_guard l(print_);
-    end_line();
-    waiting_from_.reset();
-    started_ = Clock::now();
-    acting_ = true;
-    acting_name_ = name;
-    next_tick_ = 10;
-    std::string args = arguments.empty() ? "" : " " + json::serialize(arguments);
-    fmt::print("  > {}{}\n", name, first_line(args, 160));
-  }
-  void action_done(const chat::ActionRecord& r) override {
-    std::lock_guard l(print_);
-    end_line();
-    acting_ = false;
-    double s = std::chrono::duration<double>(Clock::now() - started_).count();
-    std::string said = sectioned_result_summary(r.name, r.text);  // "### Page…" as what happened
-    print_wrapped(fmt::format("    {} ({:.1f} s): {}", r.status, r.status == "ran" || r.status == "failed" ? s : 0.0,
-                              first_line(said.empty() ? r.text : said, 200)),
-                  "      ");
-    wait_for_model();
-  }
-  void progress(double p, std::optional<double> total, const std::string& message) override {
-    std::lock_guard l(print_);
-    end_line();
-    std::string of = total ? fmt::format("{:g}/{:g}", p, *total) : fmt::format("{:g}", p);
-    fmt::print("    … {}{}{}\n", of, message.empty() ? "" : " ", first_line(message, 120));
-  }
-  // The keyboard thread, every so often: a line for a call that has run a while.
-  void still_running() {
-    std::lock_guard l(print_);
-    if (!acting_) return;
-    auto s = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started_).count();
-    if (s < next_tick_) return;
-    next_tick_ = s + 10;
-    end_line();
-    fmt::print("    … {} still running ({} s; Ctrl-C cancels)\n", acting_name_, s);
-  }
-  // The keyboard thread, every 50 ms: the spinner while the model thinks, drawn when nothing
-  // was printed for a moment (at once before the first output, after a second in a reply).
-  void tick() {
-    std::lock_guard l(print_);
-    if (!to_terminal_ || !waiting_from_) return;
-    auto now = Clock::now();
-    if (now - last_output_ < (output_seen_ ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(100))) return;
-    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(now - *waiting_from_);
-    write_styled(spinner_draw(thinking_line(elapsed, terminal_columns())));
-    spinner_shown_ = true;
-  }
-  // A turn starts: the model thinks.
-  void begin_turn() {
-    std::lock_guard l(print_);
-    wait_for_model();
-  }
-  // A line of the keyboard thread's own (Ctrl-C's), in place of the spinner.
-  void say(std::string_view text) {
-    std::lock_guard l(print_);
-    quiet();
-    waiting_from_.reset();
-    fmt::print("{}", text);
-  }
-  bool can_ask() const override { return true; }
-  std::string prepare_browser() override {
-    {
-      std::lock_guard l(print_);
-      end_line();
-      waiting_from_.reset();
-    }
-    std::string why = cli::prepare_browser();  // npm's progress, when it installs, goes to the terminal
-    std::lock_guard l(print_);
-    wait_for_model();
-    return why;
-  }
-  chat::Answer ask(const chat::Question& q) override {
-    {
-      std::lock_guard l(print_);
-      end_line();
-      waiting_from_.reset();
-    }
-    chat::Answer a = asked(q);
-    std::lock_guard l(print_);
-    wait_for_model();
-    return a;
-  }
-  chat::Answer asked(const chat::Question& q) {
-    std::unique_lock l(ask_);
-    question_ = q;
-    asking_ = true;
-    answered_ = false;
-    cv_.notify_all();
-    cv_.wait(l, [&] { return answered_; });
-    asking_ = false;
-    return answer_;
-  }
-  // The keyboard thread: a question waiting, then its answer.
-  std::optional<chat::Question> pending() {
-    std::lock_guard l(ask_);
-    if (asking_ && !answered_) return question_;
-    return std::nullopt;
-  }
-  void answer(chat::Answer a) {
-    std::lock_guard l(ask_);
-    answer_ = std::move(a);
-    answered_ = true;
-    cv_.notify_all();
-  }
-  void end_turn() {
-    std::lock_guard l(print_);
-    end_line();
-    waiting_from_.reset();
-  }
-
- private:
-  // `text` (several lines; from the model or a server) escaped, then broken at the terminal's
-  // width; lines after the first of each start with `hang`.
-  void print_wrapped(std::string_view text, std::string_view hang) {
-    std::string shown;
-    for (char c : escape_controls(valid_utf8(std::string(text)), true))
-      shown += c == '\t' ? std::string(4, ' ') : std::string(1, c);
-    fmt::print("{}\n", to_terminal_ ? wrap_text(shown, terminal_columns(), hang) : shown);
-  }
-  // Before anything is printed: the spinner erased (its line is then empty, the cursor at its start).
-  void quiet() {
-    if (spinner_shown_) write_styled(spinner_erase());
-    spinner_shown_ = false;
-    last_output_ = Clock::now();
-    output_seen_ = true;
-  }
-  void wait_for_model() {
-    waiting_from_ = last_output_ = Clock::now();
-    output_seen_ = false;
-  }
-  void end_line() {
-    quiet();
-    if (markdown_) {
-      std::string rest = markdown_->finish();
-      if (!rest.empty()) write_styled((in_reply_ ? "" : "\n") + rest);
-    }
-    markdown_.reset();
-    if (in_reply_ && !to_terminal_ && !ends_newline_) std::fputs("\n", stdout);
-    in_reply_ = false;
-  }
-  // Styles only on a terminal that has them; colours unless NO_COLOR (no-color.org) is set.
-  const bool to_terminal_ = ::isatty(STDOUT_FILENO) == 1 && std::string_view(getenv_or("TERM")) != "dumb";
-  const bool colour_ = std::string_view(getenv_or("NO_COLOR")).empty();
-  std::optional<MarkdownRenderer> markdown_;  // the reply being drawn
-  // The spinner: since when the model has been thought to think (none while a call runs or a
-  // question waits), when anything was last printed, and whether the spinner is on the screen.
-  std::optional<Clock::time_point> waiting_from_;
-  Clock::time_point last_output_;
-  bool output_seen_ = false, spinner_shown_ = false;
-  std::mutex print_, ask_;
-  std::condition_variable cv_;
-  bool in_reply_ = false, ends_newline_ = true;
-  bool acting_ = false;
-  std::string acting_name_;
-  long next_tick_ = 10;
-  Clock::time_point started_;
-  chat::Question question_;
-  chat::Answer answer_;
-  bool asking_ = false, answered_ = false;
-};
 
 // Runs `oppx <args>` (this same program) with the terminal as it is; its exit status. With
 // `output`, its stdout is read into it instead (its stderr stays the terminal's).
