@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace oppx::chat {
 
@@ -91,6 +92,14 @@ void add_usage(json::object& sum, const std::optional<json::object>& usage) {
   }
 }
 
+// A reply's text ("reply" when a model put it there); "" when it has none, or only blanks.
+std::string reply_of(const json::object& a) {
+  std::string text = str(a, "text");
+  if (text.empty()) text = str(a, "reply");
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return {};
+  return text;
+}
+
 }  // namespace
 
 bool TurnResult::declined() const {
@@ -157,6 +166,15 @@ std::vector<const ToolInfo*> Agent::offered() const {
     out.push_back(&t);
   }
   return out;
+}
+
+const ToolInfo* Agent::callable(const std::string& name) const {
+  for (const auto& t : tools_) {
+    if (t.full_name() != name) continue;
+    if (down_.count(t.connector) || (options_.mode == "plan" && !t.read_only)) return nullptr;
+    return &t;
+  }
+  return nullptr;
 }
 
 void Agent::rebuild_prompt(bool say_uncached) {
@@ -256,6 +274,9 @@ ModelResult<Completion> Agent::ask_model(json::object body, bool stream_reply, T
   StreamingField action_field("action"), text_field("text");
   std::string action, pending;
   bool streaming = false;
+  // A reply's leading blanks are held until its text shows: a blank reply is no reply.
+  std::string blanks;
+  bool shown_text = false;
   auto on_delta = [&](std::string_view piece) {
     if (!stream_reply) return;
     if (!action_field.done()) action += action_field.feed(piece);
@@ -267,6 +288,14 @@ ModelResult<Completion> Agent::ask_model(json::object body, bool stream_reply, T
       pending.clear();
     }
     if (streaming) {
+      if (!shown_text) {
+        if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+          blanks += text;
+          return;
+        }
+        text = std::exchange(blanks, {}) + text;
+        shown_text = true;
+      }
       if (!text.empty()) front_.reply_text(text);
     } else {
       pending += text;
@@ -274,7 +303,7 @@ ModelResult<Completion> Agent::ask_model(json::object body, bool stream_reply, T
   };
   auto r = model_.complete(std::move(body), on_delta);
   if (r) add_usage(out.usage, r->usage);
-  streamed_ = streaming;
+  streamed_ = shown_text;
   return r;
 }
 
@@ -629,6 +658,25 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
          out, std::move(exposed));
 }
 
+std::string Agent::unusable(const std::optional<json::value>& answer, const std::string& name) const {
+  if (!answer || !answer->is_object() || name.empty())
+    return "it was not one JSON object with an \"action\" from the list";
+  const json::object& a = answer->as_object();
+  // Each action's own fields: the schema requires only "action", and not every server enforces it.
+  auto needs = [&](std::string_view field, std::string_view what) {
+    return str(a, field).empty() ? fmt::format("{} needs {} in \"{}\", and it had none", name, what, field)
+                                 : std::string();
+  };
+  if (name == "reply")
+    return reply_of(a).empty() ? std::string("reply needs the whole answer in \"text\", and it had none")
+                               : std::string();
+  if (name == "read") return needs("path", "the file's path");
+  if (name == "grep") return needs("pattern", "a regular expression");
+  if (name == "run" && options_.mode != "plan") return needs("command", "the shell command");
+  if ((name == "browser" && browser_offered()) || callable(name)) return {};
+  return fmt::format("{} is not an action you can take now; pick one from the list", cut_text(name, 100));
+}
+
 void Agent::cancel() {
   cancelled_ = true;
   run_control_.cancel();
@@ -675,30 +723,54 @@ TurnResult Agent::turn(const std::string& message) {
                                                "what was done and what is left.",
                                                options_.max_steps - 1)});
     }
-    fit_context(json::serialize(schema).size());
-    json::object body{
-        {"messages", request_messages({})},
-        {"response_format",
-         json::object{{"type", "json_schema"},
-                      {"json_schema", json::object{{"name", "action"}, {"schema", schema}, {"strict", true}}}}}};
-    auto r = ask_model(std::move(body), true, out);
-    if (stopped()) return out;
-    if (!r) {
-      out.error = r.error();
-      return out;
-    }
-    const std::string& content = r->content;
-    auto parsed = find_object(content);
-    std::string name = parsed && parsed->is_object() ? str(parsed->as_object(), "action") : std::string();
-    if (!parsed && !content.empty() && content.find('{') == std::string::npos) {
-      // Structured output accepted but not enforced: plain prose is taken as the reply.
-      parsed = json::object{{"action", "reply"}, {"text", content}};
-      name = "reply";
+    // An answer that is not a usable action (a server that does not enforce the schema, a small
+    // model) is asked again once, saying what was wrong; a second one ends the turn with an error.
+    const std::size_t asked_at = messages_.size();
+    std::optional<json::value> parsed;
+    std::string name;
+    for (int attempt = 0;; ++attempt) {
+      fit_context(json::serialize(schema).size());
+      json::object body{
+          {"messages", request_messages({})},
+          {"response_format",
+           json::object{{"type", "json_schema"},
+                        {"json_schema", json::object{{"name", "action"}, {"schema", schema}, {"strict", true}}}}}};
+      auto r = ask_model(std::move(body), true, out);
+      if (stopped()) return out;
+      if (!r) {
+        out.error = r.error();
+        return out;
+      }
+      const std::string& content = r->content;
+      parsed = find_object(content);
+      name = parsed && parsed->is_object() ? str(parsed->as_object(), "action") : std::string();
+      if (!parsed && !content.empty() && content.find('{') == std::string::npos) {
+        // Structured output accepted but not enforced: plain prose is taken as the reply.
+        parsed = json::object{{"action", "reply"}, {"text", content}};
+        name = "reply";
+      }
+      std::string problem = unusable(parsed, name);
+      if (problem.empty()) break;
+      if (attempt > 0) {
+        // The exchange is not kept: `-c` continues from the user's message.
+        messages_.erase(messages_.begin() + static_cast<std::ptrdiff_t>(asked_at), messages_.end());
+        out.error = ModelError{
+            "bad_reply",
+            fmt::format("the model did not answer with a usable action, twice in a row (the second time: {})",
+                        escape_controls(problem)),
+            {"Ask again: a small model sometimes misses the action format.",
+             "If it keeps happening, use a larger model, or a model server that enforces the JSON schema of "
+             "response_format."},
+            0};
+        return out;
+      }
+      messages_.push_back({"assistant", content});
+      messages_.push_back(
+          {"user",
+           fmt::format("That answer was not a usable action: {}. Answer again with one JSON object.", problem)});
     }
     if (name == "reply") {
-      const json::object& a = parsed->as_object();
-      std::string text = str(a, "text");
-      if (text.empty()) text = str(a, "reply");
+      std::string text = reply_of(parsed->as_object());
       if (!streamed_) front_.reply_text(text);
       if (!down_steps_.empty() && lower(text).find(kContinue) == std::string::npos) {
         std::string ending = fmt::format("\n\nOnce it is back, ask me to continue.");
@@ -720,17 +792,7 @@ TurnResult Agent::turn(const std::string& message) {
       if (stopped() || out.error) return out;
       continue;
     }
-    auto tools = offered();
-    auto it = std::find_if(tools.begin(), tools.end(), [&](const ToolInfo* t) { return t->full_name() == name; });
-    if (it == tools.end()) {
-      messages_.push_back({"assistant", content});
-      messages_.push_back(
-          {"user", name.empty() ? std::string("That was not one JSON object with an \"action\" from the list. Answer "
-                                              "again.")
-                                : fmt::format("{} is not an action you can take now. Pick one from the list.", name)});
-      continue;
-    }
-    run_tool(**it, out);
+    run_tool(*callable(name), out);  // unusable() found it
     if (stopped() || out.error) return out;
   }
   // The last step did not reply (a server that does not enforce the schema).

@@ -146,6 +146,12 @@ class Agent {
   // the conversation holds something exposed: the verdict becomes ask, saying what was read.
   void guard_exposure(DaemonTools::Verdict& v) const;
   std::vector<const ToolInfo*> offered() const;
+  // A connector tool the model may name now (running, and in plan mode one that reads); null when
+  // there is none.
+  const ToolInfo* callable(const std::string& name) const;
+  // What makes the model's answer unusable as an action (not an object, an action not offered, a
+  // field the action needs missing or empty), in words; "" when it is usable.
+  std::string unusable(const std::optional<boost::json::value>& answer, const std::string& name) const;
   void rebuild_prompt(bool say_uncached);
   boost::json::object action_schema() const;
   boost::json::array request_messages(const std::vector<Message>& extra) const;

@@ -1,0 +1,74 @@
+// What the agent loop makes of the model's actions and says of their calls, as `oppx -p` runs
+// it: an action without its own fields, a call whose connector went down while it ran, a failed
+// call's arguments, numbers in arguments, and the tools a deny rule covers.
+#include "tests/support/agent_fixture.h"
+#include "tests/support/model_steps.h"
+
+#include <boost/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace oppx::test {
+namespace {
+
+namespace json = boost::json;
+
+std::string all_text(const json::object& body) { return json::serialize(body.at("messages")); }
+std::string last_message(const json::object& body) {
+  return std::string(body.at("messages").as_array().back().at("content").as_string());
+}
+using AgentActions = AgentFixture;
+
+TEST_F(AgentActions, AnActionWithoutItsOwnFieldIsAskedAgainOnceSayingWhatWasMissing) {
+  struct Case {
+    std::string action, field;
+  };
+  for (const Case& c :
+       std::vector<Case>{{"reply", "text"}, {"read", "path"}, {"grep", "pattern"}, {"run", "command"}}) {
+    SCOPED_TRACE(c.action);
+    // Present but empty counts as missing; the second answer is usable.
+    std::string empty = c.action == "reply" ? action("reply", R"("text":"  ")") : action(c.action);
+    serve({empty, reply("Here is the answer.")});
+    Result r = print({"what", "is", "here"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out, "Here is the answer.\n");
+    auto bodies = model->completions();
+    ASSERT_EQ(bodies.size(), 2u);
+    std::string asked = last_message(bodies[1]);
+    EXPECT_NE(asked.find("not a usable action"), std::string::npos) << asked;
+    EXPECT_NE(asked.find(c.action + " needs"), std::string::npos) << asked;
+    EXPECT_NE(asked.find("\"" + c.field + "\""), std::string::npos) << asked;
+  }
+}
+
+TEST_F(AgentActions, TwoUnusableAnswersEndTheTurnWithAnErrorNeverAnEmptyReply) {
+  serve({action("reply"), action("run")});
+  Result r = print({"fix", "it"});
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("oppx: the model did not answer with a usable action, twice in a row"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("run needs the shell command in \"command\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\n  1. "), std::string::npos) << r.err;
+  EXPECT_EQ(model->completions().size(), 2u);
+
+  serve({says(R"({"action":"nothing"})"), says("{}")});
+  json::object out = print_json({"fix", "it"}, 5);
+  EXPECT_EQ(out.at("reply"), "");
+  EXPECT_EQ(out.at("error").at("kind"), "bad_reply");
+  EXPECT_NE(std::string(out.at("error").at("message").as_string()).find("not one JSON object"), std::string::npos);
+
+  // The unusable exchange is not kept: -c goes on from the user's message.
+  serve({reply("Fixed.")});
+  Result next = print({"-c", "try", "again"});
+  ASSERT_EQ(next.exit_code, 0) << next.err;
+  std::string sent = all_text(model->completions().at(0));
+  EXPECT_NE(sent.find("fix it"), std::string::npos) << sent;
+  EXPECT_EQ(sent.find("not a usable action"), std::string::npos) << sent;
+}
+
+}  // namespace
+}  // namespace oppx::test
