@@ -32,7 +32,7 @@ struct AgentFixture : ::testing::Test {
     ::unsetenv("OPPX_SERVER");
   }
   // The model server answers with `steps`, in order (model_steps.h).
-  // With `settle`, once the daemon's connectors are up (connectors_settled).
+  // With `settle`, once the daemon's connectors are up (connectors_settled, harness.h).
   void serve(const std::vector<std::string>& steps, int context = 32768, bool settle = true) {
     std::string list;
     for (const auto& s : steps) list += (list.empty() ? "" : ",") + s;
@@ -40,15 +40,7 @@ struct AgentFixture : ::testing::Test {
                                    R"(}], "completions": [)" + list + "]}");
     ASSERT_TRUE(model->started()) << model->err();
     ::setenv("OPPX_SERVER", model->url().c_str(), 1);
-    if (settle) connectors_settled();
-  }
-  // A turn starts with the connectors that run and never waits for one still starting: the
-  // tests wait for theirs first (mcp/list with wait), as a user's daemon has them warm.
-  void connectors_settled() {
-    auto c = hello_client(home);
-    ASSERT_TRUE(c);
-    auto r = c->call("mcp/list", boost::json::object{{"wait", true}, {"cwd", repo.root()}}, 60s);
-    ASSERT_TRUE(r) << r.error().message;
+    if (settle) connectors_settled(home, repo.root());
   }
   Result print(std::vector<std::string> args) {
     args.insert(args.begin(), "-p");

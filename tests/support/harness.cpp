@@ -84,6 +84,13 @@ std::optional<SyncClient> hello_client(const TempHome& home) {
   return hello_client(home.socket());
 }
 
+void connectors_settled(const TempHome& home, const std::string& cwd) {
+  auto c = hello_client(home);
+  ASSERT_TRUE(c);
+  auto r = c->call("mcp/list", json::object{{"wait", true}, {"cwd", cwd}}, 60s);
+  ASSERT_TRUE(r) << r.error().message;
+}
+
 std::string TempHome::read_log() const { return read_file(log()); }
 
 void TempHome::write_mcp_config(const std::string& servers) const {

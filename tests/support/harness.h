@@ -110,6 +110,11 @@ std::string kill_daemon_mid_writes(SyncClient client, pid_t pid, int writes, con
 std::optional<SyncClient> hello_client(const std::string& socket);
 // The same for the test's daemon, started first when none answers, as the CLI does.
 std::optional<SyncClient> hello_client(const TempHome& home);
+// Starts the daemon when none runs and returns once none of the connectors that apply in `cwd`
+// is still starting (mcp/list with wait). A session starts with what runs and never waits for
+// one still starting: the chat's and the agent's tests wait for theirs first, as a user's daemon
+// has them warm.
+void connectors_settled(const TempHome& home, const std::string& cwd);
 std::string read_file(const std::string& path);  // empty when missing
 
 bool process_alive(pid_t pid);
