@@ -433,12 +433,13 @@ bool Agent::permitted(const Question& q, const DaemonTools::Verdict& v, const st
   return false;
 }
 
-void Agent::connector_down(const ToolInfo& tool, const DaemonTools::CallResult& r, TurnResult& out) {
+void Agent::connector_down(const ToolInfo& tool, const DaemonTools::CallResult& r, const std::string& outcome,
+                           TurnResult& out) {
   const std::string& c = tool.connector;
   down_.insert(c);
   out.connectors_down.push_back(c);
   down_steps_.insert(down_steps_.end(), r.steps.begin(), r.steps.end());
-  front_.notice(fmt::format("{} is down: {}{}", c, r.text, numbered(r.steps)));
+  front_.notice(fmt::format("{} is down: {}\n{}.{}", c, r.text, outcome, numbered(r.steps)));
   rebuild_prompt(true);
 }
 
@@ -491,13 +492,23 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
   std::string shown_args = json::serialize(*args);
   if (r.down) {
     rec.status = "down";
-    rec.text = r.text + numbered(r.steps);
-    connector_down(tool, r, out);
+    // The daemon repeats a call its connector dropped only when the tool only reads; any other
+    // may have done its work before the program stopped (`oppx mcp call` says the same).
+    std::string outcome =
+        tool.read_only ? fmt::format("{} only reads (its connector says so), so it changed nothing", name)
+                       : fmt::format(
+                             "{} may or may not have run: {} went down while it was called, and a call that may "
+                             "change something is not repeated; check whether it took effect before doing it again",
+                             name, tool.connector);
+    rec.text = fmt::format("{}: {}{}", outcome, r.text, numbered(r.steps));
+    connector_down(tool, r, outcome, out);
     return record(rec,
-                  fmt::format("{} is down ({}); its tools are gone for now. Do not retry it or work around it. In "
-                              "your reply: open with what was not done, pass on these steps to the user:{}\nand end "
-                              "with \"{}\".",
-                              tool.connector, r.text, numbered(r.steps), kContinue),
+                  fmt::format("{} is down ({}); its tools are gone for now. {}. Do not retry it or work around it. "
+                              "In your reply: open with what was not done{}, pass on these steps to the user:{}\nand "
+                              "end with \"{}\".",
+                              tool.connector, r.text, outcome,
+                              tool.read_only ? "" : fmt::format(", say that {} may or may not have run", name),
+                              numbered(r.steps), kContinue),
                   out);
   }
   if (cancelled_) {

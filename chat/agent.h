@@ -167,7 +167,9 @@ class Agent {
                  const std::string& connector_rule, ActionRecord& rec);
   // `exposed`: what the result holds that must not leave unasked (Message::exposed).
   void record(ActionRecord rec, const std::string& model_text, TurnResult& out, std::string exposed = {});
-  void connector_down(const ToolInfo& tool, const DaemonTools::CallResult& r, TurnResult& out);
+  // `outcome`: what became of the call, said to the user with the notice.
+  void connector_down(const ToolInfo& tool, const DaemonTools::CallResult& r, const std::string& outcome,
+                      TurnResult& out);
 
   ModelClient& model_;
   DaemonTools& daemon_;

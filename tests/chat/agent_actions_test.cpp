@@ -20,7 +20,13 @@ std::string all_text(const json::object& body) { return json::serialize(body.at(
 std::string last_message(const json::object& body) {
   return std::string(body.at("messages").as_array().back().at("content").as_string());
 }
-using AgentActions = AgentFixture;
+struct AgentActions : AgentFixture {
+  // raw_connector.js as the only connector, its tools/call lines as they arrived in `lines`.
+  std::string lines = home.root() + "/lines.txt";
+  void use_raw_connector() {
+    home.write_mcp_config(stdio_entry("rawc", "node", {std::string(OPPX_TEST_SUPPORT) + "/raw_connector.js", lines}));
+  }
+};
 
 TEST_F(AgentActions, AnActionWithoutItsOwnFieldIsAskedAgainOnceSayingWhatWasMissing) {
   struct Case {
@@ -68,6 +74,41 @@ TEST_F(AgentActions, TwoUnusableAnswersEndTheTurnWithAnErrorNeverAnEmptyReply) {
   std::string sent = all_text(model->completions().at(0));
   EXPECT_NE(sent.find("fix it"), std::string::npos) << sent;
   EXPECT_EQ(sent.find("not a usable action"), std::string::npos) << sent;
+}
+
+TEST_F(AgentActions, AWriteWhoseConnectorWentDownMidCallMayOrMayNotHaveRunAndEveryoneIsTold) {
+  use_raw_connector();
+  ASSERT_EQ(oppx({"permissions", "allow", "rawc.erase"}).exit_code, 0);
+  serve({action("rawc.erase"), reply("The erase may or may not have run; check it.")});
+  Result r = print({"erase", "it", "--json"});
+  EXPECT_EQ(r.exit_code, 7) << r.out << r.err;
+  EXPECT_NE(r.err.find("oppx: rawc is down: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rawc.erase may or may not have run"), std::string::npos) << r.err;
+  std::string told = last_message(model->completions().at(1));
+  EXPECT_NE(told.find("rawc.erase may or may not have run"), std::string::npos) << told;
+  EXPECT_NE(told.find("say that rawc.erase may or may not have run"), std::string::npos) << told;
+  std::string got = read_file(lines);
+  EXPECT_EQ(std::count(got.begin(), got.end(), '\n'), 1) << "never repeated: " << got;
+  json::value out = json::parse(r.out);
+  const json::value& a = out.at("actions").at(0);
+  EXPECT_EQ(a.at("status"), "down");
+  EXPECT_NE(std::string(a.at("text").as_string()).find("may or may not have run"), std::string::npos) << a;
+}
+
+TEST_F(AgentActions, AReadOnlyCallWhoseConnectorWentDownChangedNothingAndIsNotSaidToBeUnrepeated) {
+  use_raw_connector();
+  serve({action("rawc.peek"), reply("It went down.")});
+  Result r = print({"peek"});
+  EXPECT_EQ(r.exit_code, 7) << r.out << r.err;
+  // The daemon repeated it once after a restart: two calls reached the program.
+  std::string got = read_file(lines);
+  EXPECT_EQ(std::count(got.begin(), got.end(), '\n'), 2) << got;
+  std::string told = last_message(model->completions().at(1));
+  EXPECT_NE(told.find("rawc.peek only reads"), std::string::npos) << told;
+  EXPECT_EQ(told.find("may or may not have run"), std::string::npos) << told;
+  EXPECT_EQ(told.find("not repeated"), std::string::npos) << told;
+  EXPECT_EQ(r.err.find("not repeated"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rawc.peek only reads"), std::string::npos) << r.err;
 }
 
 }  // namespace
