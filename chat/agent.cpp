@@ -92,6 +92,11 @@ void add_usage(json::object& sum, const std::optional<json::object>& usage) {
   }
 }
 
+// Arguments as a message shows them: cut at a few hundred characters (the whole of them stays in
+// the action's record).
+constexpr std::size_t kShownArguments = 300;
+std::string shown(const json::object& args) { return cut_text(json::serialize(args), kShownArguments); }
+
 // A reply's text ("reply" when a model put it there); "" when it has none, or only blanks.
 std::string reply_of(const json::object& a) {
   std::string text = str(a, "text");
@@ -489,7 +494,7 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
   DaemonTools::CallResult r = daemon_.call(
       tool, *args,
       [this](double p, std::optional<double> total, const std::string& m) { front_.progress(p, total, m); });
-  std::string shown_args = json::serialize(*args);
+  std::string shown_args = shown(*args);
   if (r.down) {
     rec.status = "down";
     // The daemon repeats a call its connector dropped only when the tool only reads; any other
@@ -654,7 +659,7 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
   }
   rec.status = r.ok ? "ran" : "failed";
   rec.text = r.text;
-  std::string what = json::serialize(rec.arguments);
+  std::string what = shown(rec.arguments);
   std::string exposed;
   std::string source = r.resolved.empty() ? str(action, "path") : r.resolved;
   if (source.empty()) source = name == "run" ? "the output of a command" : "the workspace";

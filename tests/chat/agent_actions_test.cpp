@@ -111,5 +111,20 @@ TEST_F(AgentActions, AReadOnlyCallWhoseConnectorWentDownChangedNothingAndIsNotSa
   EXPECT_NE(r.err.find("rawc.peek only reads"), std::string::npos) << r.err;
 }
 
+TEST_F(AgentActions, AFailedCallsMessageCutsItsArgumentsAndTheRecordKeepsThemWhole) {
+  std::string big(20'000, 'a');
+  serve({action("agentc.fail"), says(R"({"x":")" + big + R"("})"), reply("It failed.")});
+  json::object out = print_json({"try", "it"}, 0);
+  const json::value& a = out.at("actions").at(0);
+  EXPECT_EQ(a.at("status"), "failed");
+  EXPECT_EQ(a.at("arguments").at("x").as_string().size(), big.size()) << "--json keeps the arguments whole";
+  std::string told = last_message(model->completions().at(2));
+  EXPECT_NE(told.find("agentc.fail failed with the arguments {\"x\":\"aaa"), std::string::npos) << told.substr(0, 400);
+  EXPECT_NE(told.find("[… cut at 300 of 20008 characters]"), std::string::npos) << told.substr(0, 400);
+  // The error (the tool echoes x; the daemon caps a result at 12,000 characters) and a few hundred
+  // characters of the arguments: no second copy of them.
+  EXPECT_LT(told.size(), 12'000u + 1'000u);
+}
+
 }  // namespace
 }  // namespace oppx::test
