@@ -8,6 +8,7 @@
 #include "chat/workspace.h"
 #include "common/shell_words.h"
 #include "common/text.h"
+#include "proto/jsonrpc.h"
 
 #include <boost/json.hpp>
 
@@ -51,7 +52,7 @@ json::value canonical(const json::value& v) {
 }
 
 std::string call_key(const std::string& name, const json::object& args) {
-  return name + " " + json::serialize(canonical(args));
+  return name + " " + proto::json_text(canonical(args));
 }
 
 bool has_arguments(const json::value& schema) {
@@ -95,7 +96,7 @@ void add_usage(json::object& sum, const std::optional<json::object>& usage) {
 // Arguments as a message shows them: cut at a few hundred characters (the whole of them stays in
 // the action's record).
 constexpr std::size_t kShownArguments = 300;
-std::string shown(const json::object& args) { return cut_text(json::serialize(args), kShownArguments); }
+std::string shown(const json::object& args) { return cut_text(proto::json_text(args), kShownArguments); }
 
 // A reply's text ("reply" when a model put it there); "" when it has none, or only blanks.
 std::string reply_of(const json::object& a) {
@@ -323,7 +324,7 @@ std::optional<json::object> Agent::write_arguments(const ToolInfo& tool, TurnRes
   std::string ask = fmt::format(
       "Write the arguments of {} as one JSON object, and nothing else.\nWhat it does: {}\nIts input schema: {}",
       tool.full_name(), tool.description.empty() ? "(no description)" : tool.description,
-      json::serialize(tool.input_schema));
+      proto::json_text(tool.input_schema));
   // The conversation already ends with "I'll call <connector>.<tool> now." (run_tool).
   std::vector<Message> extra{{"user", ask}};
   json::object body{
@@ -554,7 +555,7 @@ std::string Agent::repeated(const ToolInfo& tool, const std::string& key) const 
 }
 
 void Agent::run_browser(TurnResult& out) {
-  messages_.push_back({"assistant", json::serialize(json::object{{"action", "browser"}})});
+  messages_.push_back({"assistant", proto::json_text(json::object{{"action", "browser"}})});
   ActionRecord rec{"browser", {}, "", "", false};
   Answer a = front_.ask(Question{"browser", "", {}, false, "it starts Chromium for this session"});
   if (a.kind == Answer::kNo) {
@@ -591,7 +592,7 @@ void Agent::run_browser(TurnResult& out) {
 }
 
 void Agent::run_builtin(const std::string& name, const json::object& action, TurnResult& out) {
-  messages_.push_back({"assistant", json::serialize(action)});
+  messages_.push_back({"assistant", proto::json_text(action)});
   ActionRecord rec{name, {}, "", "", false};
   for (const char* k : {"path", "pattern", "command"}) {
     if (std::string v = str(action, k); !v.empty()) rec.arguments[k] = v;
@@ -745,7 +746,7 @@ TurnResult Agent::turn(const std::string& message) {
     std::optional<json::value> parsed;
     std::string name;
     for (int attempt = 0;; ++attempt) {
-      fit_context(json::serialize(schema).size());
+      fit_context(proto::json_text(schema).size());
       json::object body{
           {"messages", request_messages({})},
           {"response_format",
@@ -793,7 +794,7 @@ TurnResult Agent::turn(const std::string& message) {
         front_.reply_text(ending);
         text += ending;
       }
-      messages_.push_back({"assistant", json::serialize(json::object{{"action", "reply"}, {"text", text}})});
+      messages_.push_back({"assistant", proto::json_text(json::object{{"action", "reply"}, {"text", text}})});
       out.reply = std::move(text);
       if (!last) out.step_bound = false;
       return out;

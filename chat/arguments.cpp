@@ -4,6 +4,7 @@
 #include "chat/arguments.h"
 
 #include "common/text.h"
+#include "proto/jsonrpc.h"
 
 #include <boost/json.hpp>
 
@@ -181,11 +182,11 @@ std::optional<std::string> check_arguments(const json::value& arguments, const j
       std::string options;
       for (const auto& x : e->as_array()) {
         in = in || x == value;
-        options += (options.empty() ? "" : ", ") + escape_controls(json::serialize(x));
+        options += (options.empty() ? "" : ", ") + escape_controls(proto::json_text(x));
       }
       if (!in)
         return fmt::format("\"{}\" is {}, which is not one of {}", escape_controls(name),
-                           escape_controls(json::serialize(value)), options);
+                           escape_controls(proto::json_text(value)), options);
     }
   }
   return std::nullopt;

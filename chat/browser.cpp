@@ -4,6 +4,7 @@
 #include "common/fs.h"
 #include "common/paths.h"
 #include "common/text.h"
+#include "proto/jsonrpc.h"
 
 #include <boost/json.hpp>
 
@@ -82,7 +83,7 @@ boost::system::result<void, std::string> set_browser_auto(bool on) {
   if (!c) return c.error();
   (*c)["browser_auto"] = on;
   if (auto r = ensure_private_dir(paths::config_dir()); !r) return r.error();
-  if (auto r = atomic_write(config_file(), json::serialize(*c) + "\n", 0600); !r) return r.error();
+  if (auto r = atomic_write(config_file(), proto::json_text(*c) + "\n", 0600); !r) return r.error();
   return {};
 }
 

@@ -5,6 +5,7 @@
 #include "common/fs.h"
 #include "common/paths.h"
 #include "common/retention.h"
+#include "proto/jsonrpc.h"
 
 #include <boost/json.hpp>
 
@@ -80,7 +81,7 @@ std::string save_conversation(Conversation& c) {
   json::object o{{"cwd", c.cwd},
                  {"updated", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(now))},
                  {"messages", c.messages}};
-  auto w = atomic_write(c.path, json::serialize(o), 0600);
+  auto w = atomic_write(c.path, proto::json_text(o), 0600);
   return w ? std::string() : w.error();
 }
 

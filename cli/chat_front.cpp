@@ -7,6 +7,7 @@
 #include "cli/browser.h"
 #include "cli/output.h"
 #include "common/text.h"
+#include "proto/jsonrpc.h"
 
 #include <boost/json.hpp>
 
@@ -74,7 +75,7 @@ void ChatFront::action_started(const std::string& name, const json::object& argu
   acting_ = true;
   acting_name_ = name;
   next_tick_ = 10;
-  std::string args = arguments.empty() ? "" : " " + json::serialize(arguments);
+  std::string args = arguments.empty() ? "" : " " + proto::json_text(arguments);
   fmt::print("  > {}{}\n", name, first_line(args, 160));
 }
 

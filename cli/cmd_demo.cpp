@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/probe.h"
+#include "proto/jsonrpc.h"
 
 #include <fmt/format.h>
 
@@ -85,7 +86,7 @@ void repository_tour(Connection& conn, const std::string& server, const std::str
   }
   json::object servers{
       {"demo-notes", json::object{{"command", "node"}, {"args", json::array{json::value(server), "stdio"}}}}};
-  if (auto r = atomic_write(repo + "/.mcp.json", json::serialize(json::object{{"mcpServers", servers}}) + "\n", 0600);
+  if (auto r = atomic_write(repo + "/.mcp.json", proto::json_text(json::object{{"mcpServers", servers}}) + "\n", 0600);
       !r) {
     fmt::print("   cannot write the demo repository's .mcp.json: {}\n\n", r.error());
     return;
@@ -134,7 +135,7 @@ void connector_tour(Connection& conn, const std::string& self) {
     fmt::print("   echo failed: {}\n\n", echoed.error());
     return;
   }
-  fmt::print("   everything.echo {} → {} ({:.1f} ms)\n\n", json::serialize(args), echoed->text, ms);
+  fmt::print("   everything.echo {} → {} ({:.1f} ms)\n\n", proto::json_text(args), echoed->text, ms);
   repository_tour(conn, server, self);
 }
 
@@ -225,7 +226,7 @@ void browser_tour(Connection& conn) {
   }
   const std::string& text = navigated->text;
   fmt::print("   playwright.browser_navigate {} ({:.1f} s, Chromium starting); the page as the model reads it:\n",
-             json::serialize(args), s);
+             proto::json_text(args), s);
   auto at = text.find("- heading");
   std::string shown = text.substr(at == std::string::npos ? 0 : at);
   int lines = 0;

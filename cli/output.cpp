@@ -213,8 +213,7 @@ Shown shown_arguments(const boost::json::object& arguments, bool in_full, std::s
   more += "  ";
   for (const auto& [key, value] : arguments) {
     Shown name = fold(key, in_full, more, kNameFoldAt);
-    std::string text =
-        value.is_string() ? "\"" + std::string(value.get_string()) + "\"" : boost::json::serialize(value);
+    std::string text = value.is_string() ? "\"" + std::string(value.get_string()) + "\"" : proto::json_text(value);
     Shown v = fold(text, in_full, more, kFoldAt);
     if (!r.text.empty()) r.text += "\n";
     r.text += std::string(indent) + name.text + ": " + v.text;

@@ -9,6 +9,7 @@
 #include "common/paths.h"
 #include "common/text.h"
 #include "common/tool_text.h"
+#include "proto/jsonrpc.h"
 
 #include <boost/json.hpp>
 
@@ -99,7 +100,7 @@ ProbeReport probe_cost(std::string_view connector, const std::string& list_text,
       if (list_text.empty() || Clock::now() >= deadline) break;
       std::string tw;
       auto reply =
-          ask(*url, "POST", path, json::serialize(json::object{{"prompt", list_text}, {"add_special_tokens", false}}),
+          ask(*url, "POST", path, proto::json_text(json::object{{"prompt", list_text}, {"add_special_tokens", false}}),
               deadline, tw);
       if (!reply) break;
       if (reply->status != 200) continue;

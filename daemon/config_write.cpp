@@ -5,6 +5,7 @@
 
 #include "common/fs.h"
 #include "common/text.h"
+#include "proto/jsonrpc.h"
 
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
@@ -60,7 +61,7 @@ void pretty(const json::value& v, std::string& out, int indent) {
     pad(indent);
     out += "]";
   } else {
-    out += json::serialize(v);
+    out += proto::json_text(v);
   }
 }
 

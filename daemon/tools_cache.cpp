@@ -5,6 +5,7 @@
 
 #include "common/fs.h"
 #include "common/log.h"
+#include "proto/jsonrpc.h"
 
 #include <boost/json.hpp>
 
@@ -78,7 +79,7 @@ void ToolsCache::store(std::string_view name, std::string_view canonical, const 
 }
 
 void ToolsCache::save() {
-  std::string text = json::serialize(json::object{{"version", 1}, {"entries", entries_}});
+  std::string text = proto::json_text(json::object{{"version", 1}, {"entries", entries_}});
   if (save_) return save_(path_, std::move(text));
   if (auto r = atomic_write(path_, text, 0600); !r) log::warn("cannot save the tool-list cache: {}", r.error());
 }

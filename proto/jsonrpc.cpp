@@ -7,7 +7,10 @@
 #include <boost/json/parser.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <utility>
 
 namespace oppx::proto {
 
@@ -117,26 +120,77 @@ boost::system::result<Message, Rejection> parse_message(std::string_view line) {
 
 namespace {
 
-void finite_only(json::value& v) {
-  if (v.is_double() && !std::isfinite(v.get_double())) {
-    v = nullptr;
-  } else if (v.is_array()) {
-    for (json::value& x : v.get_array()) finite_only(x);
-  } else if (v.is_object()) {
-    for (auto& kv : v.get_object()) finite_only(kv.value());
+bool has_double(const json::value& v);
+
+bool has_double(const json::array& a) {
+  return std::any_of(a.begin(), a.end(), [](const json::value& x) { return has_double(x); });
+}
+
+bool has_double(const json::object& o) {
+  return std::any_of(o.begin(), o.end(), [](const json::key_value_pair& kv) { return has_double(kv.value()); });
+}
+
+bool has_double(const json::value& v) {
+  if (const json::array* a = v.if_array()) return has_double(*a);
+  if (const json::object* o = v.if_object()) return has_double(*o);
+  return v.is_double();
+}
+
+void write_json(std::string& out, const json::value& v);
+
+void write_json(std::string& out, const json::array& a) {
+  out += '[';
+  const char* sep = "";
+  for (const json::value& x : a) {
+    out += std::exchange(sep, ",");
+    write_json(out, x);
   }
+  out += ']';
+}
+
+void write_json(std::string& out, const json::object& o) {
+  out += '{';
+  const char* sep = "";
+  for (const auto& kv : o) {
+    out += std::exchange(sep, ",");
+    out += json::serialize(kv.key());
+    out += ':';
+    write_json(out, kv.value());
+  }
+  out += '}';
+}
+
+void write_json(std::string& out, const json::value& v) {
+  if (const json::array* a = v.if_array()) return write_json(out, *a);
+  if (const json::object* o = v.if_object()) return write_json(out, *o);
+  if (!v.is_double()) {
+    out += json::serialize(v);
+    return;
+  }
+  double d = v.get_double();
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  if (!std::isfinite(d) || ec != std::errc{}) {
+    out += "null";
+  } else {
+    out.append(buf, end);
+  }
+}
+
+// Boost's own writer for what has no fraction (most messages), as it is faster.
+template <class T>
+std::string text_of(const T& v) {
+  if (!has_double(v)) return json::serialize(v);
+  std::string out;
+  write_json(out, v);
+  return out;
 }
 
 }  // namespace
 
-std::string json_text(const json::value& v) {
-  std::string out = json::serialize(v);
-  // Only a non-finite double writes these words outside a string; the copy is made only then.
-  if (out.find("Infinity") == std::string::npos && out.find("NaN") == std::string::npos) return out;
-  json::value finite = v;
-  finite_only(finite);
-  return json::serialize(finite);
-}
+std::string json_text(const json::value& v) { return text_of(v); }
+std::string json_text(const json::object& o) { return text_of(o); }
+std::string json_text(const json::array& a) { return text_of(a); }
 
 // The envelope is written around the serialised parts, so that params and results (a tool's
 // whole answer) are not deep-copied into a new object first.

@@ -100,10 +100,14 @@ struct Rejection {
 
 boost::system::result<Message, Rejection> parse_message(std::string_view line);
 
-// A value as JSON text that every parser reads. Boost.JSON 1.81 reads a number too large for a
-// double (1e999) as infinity and writes it back as the bare word Infinity, which is not JSON; such
-// a number is written as null, as JavaScript's JSON.stringify writes it.
+// A value as JSON text, the one way oppx writes JSON (the wire, files, what the model and the user
+// see). A number with a fraction or an exponent is written in its shortest form that reads back
+// the same, as JavaScript writes it (0.1, where Boost.JSON 1.81 writes 1E-1); one too large for a
+// double (1e999, which Boost reads as infinity and would write as the bare word Infinity, not
+// JSON) is written as null, as JSON.stringify does.
 std::string json_text(const json::value& v);
+std::string json_text(const json::object& o);
+std::string json_text(const json::array& a);
 
 // Serialisers return one line without its trailing newline.
 std::string serialize_request(const json::value& id, std::string_view method, const json::value& params);

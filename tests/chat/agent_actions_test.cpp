@@ -126,5 +126,17 @@ TEST_F(AgentActions, AFailedCallsMessageCutsItsArgumentsAndTheRecordKeepsThemWho
   EXPECT_LT(told.size(), 12'000u + 1'000u);
 }
 
+TEST_F(AgentActions, ANumberWithAFractionIsSentAndShownAsTheModelWroteIt) {
+  use_raw_connector();
+  serve({action("rawc.note"), says(R"({"x":0.1,"tiny":-2.5e-7,"whole":3})"), reply("Noted.")});
+  Result r = print({"note", "it", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::string got = read_file(lines);
+  EXPECT_NE(got.find(R"("arguments":{"x":0.1,"tiny":-2.5e-07,"whole":3})"), std::string::npos) << got;
+  EXPECT_EQ(got.find("E-"), std::string::npos) << got;
+  EXPECT_NE(r.out.find(R"({"x":0.1,"tiny":-2.5e-07,"whole":3})"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("1E-1"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace oppx::test

@@ -1,5 +1,6 @@
 // A stdio MCP connector for the agent's action tests: every tools/call line is appended to
-// <lines.txt> as it arrived. `peek` (read-only) and `erase` exit mid-call, every time.
+// <lines.txt> as it arrived. `peek` (read-only) and `erase` exit mid-call, every time; `note`
+// answers "noted".
 //   node raw_connector.js <lines.txt>
 const fs = require("fs");
 const readline = require("readline");
@@ -7,8 +8,15 @@ const linesPath = process.argv[2];
 const tools = [
   { name: "peek", description: "Reads a value.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
   { name: "erase", description: "Erases a value.", inputSchema: { type: "object" } },
+  {
+    name: "note",
+    description: "Notes a value.",
+    inputSchema: { type: "object", properties: { x: { type: "number" }, tiny: { type: "number" }, whole: { type: "integer" } } },
+    annotations: { readOnlyHint: true },
+  },
 ];
-// What each request is answered with; a tools/call is logged, and then the program exits.
+// What each request is answered with; a tools/call is logged, and then the program exits (but
+// for note).
 const answers = {
   initialize: () => ({
     protocolVersion: "2025-06-18",
@@ -18,6 +26,7 @@ const answers = {
   "tools/list": () => ({ tools }),
   "tools/call": (params, line) => {
     fs.appendFileSync(linesPath, line + "\n");
+    if (params.name === "note") return { content: [{ type: "text", text: "noted" }] };
     process.exit(1);
   },
 };
