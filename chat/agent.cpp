@@ -119,7 +119,7 @@ Agent::Agent(ModelClient& model, DaemonTools& daemon, FrontEnd& front, AgentOpti
 
 std::string Agent::start() {
   context_ = model_.context_length();
-  if (std::string why = daemon_.list(tools_, others_); !why.empty()) return why;
+  if (std::string why = daemon_.list(tools_, others_, denied_); !why.empty()) return why;
   rebuild_prompt(false);
   return {};
 }
@@ -127,11 +127,13 @@ std::string Agent::start() {
 std::string Agent::refresh() {
   std::vector<ToolInfo> tools;
   std::vector<ConnectorNote> others;
-  if (std::string why = daemon_.list(tools, others); !why.empty()) return why;
+  std::vector<std::string> denied;
+  if (std::string why = daemon_.list(tools, others, denied); !why.empty()) return why;
   // A connector that runs again is offered again.
   for (const auto& t : tools) down_.erase(t.connector);
   tools_ = std::move(tools);
   others_ = std::move(others);
+  denied_ = std::move(denied);
   rebuild_prompt(true);
   return {};
 }
@@ -201,6 +203,11 @@ void Agent::rebuild_prompt(bool say_uncached) {
   if (!tools.empty()) {
     s += "\nConnector tools (pick one by its name as the action; you are asked for its arguments next):\n";
     for (const ToolInfo* t : tools) s += "- " + t->line + "\n";
+  }
+  if (!denied_.empty()) {
+    s += "\nDenied by the user's rules, so not offered (say so if the user asks for them): ";
+    for (std::size_t i = 0; i < denied_.size(); ++i) s += (i ? ", " : "") + denied_[i];
+    s += ".\n";
   }
   s += fmt::format("\nResults of actions come back marked as {}.\n", kUntrusted);
   if (options_.mode == "plan")
@@ -449,6 +456,28 @@ void Agent::connector_down(const ToolInfo& tool, const DaemonTools::CallResult& 
   rebuild_prompt(true);
 }
 
+bool Agent::is_denied(const std::string& name) const {
+  return std::find(denied_.begin(), denied_.end(), name) != denied_.end();
+}
+
+void Agent::refuse_denied(const std::string& name, TurnResult& out) {
+  ToolInfo tool;
+  std::size_t dot = name.find('.');
+  tool.connector = name.substr(0, dot);
+  tool.name = name.substr(dot + 1);
+  ActionRecord rec{name, {}, "", "", false};
+  DaemonTools::Verdict v = daemon_.judge_tool(tool);
+  if (v.decision == "deny") {
+    permitted({}, v, name, c_rule(tool), rec);
+    return record(rec, fmt::format("{} was not run: {}. Do not try it again.", name, rec.text), out);
+  }
+  // The rule went away since the list was made: the next step offers the tool.
+  rec.status = "declined";
+  rec.text = "not run: it was denied when this step's list was made; it is offered again now";
+  refresh();
+  record(rec, fmt::format("{} was not run: {}.", name, rec.text), out);
+}
+
 void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
   const std::string name = tool.full_name();
   messages_.push_back({"assistant", fmt::format("I'll call {} now.", name)});
@@ -690,7 +719,7 @@ std::string Agent::unusable(const std::optional<json::value>& answer, const std:
   if (name == "read") return needs("path", "the file's path");
   if (name == "grep") return needs("pattern", "a regular expression");
   if (name == "run" && options_.mode != "plan") return needs("command", "the shell command");
-  if ((name == "browser" && browser_offered()) || callable(name)) return {};
+  if ((name == "browser" && browser_offered()) || callable(name) || is_denied(name)) return {};
   return fmt::format("{} is not an action you can take now; pick one from the list", cut_text(name, 100));
 }
 
@@ -807,6 +836,10 @@ TurnResult Agent::turn(const std::string& message) {
     if (name == "read" || name == "grep" || (name == "run" && options_.mode != "plan")) {
       run_builtin(name, parsed->as_object(), out);
       if (stopped() || out.error) return out;
+      continue;
+    }
+    if (is_denied(name)) {
+      refuse_denied(name, out);
       continue;
     }
     run_tool(*callable(name), out);  // unusable() found it

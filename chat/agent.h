@@ -157,6 +157,9 @@ class Agent {
   boost::json::array request_messages(const std::vector<Message>& extra) const;
   void fit_context(std::size_t extra_chars);
   ModelResult<Completion> ask_model(boost::json::object body, bool stream_reply, TurnResult& out);
+  bool is_denied(const std::string& name) const;
+  // A denied tool the model named anyway (a server that does not enforce the schema): declined.
+  void refuse_denied(const std::string& name, TurnResult& out);
   void run_tool(const ToolInfo& tool, TurnResult& out);
   void run_builtin(const std::string& name, const boost::json::object& action, TurnResult& out);
   void run_browser(TurnResult& out);
@@ -178,7 +181,8 @@ class Agent {
   ContextInfo context_;
   std::vector<ToolInfo> tools_;
   std::vector<ConnectorNote> others_;
-  std::set<std::string> down_;  // connectors down in this conversation
+  std::vector<std::string> denied_;  // "connector.tool" a deny rule covers: never offered
+  std::set<std::string> down_;       // connectors down in this conversation
   std::string system_;
   bool prompt_built_ = false;
   bool told_trimmed_ = false;

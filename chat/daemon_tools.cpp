@@ -60,9 +60,11 @@ std::string DaemonTools::open_session(const std::string& mode) {
   return failure_of<proto::SessionOpenResult>(r, "session/open");
 }
 
-std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<ConnectorNote>& others) {
+std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<ConnectorNote>& others,
+                              std::vector<std::string>& denied) {
   tools.clear();
   others.clear();
+  denied.clear();
   // Never waits for a connector still starting (or reconnecting, or waiting for a login): the
   // session starts with what runs, and one that comes up joins at the next listing.
   auto r = client_.call("mcp/list", json::value_from(proto::McpListParams{false, cwd_}), kDaemonCall);
@@ -85,6 +87,11 @@ std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<Connecto
       info.connector = c.name;
       info.name = str(tool, "name");
       if (info.name.empty()) continue;
+      // A tool a deny rule covers is not offered at all: the model is only told its name.
+      if (std::find(entry->denied.begin(), entry->denied.end(), info.name) != entry->denied.end()) {
+        denied.push_back(info.full_name());
+        continue;
+      }
       info.description = str(tool, "description");
       if (const json::value* s = tool.if_contains("inputSchema")) info.input_schema = *s;
       if (const json::value* a = tool.if_contains("annotations"); a && a->is_object()) {

@@ -37,9 +37,10 @@ class DaemonTools {
   DaemonTools(SyncClient& client, std::string cwd) : client_(client), cwd_(std::move(cwd)) {}
   // session/open; "" or why it failed.
   std::string open_session(const std::string& mode);
-  // The running connectors' tools (mcp/list with wait, then mcp/tools for each running one), and
-  // the connectors that are not offered.
-  std::string list(std::vector<ToolInfo>& tools, std::vector<ConnectorNote>& others);
+  // The running connectors' tools (mcp/list without waiting, then mcp/tools for each running one),
+  // the connectors that are not offered, and the tools a deny rule covers ("connector.tool"), which
+  // are left out of `tools`.
+  std::string list(std::vector<ToolInfo>& tools, std::vector<ConnectorNote>& others, std::vector<std::string>& denied);
   struct Verdict {
     std::string decision = "ask";  // allow | ask | deny
     std::string why, rule;

@@ -12,6 +12,7 @@
 #include "daemon/methods_browser.h"
 #include "daemon/methods_config.h"
 #include "daemon/methods_permissions.h"
+#include "daemon/permissions.h"
 #include "daemon/status_waits.h"
 #include "proto/agent_api.h"
 #include "proto/daemon_api.h"
@@ -99,13 +100,26 @@ void mcp_list(Server& s, const proto::McpListParams& p, Reply reply, Client& cli
                               [&s, shared, root, browser] { shared->ok(list_with_browser(s, root, browser)); });
 }
 
+// The tools of `e` that a deny rule of `project` covers: a session leaves them out of its list.
+void mark_denied(Server& s, const std::string& project, proto::ConnectorEntry& e) {
+  if (project.empty() || !e.tools) return;
+  for (const json::value& t : *e.tools) {
+    const json::value* name = t.is_object() ? t.as_object().if_contains("name") : nullptr;
+    if (!name || !name->is_string()) continue;
+    std::string tool(name->get_string());
+    if (s.permissions().judge_tool(project, e.name, tool, false).verdict == Verdict::kDeny)
+      e.denied.push_back(std::move(tool));
+  }
+}
+
 void mcp_tools(Server& s, const proto::McpToolsParams& p, Reply reply, Client& client) {
+  std::string root = request_root(p.cwd, client);
   if (auto b = session_browser(client, p.name)) {
     proto::ConnectorEntry e = browser_entry(*b);
     e.tools = b->tools();
+    mark_denied(s, root, e);
     return reply.ok(json::value_from(e));
   }
-  std::string root = request_root(p.cwd, client);
   s.connectors().refresh(client.env, root, Connectors::Restart::kNever);
   if (!s.connectors().find(p.name, root)) return reply.fail(unknown_connector(p.name));
   auto shared = std::make_shared<Reply>(std::move(reply));
@@ -115,6 +129,7 @@ void mcp_tools(Server& s, const proto::McpToolsParams& p, Reply reply, Client& c
     if (!e) return shared->fail(unknown_connector(name));
     bool cached = false;
     e->tools = s.connectors().tools_of(*c, &cached);
+    mark_denied(s, root, *e);
     shared->ok(json::value_from(*e));
   };
   // A connector still starting answers at once with the list cached for its definition.

@@ -49,6 +49,7 @@ Decoded<ConnectorEntry> decode(const json::value& v, std::type_identity<Connecto
     c.tool_count = r.integer("tools", false).value_or(0);
   }
   c.cached = r.boolean("cached", false).value_or(false);
+  c.denied = r.strings("denied");
   c.command = r.string("command", false).value_or("");
   c.cwd = r.string("cwd", false).value_or("");
   c.args = r.strings("args");
@@ -82,6 +83,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const ConnectorEntry& v) 
   if (v.source != "browser") o["requests_waiting"] = v.requests_waiting;
   o["tools"] = v.tools ? json::value(*v.tools) : json::value(v.tool_count);
   if (v.source != "browser") o["cached"] = v.cached;
+  if (!v.denied.empty()) o["denied"] = array_of(v.denied);
   if (!v.url.empty()) {
     o["url"] = v.url;
     o["headers"] = object_of(v.headers);

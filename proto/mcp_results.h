@@ -38,6 +38,7 @@ struct ConnectorEntry {
   std::int64_t tool_count = 0;                  // "tools" as a count (listings)
   std::optional<boost::json::array> tools;      // "tools" as the server's tool objects (mcp/tools, mcp/add)
   bool cached = false;                          // the tools are the list cached from its last run
+  std::vector<std::string> denied;              // mcp/tools: those a deny rule of the folder covers
   std::string command;                          // stdio
   std::string cwd;                              // stdio: its "cwd" as written, when it has one
   std::vector<std::string> args;                // stdio, masked unless as_written

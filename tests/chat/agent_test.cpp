@@ -179,8 +179,21 @@ TEST_F(AgentTurn, PrintModeDeclinesWhatItWouldAskAndSaysSoInItsExitStatus) {
 
 TEST_F(AgentTurn, ADenyRuleWinsOverReadOnly) {
   ASSERT_EQ(oppx({"permissions", "deny", "agentc.lookup"}).exit_code, 0);
+  ASSERT_EQ(oppx({"permissions", "deny", "agentc.fail"}).exit_code, 0);
+  // The model names it anyway (a server that does not enforce the schema).
   serve({action("agentc.lookup"), reply("Not allowed.")});
   json::object out = print_json({"look", "up", "CHO-7"}, 6);
+  // Denied tools are not offered: the model is only told their names.
+  json::object first = model->completions().at(0);
+  EXPECT_EQ(
+      action_enum(first),
+      json::parse(R"(["reply","read","grep","run","agentc.save_issue","agentc.ping","agentc.crash","agentc.hang"])"));
+  std::string system = system_of(first);
+  EXPECT_EQ(system.find("- agentc.lookup:"), std::string::npos) << system;
+  EXPECT_NE(system.find("Denied by the user's rules, so not offered (say so if the user asks for them): agentc.lookup, "
+                        "agentc.fail.\n"),
+            std::string::npos)
+      << system;
   const json::value& a = out.at("actions").at(0);
   EXPECT_EQ(a.at("status"), "declined");
   EXPECT_NE(std::string(a.at("text").as_string()).find("denied by the rule agentc.lookup"), std::string::npos);
