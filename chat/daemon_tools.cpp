@@ -156,8 +156,21 @@ DaemonTools::CallResult DaemonTools::call(const ToolInfo& tool, const json::obje
       if (auto p = proto::decode<proto::ToolsProgress>(v)) on_progress(p->progress.value_or(0), p->total, p->message);
     });
   }
+  // The daemon asks the session about a call its rules would ask about (permissions/ask). The loop
+  // makes a call only once the rules or the user allowed it (Agent::permitted), so the answer is
+  // yes for this very call, and no for anything else.
+  client_.on_request([&](const std::string& method, const json::value& v) -> SyncClient::RequestResult {
+    if (method != proto::kPermissionsAsk)
+      return proto::RpcError::make(proto::ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound,
+                                   "the agent does not answer " + method);
+    auto q = proto::decode<proto::PermissionQuestion>(v);
+    bool same = q && q->connector == tool.connector && q->tool == tool.name && q->arguments == arguments;
+    return json::value_from(
+        proto::PermissionAnswer{same ? proto::PermissionAnswerKind::kYes : proto::PermissionAnswerKind::kNo});
+  });
   auto r = client_.call("tools/call", json::value_from(params), kToolCall);
   client_.on_notification(nullptr);
+  client_.on_request(nullptr);
   if (r) {
     auto result = proto::decode<proto::ToolsCallResult>(*r);
     if (!result) {

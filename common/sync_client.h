@@ -46,10 +46,10 @@ class SyncClient {
     on_notification_ = std::move(fn);
   }
 
-  // Requests from the daemon (agent/ask) that arrive while a call waits: the handler's answer is
+  // Requests from the daemon (agent/ask, permissions/ask) that arrive while a call waits: the handler's answer is
   // written back at once. Without a handler they are answered "method not found".
-  using RequestHandler = std::function<boost::system::result<boost::json::value, proto::RpcError>(
-      const std::string& method, const boost::json::value& params)>;
+  using RequestResult = boost::system::result<boost::json::value, proto::RpcError>;
+  using RequestHandler = std::function<RequestResult(const std::string& method, const boost::json::value& params)>;
   void on_request(RequestHandler fn) { on_request_ = std::move(fn); }
 
   // From another thread, while call() waits: asks the daemon to cancel that request

@@ -202,12 +202,30 @@ void browser_call(const std::shared_ptr<SessionBrowser>& b, const proto::ToolsCa
   send_call(c, p, shared, cancel, client.peer, std::move(options), b->folder());
 }
 
+void send_tools_call(Server& s, const proto::ToolsCallParams& p, std::shared_ptr<Reply> shared, Client& client);
+
+// The rules first (gate_call: deny, plan mode, allow, else the session is asked), then the call.
 void tools_call(Server& s, const proto::ToolsCallParams& p, Reply reply, Client& client) {
-  if (auto b = session_browser(client, p.connector)) return browser_call(b, p, std::move(reply), client);
   std::string root = request_root(p.cwd, client);
-  s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
-  if (!s.connectors().find(p.connector, root)) return reply.fail(unknown_connector(p.connector));
+  if (!session_browser(client, p.connector)) {
+    s.connectors().refresh(client.env, root, Connectors::Restart::kMay);
+    if (!s.connectors().find(p.connector, root)) return reply.fail(unknown_connector(p.connector));
+  }
   auto shared = std::make_shared<Reply>(std::move(reply));
+  // While the session is asked the client may go, or cancel the call: then nothing is sent.
+  std::weak_ptr<JsonRpcPeer> peer = client.peer;
+  gate_call(
+      s, p, client,
+      [&s, p, shared, peer, &client] {
+        if (shared->cancelled() || !peer.lock()) return;
+        send_tools_call(s, p, shared, client);
+      },
+      [shared](proto::RpcError e) { shared->fail(std::move(e)); });
+}
+
+void send_tools_call(Server& s, const proto::ToolsCallParams& p, std::shared_ptr<Reply> shared, Client& client) {
+  if (auto b = session_browser(client, p.connector)) return browser_call(b, p, std::move(*shared), client);
+  std::string root = request_root(p.cwd, client);
   // A caller that goes away cancels its call: at the server too once it was sent. The hook
   // holds the cancel weakly (see Connector::CancelCall), so a finished call frees at once.
   auto cancel = std::make_shared<Connector::CancelCall>();

@@ -2,6 +2,9 @@
 // request's folder (params.cwd, else the client's); a client cannot name another file.
 #include "daemon/methods_permissions.h"
 
+#include "common/jsonrpc_peer.h"
+#include "common/log.h"
+#include "common/shell_words.h"
 #include "daemon/browser.h"
 #include "daemon/connectors.h"
 #include "daemon/methods_browser.h"
@@ -150,6 +153,39 @@ void permissions_remove(Server& s, const proto::RuleParams& p, Reply reply, Clie
       });
 }
 
+namespace {
+
+struct ToolVerdict {
+  Judgement judgement;
+  bool read_only = false;
+  bool once_only = false;  // asked every time: never allowed for longer than one call
+};
+
+// A tool call's verdict. Read-only as the connector itself says (its tools list), never as the
+// caller claims. The session's browser answers for `playwright`; its browser_evaluate is asked
+// every time.
+ToolVerdict judge_tool_call(Server& s, const Client& client, const std::string& project, const std::string& connector,
+                            const std::string& tool) {
+  ToolVerdict v;
+  auto browser = browser_connector(client, connector);
+  if (browser) {
+    v.read_only = browser->read_only(tool);
+  } else if (auto c = s.connectors().find(connector, project)) {
+    v.read_only = c->read_only(tool);
+  }
+  v.judgement = s.permissions().judge_tool(project, connector, tool, v.read_only, session_allows(client, project));
+  v.once_only = browser && asked_every_time(tool);
+  if (v.once_only && v.judgement.verdict == Verdict::kAllow)
+    v.judgement = {Verdict::kAsk, {}, tool + " runs JavaScript the model wrote: it is asked every time"};
+  return v;
+}
+
+proto::RpcError kept_from_connector(std::string_view kind, const std::string& name, const std::string& why) {
+  return proto::RpcError::make(proto::ErrorCode::kInvalidRequest, kind, name + " was not run: " + why);
+}
+
+}  // namespace
+
 void permissions_judge(Server& s, const proto::JudgeParams& p, Reply reply, Client& client) {
   std::string project = request_root(p.cwd, client);
   if (project.empty()) return reply.fail(no_project());
@@ -158,21 +194,74 @@ void permissions_judge(Server& s, const proto::JudgeParams& p, Reply reply, Clie
   if (!p.command.empty()) {
     j = s.permissions().judge_command(project, p.command, session_allows(client, project));
   } else {
-    // Read-only as the connector itself says (its tools list), never as the caller claims. The
-    // session's browser answers for `playwright`; its browser_evaluate is asked every time.
-    auto browser = browser_connector(client, p.connector);
-    if (browser) {
-      read_only = browser->read_only(p.tool);
-    } else if (auto c = s.connectors().find(p.connector, project)) {
-      read_only = c->read_only(p.tool);
-    }
-    j = s.permissions().judge_tool(project, p.connector, p.tool, read_only, session_allows(client, project));
-    if (browser && asked_every_time(p.tool) && j.verdict == Verdict::kAllow)
-      j = {Verdict::kAsk, {}, p.tool + " runs JavaScript the model wrote: it is asked every time"};
+    ToolVerdict v = judge_tool_call(s, client, project, p.connector, p.tool);
+    j = std::move(v.judgement);
+    read_only = v.read_only;
   }
   proto::JudgeResult result{std::string(verdict_name(j.verdict)), j.why, project, j.rule, std::nullopt};
   if (p.command.empty()) result.read_only = read_only;
   reply.ok(json::value_from(result));
+}
+
+void gate_call(Server& s, const proto::ToolsCallParams& p, Client& client, std::function<void()> go,
+               std::function<void(proto::RpcError)> refuse) {
+  std::string project = request_root(p.cwd, client);
+  if (project.empty()) return go();  // no folder, no rules
+  const std::string name = p.connector + "." + p.tool;
+  ToolVerdict v = judge_tool_call(s, client, project, p.connector, p.tool);
+  const Judgement& j = v.judgement;
+  if (j.verdict == Verdict::kDeny) {
+    std::string lift = j.rule.empty() ? "" : "; `oppx permissions remove " + shell_quote(j.rule) + "` lifts it";
+    return refuse(kept_from_connector(proto::kind::kDenied, name, j.why + lift));
+  }
+  // Without a session the caller is a command the user typed (`oppx mcp call`): only deny rules hold.
+  if (!client.session) return go();
+  if (client.session->mode == "plan" && !v.read_only)
+    return refuse(kept_from_connector(proto::kind::kDenied, name,
+                                      "this session is in plan mode, which runs only "
+                                      "tools that read, and this one may change things"));
+  if (j.verdict == Verdict::kAllow) return go();
+  auto peer = client.peer.lock();
+  if (!peer) return refuse(kept_from_connector(proto::kind::kDeclined, name, "its session has gone"));
+  proto::PermissionQuestion q{p.connector, p.tool, {}, j.why, name, v.read_only};
+  if (p.arguments.is_object()) q.arguments = p.arguments.as_object();
+  // The answer comes from the session's client; it is only acted on while that client is here.
+  peer->call(proto::kPermissionsAsk, json::value_from(q),
+             [&s, project, name, go = std::move(go), refuse = std::move(refuse), once = v.once_only, why = j.why,
+              weak = client.peer, asked = &client](JsonRpcPeer::CallResult r) {
+               auto here = weak.lock();
+               if (!r || !here) {
+                 std::string how = r || r.error().kind != proto::kind::kMethodNotFound
+                                       ? "its session did not answer"
+                                       : "it needs permission (" + why +
+                                             ") and this session's client cannot be asked; allow it with "
+                                             "`oppx permissions allow " +
+                                             shell_quote(name) + "`";
+                 return refuse(kept_from_connector(proto::kind::kDeclined, name, how));
+               }
+               auto a = proto::decode<proto::PermissionAnswer>(*r);
+               if (!a)
+                 return refuse(kept_from_connector(proto::kind::kDeclined, name, "the session's answer: " + a.error()));
+               proto::PermissionAnswerKind k = a->answer;
+               if (once && k != proto::PermissionAnswerKind::kNo) k = proto::PermissionAnswerKind::kYes;
+               switch (k) {
+                 case proto::PermissionAnswerKind::kNo:
+                   return refuse(kept_from_connector(proto::kind::kDeclined, name, "the session said no"));
+                 case proto::PermissionAnswerKind::kYes:
+                   return go();
+                 case proto::PermissionAnswerKind::kSession:
+                   if (asked->session && asked->session->root == project) {
+                     auto& list = asked->session->allow;
+                     if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
+                   }
+                   return go();
+                 case proto::PermissionAnswerKind::kAlways:
+                   s.permissions().add(project, name, true, [name](boost::system::result<bool, std::string> saved) {
+                     if (!saved) log::warn("the rule {} could not be saved: {}", name, saved.error());
+                   });
+                   return go();
+               }
+             });
 }
 
 }  // namespace oppx::daemon

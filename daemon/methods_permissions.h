@@ -4,7 +4,10 @@
 #pragma once
 
 #include "daemon/router.h"
+#include "proto/mcp_api.h"
 #include "proto/session_api.h"
+
+#include <functional>
 
 #include <string>
 
@@ -20,5 +23,13 @@ void permissions_allow(Server& s, const proto::RuleParams& p, Reply reply, Clien
 void permissions_deny(Server& s, const proto::RuleParams& p, Reply reply, Client& client);
 void permissions_remove(Server& s, const proto::RuleParams& p, Reply reply, Client& client);
 void permissions_judge(Server& s, const proto::JudgeParams& p, Reply reply, Client& client);
+
+// Whether a tools/call may reach its connector, judged by the same rules as permissions/judge:
+// a deny rule refuses it (kind "denied") for every client; for a session, plan mode refuses a
+// tool that is not read-only, an allow rule or a read-only tool lets it go, and anything else is
+// asked of the session's client (permissions/ask): go() only on its yes, else kind "declined".
+// A client without a session is a command the user typed, held by deny rules only.
+void gate_call(Server& s, const proto::ToolsCallParams& p, Client& client, std::function<void()> go,
+               std::function<void(proto::RpcError)> refuse);
 
 }  // namespace oppx::daemon

@@ -25,22 +25,6 @@ constexpr std::array<std::pair<AgentAnswerKind, std::string_view>, 5> kAnswers{{
     {AgentAnswerKind::kText, "text"},
 }};
 
-template <class E, std::size_t N>
-std::string_view name_of(const std::array<std::pair<E, std::string_view>, N>& names, E e) {
-  for (const auto& [value, name] : names)
-    if (value == e) return name;
-  return names[0].second;
-}
-
-template <class E, std::size_t N>
-E read_enum(FieldReader& r, std::string_view key, const std::array<std::pair<E, std::string_view>, N>& names) {
-  std::string s = r.string(key, true).value_or("");
-  for (const auto& [value, name] : names)
-    if (name == s) return value;
-  if (r.ok()) r.fail(key, "unknown value");
-  return names[0].first;
-}
-
 json::object object_of(FieldReader& r, std::string_view key) {
   json::value v = r.any(key);
   if (v.is_object()) return std::move(v.as_object());

@@ -16,12 +16,14 @@
 #include <boost/json/value.hpp>
 #include <boost/system/result.hpp>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace oppx::proto {
@@ -124,5 +126,23 @@ std::string unreadable_reply(const std::string& why);
 
 // For encoders: an optional text field goes on the wire only when it is set.
 void put_if_set(boost::json::object& o, std::string_view key, const std::string& value);
+
+// Enums travel as their lower-case names: `names` pairs each value with its name, the first
+// being what an unknown or missing name reads as (after failing its field).
+template <class E, std::size_t N>
+std::string_view name_of(const std::array<std::pair<E, std::string_view>, N>& names, E e) {
+  for (const auto& [value, name] : names)
+    if (value == e) return name;
+  return names[0].second;
+}
+
+template <class E, std::size_t N>
+E read_enum(FieldReader& r, std::string_view key, const std::array<std::pair<E, std::string_view>, N>& names) {
+  std::string s = r.string(key, true).value_or("");
+  for (const auto& [value, name] : names)
+    if (name == s) return value;
+  if (r.ok()) r.fail(key, "unknown value");
+  return names[0].first;
+}
 
 }  // namespace oppx::proto

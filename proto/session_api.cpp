@@ -6,7 +6,9 @@
 #include <boost/json/object.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <utility>
 
 namespace oppx::proto {
 
@@ -136,6 +138,43 @@ Decoded<JudgeResult> decode(const json::value& v, std::type_identity<JudgeResult
   j.rule = r.string("rule", false).value_or("");
   j.read_only = r.boolean("read_only", false);
   return finish(r, std::move(j));
+}
+
+namespace {
+constexpr std::array<std::pair<PermissionAnswerKind, std::string_view>, 4> kPermissionAnswers{{
+    {PermissionAnswerKind::kNo, "no"},
+    {PermissionAnswerKind::kYes, "yes"},
+    {PermissionAnswerKind::kSession, "session"},
+    {PermissionAnswerKind::kAlways, "always"},
+}};
+}  // namespace
+
+Decoded<PermissionQuestion> decode(const json::value& v, std::type_identity<PermissionQuestion>) {
+  FieldReader r(v, "params");
+  PermissionQuestion q;
+  q.connector = r.string("connector", true).value_or("");
+  q.tool = r.string("tool", true).value_or("");
+  if (json::value a = r.any("arguments"); a.is_object()) q.arguments = std::move(a.as_object());
+  q.why = r.string("why", false).value_or("");
+  q.rule = r.string("rule", false).value_or("");
+  q.read_only = r.boolean("read_only", false).value_or(false);
+  return finish(r, std::move(q));
+}
+
+Decoded<PermissionAnswer> decode(const json::value& v, std::type_identity<PermissionAnswer>) {
+  FieldReader r(v, "result");
+  PermissionAnswer a;
+  a.answer = read_enum(r, "answer", kPermissionAnswers);
+  return finish(r, std::move(a));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const PermissionQuestion& v) {
+  jv = json::object{{"connector", v.connector}, {"tool", v.tool},          {"arguments", v.arguments}, {"why", v.why},
+                    {"rule", v.rule},           {"read_only", v.read_only}};
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const PermissionAnswer& v) {
+  jv = json::object{{"answer", name_of(kPermissionAnswers, v.answer)}};
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const SessionOpenParams& v) {

@@ -68,6 +68,26 @@ struct JudgeResult {
   std::optional<bool> read_only;  // for a tool, as its connector marks it
 };
 
+// permissions/ask, from the daemon to a session: one of its tools/call that the rules would ask
+// about. Nothing reaches the connector unless the answer is yes, session or always.
+inline constexpr std::string_view kPermissionsAsk = "permissions/ask";
+struct PermissionQuestion {
+  std::string connector, tool;
+  boost::json::object arguments;
+  std::string why;   // why it is asked, in words
+  std::string rule;  // the rule that "always" saves ("<connector>.<tool>")
+  bool read_only = false;
+};
+enum class PermissionAnswerKind { kNo, kYes, kSession, kAlways };
+struct PermissionAnswer {
+  PermissionAnswerKind answer = PermissionAnswerKind::kNo;
+};
+// tools/call's error kinds when the rules keep a call from its connector.
+namespace kind {
+inline constexpr std::string_view kDenied = "denied";      // a deny rule, or plan mode and a tool that writes
+inline constexpr std::string_view kDeclined = "declined";  // the session answered no, or could not be asked
+}  // namespace kind
+
 Decoded<SessionOpenParams> decode(const boost::json::value& v, std::type_identity<SessionOpenParams>);
 Decoded<PermissionsListParams> decode(const boost::json::value& v, std::type_identity<PermissionsListParams>);
 Decoded<RuleParams> decode(const boost::json::value& v, std::type_identity<RuleParams>);
@@ -76,6 +96,8 @@ Decoded<SessionOpenResult> decode(const boost::json::value& v, std::type_identit
 Decoded<PermissionsListResult> decode(const boost::json::value& v, std::type_identity<PermissionsListResult>);
 Decoded<RuleResult> decode(const boost::json::value& v, std::type_identity<RuleResult>);
 Decoded<JudgeResult> decode(const boost::json::value& v, std::type_identity<JudgeResult>);
+Decoded<PermissionQuestion> decode(const boost::json::value& v, std::type_identity<PermissionQuestion>);
+Decoded<PermissionAnswer> decode(const boost::json::value& v, std::type_identity<PermissionAnswer>);
 
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const SessionOpenParams& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const PermissionsListParams& v);
@@ -85,5 +107,7 @@ void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const Sessi
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const PermissionsListResult& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const RuleResult& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const JudgeResult& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const PermissionQuestion& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const PermissionAnswer& v);
 
 }  // namespace oppx::proto

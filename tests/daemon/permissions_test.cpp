@@ -9,9 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace oppx::test {
 namespace {
@@ -268,7 +271,18 @@ struct Permissions : ::testing::Test {
   TempHome home;
   InRepository in_repo{home};
   const std::string& repo = in_repo.root();
+  std::optional<SyncClient> c;  // connect(): the test's own connection, after hello
   void TearDown() override { oppx({"daemon", "stop"}); }
+  void connect() {
+    auto r = SyncClient::connect(home.socket());
+    ASSERT_TRUE(r);
+    c.emplace(std::move(*r));
+    ASSERT_TRUE(c->call("hello", json::object{{"protocol", 1}}, 5s));
+  }
+  SyncClient::RequestResult call(std::string_view method, json::object params) {
+    params["cwd"] = repo;
+    return c->call(method, params, 20s);
+  }
   json::object judge(json::object params) {
     params["cwd"] = repo;
     auto c = SyncClient::connect(home.socket());
@@ -330,13 +344,7 @@ TEST_F(Permissions, RulesFromTheCommandLineDecideTheDaemonsVerdict) {
 TEST_F(Permissions, ASessionsAllowsLastAsLongAsItsConnectionAndAreNeverSaved) {
   home.write_mcp_config(stdio_entry("fake", FAKE_MCP_SERVER, {"tools", home.root()}));
   ASSERT_EQ(oppx({"mcp", "list", "--json"}).exit_code, 0);
-  auto c = SyncClient::connect(home.socket());
-  ASSERT_TRUE(c);
-  ASSERT_TRUE(c->call("hello", json::object{{"protocol", 1}}, 5s));
-  auto call = [&](std::string_view method, json::object params) {
-    params["cwd"] = repo;
-    return c->call(method, params, 20s);
-  };
+  ASSERT_NO_FATAL_FAILURE(connect());
   auto early = call("permissions/allow", {{"rule", "fake.write"}, {"session", true}});
   ASSERT_FALSE(early);
   EXPECT_EQ(early.error().kind, "no_session");
@@ -364,10 +372,109 @@ TEST_F(Permissions, ASessionsAllowsLastAsLongAsItsConnectionAndAreNeverSaved) {
   EXPECT_EQ(call("permissions/judge", {{"connector", "fake"}, {"tool", "write"}})->at("decision"), "ask");
   // The connection closes: a new one, even after session/open, starts with none.
   ASSERT_TRUE(call("permissions/allow", {{"rule", "fake.write"}, {"session", true}}));
-  *c = std::move(*SyncClient::connect(home.socket()));
-  ASSERT_TRUE(c->call("hello", json::object{{"protocol", 1}}, 5s));
+  ASSERT_NO_FATAL_FAILURE(connect());
   ASSERT_TRUE(call("session/open", {{"mode", "print"}}));
   EXPECT_EQ(call("permissions/judge", {{"connector", "fake"}, {"tool", "write"}})->at("decision"), "ask");
+}
+
+// The daemon decides: a session's tools/call that the rules would ask about reaches the connector
+// only once that session answers yes to permissions/ask; a deny rule holds for every client.
+TEST_F(Permissions, ASessionsCallTheRulesWouldAskAboutRunsOnlyOnItsYes) {
+  home.write_mcp_config(stdio_entry("fake", FAKE_MCP_SERVER, {"tools", home.root()}));
+  ASSERT_EQ(oppx({"mcp", "tools", "fake"}).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(connect());
+  std::vector<json::value> asked;
+  std::string answer = "no";
+  c->on_request([&](const std::string& method, const json::value& params) -> SyncClient::RequestResult {
+    EXPECT_EQ(method, "permissions/ask");
+    asked.push_back(params);
+    return json::value(json::object{{"answer", answer}});
+  });
+  auto invocations = [&] {
+    std::string text = read_file(home.root() + "/invocations");
+    return std::count(text.begin(), text.end(), '\n');
+  };
+  auto write = [&] {
+    return call("tools/call", {{"connector", "fake"}, {"tool", "write"}, {"arguments", {{"n", 1}}}});
+  };
+  ASSERT_TRUE(call("session/open", {{"mode", "editor"}}));
+
+  // No: declined, and nothing reached the connector.
+  auto no = write();
+  ASSERT_FALSE(no);
+  EXPECT_EQ(no.error().kind, "declined");
+  EXPECT_EQ(no.error().message, "fake.write was not run: the session said no");
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0], json::parse(R"({"connector":"fake","tool":"write","arguments":{"n":1},
+      "why":"it may change something and no rule allows it","rule":"fake.write","read_only":false})"));
+  EXPECT_EQ(invocations(), 0);
+
+  // A read-only tool is not asked about.
+  call("tools/call", {{"connector", "fake"}, {"tool", "read"}});
+  EXPECT_EQ(asked.size(), 1u);
+  EXPECT_EQ(invocations(), 2) << "it crashed the first time, and a read-only call is repeated once";
+
+  // Yes: it runs (and the fake crashes in it, as it always does).
+  answer = "yes";
+  auto yes = write();
+  EXPECT_EQ(asked.size(), 2u);
+  EXPECT_EQ(invocations(), 3);
+  ASSERT_FALSE(yes);
+  EXPECT_NE(yes.error().kind, "declined");
+
+  // Session: asked once, then allowed for this connection only, never saved.
+  answer = "session";
+  ASSERT_TRUE(call("mcp/reconnect", {{"name", "fake"}}));
+  write();
+  ASSERT_TRUE(call("mcp/reconnect", {{"name", "fake"}}));
+  write();
+  EXPECT_EQ(asked.size(), 3u);
+  EXPECT_EQ(invocations(), 5);
+  EXPECT_TRUE(json::parse(oppx({"permissions", "list", "--json"}).out).at("allow").as_array().empty());
+
+  // Plan mode: a tool that is not read-only is refused without asking.
+  ASSERT_TRUE(call("session/open", {{"mode", "plan"}}));
+  auto plan = write();
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().kind, "denied");
+  EXPECT_NE(plan.error().message.find("plan mode"), std::string::npos) << plan.error().message;
+
+  // Always: saved as a rule; the next session is not asked.
+  ASSERT_TRUE(call("session/open", {{"mode", "chat"}}));
+  answer = "always";
+  ASSERT_TRUE(call("mcp/reconnect", {{"name", "fake"}}));
+  write();
+  EXPECT_EQ(asked.size(), 4u);
+  EXPECT_EQ(invocations(), 6);
+  EXPECT_EQ(json::parse(oppx({"permissions", "list", "--json"}).out).at("allow"), json::parse(R"(["fake.write"])"));
+
+  // A deny rule holds for every client, a session or a command the user typed.
+  ASSERT_EQ(oppx({"permissions", "deny", "fake.write"}).exit_code, 0);
+  auto denied = write();
+  ASSERT_FALSE(denied);
+  EXPECT_EQ(denied.error().kind, "denied");
+  EXPECT_EQ(denied.error().message,
+            "fake.write was not run: denied by the rule fake.write; `oppx permissions remove fake.write` lifts it");
+  Result typed = oppx({"mcp", "call", "fake", "write"});
+  EXPECT_NE(typed.exit_code, 0);
+  EXPECT_NE(typed.err.find("denied by the rule fake.write"), std::string::npos) << typed.err;
+  EXPECT_EQ(asked.size(), 4u);
+  EXPECT_EQ(invocations(), 6);
+}
+
+TEST_F(Permissions, ASessionWhoseClientCannotBeAskedIsDeclinedWithTheRuleToAllowIt) {
+  home.write_mcp_config(stdio_entry("fake", FAKE_MCP_SERVER, {"tools", home.root()}));
+  ASSERT_EQ(oppx({"mcp", "tools", "fake"}).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(connect());
+  ASSERT_TRUE(call("session/open", {{"mode", "editor"}}));
+  auto r = call("tools/call", {{"connector", "fake"}, {"tool", "write"}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, "declined");
+  EXPECT_NE(r.error().message.find("this session's client cannot be asked; allow it with `oppx permissions allow "
+                                   "fake.write`"),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_NE(::access((home.root() + "/invocations").c_str(), F_OK), 0) << "nothing reached the connector";
 }
 
 }  // namespace
