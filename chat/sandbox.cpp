@@ -96,21 +96,29 @@ const std::vector<std::string>& sandbox_env_names() {
 }
 
 std::vector<std::string> sandbox_environment(const std::string& cwd, const SandboxPolicy& policy) {
+  std::map<std::string, std::string> from;
+  if (policy.client_env) {
+    from = *policy.client_env;
+  } else {
+    for (char** e = environ; e && *e; ++e) {
+      std::string_view kv(*e);
+      auto eq = kv.find('=');
+      if (eq != std::string_view::npos) from.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+  }
   std::vector<std::string> out;
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view kv(*e);
-    std::string_view name = kv.substr(0, kv.find('='));
+  for (const auto& [name, value] : from) {
     if (name == "PWD" || name == "TMPDIR") continue;
     bool allowed = name.starts_with("LC_") ||
                    std::find(sandbox_env_names().begin(), sandbox_env_names().end(), name) != sandbox_env_names().end();
-    if (allowed) out.emplace_back(kv);
+    if (allowed) out.push_back(name + "=" + value);
   }
   out.push_back("PWD=" + cwd);
   // The private /tmp is the one place besides the workspace a command may write.
   if (policy.mode == SandboxMode::kWorkspaceWrite) {
     out.push_back("TMPDIR=/tmp");
-  } else if (const char* t = std::getenv("TMPDIR"); t && *t) {
-    out.push_back(std::string("TMPDIR=") + t);
+  } else if (auto t = from.find("TMPDIR"); t != from.end() && !t->second.empty()) {
+    out.push_back("TMPDIR=" + t->second);
   }
   return out;
 }

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +28,9 @@ struct SandboxPolicy {
   SandboxMode mode = SandboxMode::kWorkspaceWrite;
   bool network = false;   // else the command has its own empty network namespace
   std::string workspace;  // writable in workspace-write (absolute)
+  // Where a command's environment comes from: the client's (hello's env), since the agent in oppxd
+  // runs commands for a client whose PATH, LANG and TERM are not the daemon's; none: this process's.
+  std::optional<std::map<std::string, std::string>> client_env;
 };
 
 // The policy config.json sets ("sandbox": a mode's name, "sandbox_network": true or false) for a
@@ -51,7 +55,8 @@ const SandboxSupport& sandbox_support();
 // The environment variables a command keeps (every other one, API keys and tokens included, is
 // dropped): these names, and every LC_*.
 const std::vector<std::string>& sandbox_env_names();
-// `NAME=value` for each allowed variable this process has; PWD is `cwd`.
+// `NAME=value` for each allowed variable of the client's environment (policy.client_env), else of
+// this process's; PWD is `cwd`.
 std::vector<std::string> sandbox_environment(const std::string& cwd, const SandboxPolicy& policy);
 // What a command under `policy` does not see, folders and files that exist (symlinks resolved):
 // the secret_paths of $HOME, oppx's own folders, $XDG_RUNTIME_DIR and the agent sockets.

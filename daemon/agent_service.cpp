@@ -279,6 +279,7 @@ void AgentSession::open(std::shared_ptr<Reply> reply) {
   options.browser = params_.browser.value_or(true);
   std::string sandbox_problem;
   options.sandbox = chat::sandbox_policy_from_config(params_.cwd, sandbox_problem);
+  options.sandbox.client_env = env_;
   if (!sandbox_problem.empty()) out.notices.push_back(sandbox_problem);
   {
     std::lock_guard lock(m_);

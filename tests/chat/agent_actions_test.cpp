@@ -1,6 +1,6 @@
 // What the agent loop makes of the model's actions and says of their calls, as `oppx -p` runs
 // it: an action without its own fields, a call whose connector went down while it ran, a failed
-// call's arguments, numbers in arguments, and the tools a deny rule covers.
+// call's arguments, numbers in arguments, and the environment a command gets.
 #include "tests/support/agent_fixture.h"
 #include "tests/support/model_steps.h"
 
@@ -136,6 +136,22 @@ TEST_F(AgentActions, ANumberWithAFractionIsSentAndShownAsTheModelWroteIt) {
   EXPECT_EQ(got.find("E-"), std::string::npos) << got;
   EXPECT_NE(r.out.find(R"({"x":0.1,"tiny":-2.5e-07,"whole":3})"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("1E-1"), std::string::npos) << r.out;
+}
+
+// The agent runs in oppxd, which keeps the environment of the command that started it: a command
+// the agent runs gets the environment of the client it runs for.
+TEST_F(AgentActions, ACommandGetsTheEnvironmentOfItsClientNotTheDaemons) {
+  ::setenv("TZ", "Daemon/Zone", 1);
+  serve({action("run", R"("command":"printenv TZ")"), reply("Done.")});  // the daemon starts with this TZ
+  ::setenv("TZ", "Client/Zone", 1);
+  ASSERT_EQ(oppx({"permissions", "allow", "run:printenv"}).exit_code, 0);
+  json::object out = print_json({"show", "the", "zone"}, 0);
+  ::unsetenv("TZ");
+  const json::value& a = out.at("actions").at(0);
+  EXPECT_EQ(a.at("status"), "ran") << a;
+  std::string text(a.at("text").as_string());
+  EXPECT_NE(text.find("Client/Zone"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Daemon/Zone"), std::string::npos) << text;
 }
 
 }  // namespace
