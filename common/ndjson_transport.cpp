@@ -1,19 +1,21 @@
-// NdjsonTransport: reads with one outstanding async_read_some, splits lines itself (so a line
-// over the cap is refused before it is buffered whole), and writes the queue in batches. The
-// public handle owns a shared Impl; pending operations keep the Impl alive until they return.
+// NdjsonTransport: waits for input through the io_context's FdPoller (fd_poller.h), reads it
+// into a buffer on the stack and splits lines itself (so a line over the cap is refused before
+// it is buffered whole): an idle connection holds no buffer at all, and a line's buffer goes
+// with the line once it is handled. The public handle owns a shared Impl; a callback in
+// progress or a timer keeps the Impl alive until it returns.
 // A send writes at once, with a plain non-blocking writev (no completion to dispatch), unless a
 // batch of input is being handled (several lines from one read, e.g. 8 calls arriving
 // together): then what every transport is sent meanwhile waits for the end of the batch and goes
-// out in one writev each. What the peer does not take at once is written asynchronously.
+// out in one writev each. What the peer does not take at once waits in the queue for the poller
+// to say it can take more; the queue's memory goes back once it is empty.
 #include "common/ndjson_transport.h"
 
 #include "common/budget.h"
+#include "common/fd_poller.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
 
 #include <fmt/format.h>
 
@@ -21,10 +23,12 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <deque>
-#include <optional>
+#include <fcntl.h>
+#include <malloc.h>
+#include <sys/epoll.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <vector>
 
 namespace oppx {
 
@@ -37,20 +41,56 @@ class Impl;
 thread_local int batch_depth = 0;                      // > 0 while lines of one read are handled
 thread_local std::vector<std::shared_ptr<Impl>> held;  // sent to during the batch, to flush after
 
-class Impl : public std::enable_shared_from_this<Impl> {
+constexpr std::size_t kReadSize = 64 * 1024;  // one read, on the stack: no connection keeps it
+
+// Memory given back after many transports closed. glibc keeps what a burst of connections freed
+// in its heap (a page still holding one live allocation pins it, so the top is rarely free) until
+// malloc_trim, which returns every free page. Trimming walks the heap, so it runs only once the
+// open transports have halved since the last trim and at least kTrimAfter have closed: a burst of
+// N closing is trimmed about log2(N) times, the last with at most 2 * kTrimAfter still open.
+constexpr std::size_t kTrimAfter = 32;
+thread_local std::size_t open_count = 0;
+thread_local std::size_t open_peak = 0;  // the most open since the last trim
+
+void opened() { open_peak = std::max(open_peak, ++open_count); }
+
+void closed() {
+  if (open_count == 0) return;  // made on another thread
+  --open_count;
+  if (open_peak - open_count < kTrimAfter || open_count > open_peak / 2) return;
+  open_peak = open_count;
+#if defined(__GLIBC__)
+  ::malloc_trim(0);
+#endif
+}
+
+class Impl final : public std::enable_shared_from_this<Impl>, public FdPoller::Watcher {
  public:
+  // One descriptor (a socket) is read and written as one, not through a dup: a dup costs a
+  // second fd, which at the process's limit fails after the connection was accepted.
   Impl(asio::io_context& io, int read_fd, int write_fd, NdjsonLimits limits)
-      : in_(io, read_fd), stall_timer_(io), close_timer_(io), limits_(limits) {
-    // One descriptor (a socket) is read and written through the same object, not a dup: a dup
-    // costs a second fd, which at the process's limit fails after the connection was accepted.
-    if (write_fd != read_fd) out_.emplace(io, write_fd);
-    boost::system::error_code ec;
-    out().non_blocking(true, ec);  // write_now must never block the daemon
+      : io_(io),
+        poller_(FdPoller::of(io)),
+        in_fd_(read_fd),
+        out_fd_(write_fd),
+        stall_timer_(io),
+        close_timer_(io),
+        limits_(limits) {
+    opened();
+    set_non_blocking(in_fd_);   // a read woken for nothing must not block the loop
+    set_non_blocking(out_fd_);  // nor must write_now
+  }
+
+  ~Impl() {
+    unwatch();
+    closed();
   }
 
   void start(Transport::Handlers h) {
     handlers_ = std::move(h);
-    read_more();
+    if (closed_) return;
+    reading_ = true;
+    watch();
   }
 
   bool send(std::string message) {
@@ -84,11 +124,9 @@ class Impl : public std::enable_shared_from_this<Impl> {
     closing_ = true;
     close_kind_ = kind;
     close_message_ = std::move(message);
-    boost::system::error_code ec;
-    // With one descriptor a cancel would end the write too; a read that completes later is
-    // dropped by on_read, and finish() closes the descriptor.
-    if (out_) in_.cancel(ec);
-    if (!writing_ && !queue_.empty()) write_now();  // held for a batch, not written yet
+    reading_ = false;
+    watch();
+    if (!writing_ && !queue_empty()) write_now();  // held for a batch, not written yet
     if (!writing_) return finish(close_kind_, close_message_);
     close_timer_.expires_after(limits_.close_grace);
     close_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
@@ -98,21 +136,72 @@ class Impl : public std::enable_shared_from_this<Impl> {
 
   void abort() { finish("closed", "closed"); }
 
- private:
-  void read_more() {
-    in_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
-      self->on_read(ec, n);
-    });
+  // The owner is going away: end without telling it.
+  void detach() {
+    handlers_ = {};
+    finish("closed", "closed");
   }
 
-  void on_read(boost::system::error_code ec, std::size_t n) {
-    if (closed_ || closing_) return;
-    if (ec) {
-      if (ec == asio::error::eof)
-        return fail("eof", partial_.empty() ? "end of stream" : "end of stream in the middle of a line");
-      return fail("io", ec.message());
+  void on_ready(std::uint32_t events) override {
+    auto self = shared_from_this();  // a handler may drop the last handle
+    if (writing_ && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+      writing_ = false;
+      write_now();  // waits again for what the peer does not take yet
+      watch();
     }
-    std::string_view data(chunk_.data(), n);
+    if (reading_ && !closed_ && !closing_ && (events & (EPOLLIN | EPOLLERR | EPOLLHUP))) on_readable();
+  }
+
+ private:
+  static void set_non_blocking(int fd) {
+    int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0 && !(flags & O_NONBLOCK)) (void)::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  }
+
+  // Tells the poller what this transport waits for now: input while reading, room to write
+  // while the peer has not taken the queue.
+  void watch() {
+    if (closed_) return;
+    std::uint32_t in = reading_ ? std::uint32_t{EPOLLIN} : 0, out = writing_ ? std::uint32_t{EPOLLOUT} : 0;
+    if (in_fd_ == out_fd_) return set_watch(in_key_, in_events_, in_fd_, in | out);
+    set_watch(in_key_, in_events_, in_fd_, in);
+    set_watch(out_key_, out_events_, out_fd_, out);
+  }
+
+  void set_watch(std::uint64_t& key, std::uint32_t& now, int fd, std::uint32_t events) {
+    if (events == now) return;
+    if (events == 0) {
+      poller_.remove(key, fd);
+      key = 0;
+    } else if (key == 0) {
+      key = poller_.add(fd, events, *this);
+      if (key == 0) return fail("io", std::string("cannot wait for the descriptor: ") + std::strerror(errno));
+    } else if (!poller_.modify(key, fd, events)) {
+      return fail("io", std::string("cannot wait for the descriptor: ") + std::strerror(errno));
+    }
+    now = events;
+  }
+
+  void unwatch() {
+    if (in_key_) poller_.remove(in_key_, in_fd_);
+    if (out_key_) poller_.remove(out_key_, out_fd_);
+    in_key_ = out_key_ = 0;
+    in_events_ = out_events_ = 0;
+  }
+
+  void on_readable() {
+    std::array<char, kReadSize> buffer;  // not value-initialised: read() fills what is used
+    ssize_t n;
+    do {
+      n = ::read(in_fd_, buffer.data(), buffer.size());
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // woken for nothing
+    if (n < 0) return fail("io", std::strerror(errno));
+    if (n == 0) return fail("eof", partial_.empty() ? "end of stream" : "end of stream in the middle of a line");
+    on_read(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
+  }
+
+  void on_read(std::string_view data) {
     // More than one line in this read: what the handlers send is held until all are handled.
     bool batch = data.find('\n') != data.rfind('\n');
     if (batch) ++batch_depth;
@@ -120,7 +209,6 @@ class Impl : public std::enable_shared_from_this<Impl> {
     if (batch && --batch_depth == 0) flush_held();
     if (closed_ || closing_) return;
     if (partial_.empty()) stall_timer_.cancel();
-    read_more();
   }
 
   static void flush_held() {
@@ -188,110 +276,101 @@ class Impl : public std::enable_shared_from_this<Impl> {
     });
   }
 
-  // A plain non-blocking writev of the queue; what is left goes to an asynchronous write.
+  // A plain non-blocking writev of the queue; what the peer does not take yet waits for the
+  // poller to say there is room (on_ready).
   void write_now() {
-    while (!queue_.empty() && !closed_) {
+    while (!queue_empty() && !closed_) {
       std::array<iovec, 64> iov{};
       std::size_t count = 0;
-      for (std::size_t i = 0; i < queue_.size() && count < iov.size(); ++i, ++count)
+      for (std::size_t i = head_; i < queue_.size() && count < iov.size(); ++i, ++count)
         iov[count] = {queue_[i].data(), queue_[i].size()};
-      ssize_t w = ::writev(out().native_handle(), iov.data(), static_cast<int>(count));
+      ssize_t w = ::writev(out_fd_, iov.data(), static_cast<int>(count));
       if (w < 0 && errno == EINTR) continue;
       if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
         return fail("io", std::string("write failed: ") + std::strerror(errno));
       }
-      if (w <= 0) break;  // the peer's buffer is full: wait for it asynchronously
+      if (w <= 0) break;  // the peer's buffer is full
       auto left = static_cast<std::size_t>(w);
-      while (left > 0 && left >= queue_.front().size()) {
-        left -= queue_.front().size();
-        queued_bytes_ -= queue_.front().size();
-        queue_.pop_front();
+      while (left > 0 && left >= queue_[head_].size()) {
+        left -= queue_[head_].size();
+        pop_front();
       }
       if (left > 0) {  // part of a message went: keep the rest
-        queue_.front().erase(0, left);
+        queue_[head_].erase(0, left);
         queued_bytes_ -= left;
         break;
       }
     }
-    queue_share_.set(queued_bytes_);
-    if (!queue_.empty() && !closed_) return write_more();
-    if (closing_ && !closed_) finish(close_kind_, close_message_);
-  }
-
-  void write_more() {
-    if (writing_ || queue_.empty() || closed_) return;
-    writing_ = true;
-    batch_.clear();
-    for (std::size_t i = 0; i < queue_.size() && batch_.size() < 64; ++i) batch_.push_back(asio::buffer(queue_[i]));
-    asio::async_write(out(), batch_,
-                      [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_written(ec); });
-  }
-
-  void on_written(boost::system::error_code ec) {
-    writing_ = false;
     if (closed_) return;
-    if (ec) return fail("io", "write failed: " + ec.message());
-    for (std::size_t i = 0; i < batch_.size(); ++i) {
-      queued_bytes_ -= queue_.front().size();
-      queue_.pop_front();
-    }
     queue_share_.set(queued_bytes_);
-    if (!queue_.empty()) return write_more();
+    if (!queue_empty()) {
+      writing_ = true;
+      return watch();
+    }
     if (closing_) finish(close_kind_, close_message_);
+  }
+
+  bool queue_empty() const { return head_ == queue_.size(); }
+
+  void pop_front() {
+    queued_bytes_ -= queue_[head_].size();
+    std::string().swap(queue_[head_++]);
+    if (queue_empty()) {
+      std::vector<std::string>().swap(queue_);  // an idle connection holds no queue
+      head_ = 0;
+    } else if (head_ >= 64 && head_ * 2 >= queue_.size()) {
+      queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
   }
 
   void fail(const char* kind, std::string message) { finish(kind, std::move(message)); }
 
   void finish(const char* kind, std::string message) {
     if (closed_) return;
+    unwatch();
     closed_ = true;
-    boost::system::error_code ec;
+    reading_ = writing_ = false;
     stall_timer_.cancel();
     close_timer_.cancel();
-    in_.close(ec);
-    if (out_) out_->close(ec);
-    queue_.clear();
+    ::close(in_fd_);
+    if (out_fd_ != in_fd_) ::close(out_fd_);
+    std::vector<std::string>().swap(queue_);
+    head_ = 0;
     queued_bytes_ = 0;
     queue_share_.set(0);
-    partial_.clear();
-    partial_.shrink_to_fit();
+    std::string().swap(partial_);
     line_share_.set(0);
     auto on_closed = std::move(handlers_.on_closed);
     handlers_ = {};
     // Posted, so that a send() or close() that ends the transport never re-enters its caller.
     if (on_closed) {
-      asio::post(in_.get_executor(),
+      asio::post(io_,
                  [on_closed = std::move(on_closed), e = TransportError{kind, std::move(message)}] { on_closed(e); });
     }
   }
 
- public:
-  // The owner is going away: end without telling it.
-  void detach() {
-    handlers_ = {};
-    finish("closed", "closed");
-  }
-
- private:
-  asio::posix::stream_descriptor& out() { return out_ ? *out_ : in_; }
-
-  asio::posix::stream_descriptor in_;
-  std::optional<asio::posix::stream_descriptor> out_;  // empty when one descriptor does both
+  asio::io_context& io_;
+  FdPoller& poller_;
+  int in_fd_;
+  int out_fd_;                                    // the same as in_fd_ for a socket
+  std::uint64_t in_key_ = 0, out_key_ = 0;        // in the poller; 0: not watched
+  std::uint32_t in_events_ = 0, out_events_ = 0;  // what the poller watches them for
   asio::steady_timer stall_timer_;
   asio::steady_timer close_timer_;
   NdjsonLimits limits_;
   Transport::Handlers handlers_;
-  std::array<char, 64 * 1024> chunk_{};
-  std::string partial_;
-  std::deque<std::string> queue_;
-  std::vector<asio::const_buffer> batch_;
+  std::string partial_;             // the unfinished line; handed over with it when it ends
+  std::vector<std::string> queue_;  // from head_ on: to write; released when it empties
+  std::size_t head_ = 0;
   std::size_t queued_bytes_ = 0;
   BudgetShare line_share_;   // partial_'s allocation
   BudgetShare queue_share_;  // queued_bytes_
   const char* close_kind_ = "closed";
   std::string close_message_;
-  bool writing_ = false;
-  bool held_ = false;  // in `held`, to be written at the end of a batch
+  bool reading_ = false;  // started, and not closing
+  bool writing_ = false;  // the peer has not taken the whole queue: waiting for room
+  bool held_ = false;     // in `held`, to be written at the end of a batch
   bool closing_ = false;
   bool closed_ = false;
 };
