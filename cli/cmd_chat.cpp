@@ -39,6 +39,7 @@
 #include <utility>
 
 #include <climits>
+#include <csignal>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -82,33 +83,43 @@ constexpr std::string_view kHelp =
     "Keys: Enter sends; Alt+Enter, Ctrl+J or `\\` then Enter start a new line; Tab completes;\n"
     "Ctrl-C cancels a turn or clears the input (twice within 3 s exits); Ctrl-D exits.\n";
 
-// Runs `oppx <args>` (this same program) with the terminal as it is; its exit status. With
-// `output`, its stdout is read into it instead (its stderr stays the terminal's).
-int run_self(const std::string& self, std::vector<std::string> args, std::string* output = nullptr) {
+// Starts `oppx <args>` (this same program) with the terminal as it is; its pid, or -1. With
+// `out`, its stdout is a pipe whose reading end `out` gets (its stderr stays the terminal's).
+pid_t spawn_self(const std::string& self, std::vector<std::string> args, int* out = nullptr) {
   std::string exe = "/proc/self/exe";
   std::vector<char*> argv{self.empty() ? exe.data() : const_cast<char*>(self.c_str())};
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
   std::fflush(stdout);
-  int out[2] = {-1, -1};
+  int pipe[2] = {-1, -1};
   posix_spawn_file_actions_t actions;
   ::posix_spawn_file_actions_init(&actions);
-  if (output && ::pipe2(out, O_CLOEXEC) == 0) ::posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  if (out && ::pipe2(pipe, O_CLOEXEC) == 0) ::posix_spawn_file_actions_adddup2(&actions, pipe[1], STDOUT_FILENO);
   int spawned = ::posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
   ::posix_spawn_file_actions_destroy(&actions);
-  if (out[1] >= 0) ::close(out[1]);
-  if (out[0] >= 0) {
+  if (pipe[1] >= 0) ::close(pipe[1]);
+  if (out) *out = pipe[0];
+  return spawned == 0 ? pid : -1;
+}
+
+int exit_status(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+// Runs `oppx <args>` and waits for it; its exit status. With `output`, its stdout is read into it.
+int run_self(const std::string& self, std::vector<std::string> args, std::string* output = nullptr) {
+  int out = -1;
+  pid_t pid = spawn_self(self, std::move(args), output ? &out : nullptr);
+  if (out >= 0) {
     char buf[4096];
-    for (ssize_t n; spawned == 0 && ((n = ::read(out[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR));)
+    for (ssize_t n; pid > 0 && ((n = ::read(out, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR));)
       if (n > 0) output->append(buf, static_cast<std::size_t>(n));
-    ::close(out[0]);
+    ::close(out);
   }
-  if (spawned != 0) return 127;
+  if (pid < 0) return 127;
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return exit_status(status);
 }
 
 std::vector<std::string> words(const std::string& line) {
@@ -467,6 +478,35 @@ struct Chat {
       warn(fmt::format("the conversation was not saved ({})", why));
   }
 
+  // A slash command that waits on the daemon (a start, a reconnect, a login: up to minutes) runs
+  // while the keyboard is watched: Ctrl-C stops waiting for it (what it asked of the daemon goes
+  // on there, and /mcp shows how it ends), and keys typed meanwhile go to the next prompt.
+  void waited_for(const std::vector<std::string>& args) {
+    pid_t pid = spawn_self(ctx.self, args);
+    if (pid < 0) return warn("`oppx " + args[1] + "` could not be started");
+    fmt::print("  (Ctrl-C stops waiting)\n");
+    std::fflush(stdout);
+    int status = 0;
+    for (;;) {
+      pid_t got = ::waitpid(pid, &status, WNOHANG);
+      if (got == pid || (got < 0 && errno != EINTR)) break;
+      std::string k = LineEditor::read_key(100);
+      if (k == "\x03") {
+        ::kill(pid, SIGTERM);
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        fmt::print("\n  ^C stopped waiting; it goes on in the daemon (/mcp shows how it ends)\n");
+        return;
+      }
+      if (k == LineEditor::kEndOfInput) {
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        return;
+      }
+      if (!k.empty()) editor.queue_key(k);
+    }
+  }
+
   void context_report() {
     std::int64_t system = estimate_tokens(agent.system_prompt());
     std::map<std::string, std::string> lists;
@@ -582,7 +622,11 @@ struct Chat {
       if (sub == "auth") args[0] = "reconnect";
       if (args.empty()) args = {"list"};
       args.insert(args.begin(), "mcp");
-      run_self(ctx.self, args);
+      if (sub == "add" || sub == "reconnect" || sub == "auth") {
+        waited_for(args);
+      } else {
+        run_self(ctx.self, args);
+      }
       if (sub == "list") {
         catch_up();
         std::map<std::string, std::string> lists;

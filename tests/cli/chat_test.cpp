@@ -368,6 +368,28 @@ TEST_F(Chat, AConnectorThatComesUpDuringTheConsentQuestionIsHeardOf) {
   EXPECT_NE(json::serialize(bodies[0]).find("notes.ping"), std::string::npos);
 }
 
+// /mcp reconnect waits on the daemon (a start, up to minutes after a login): Ctrl-C stops the
+// waiting at once and the prompt is back, and the key is not replayed at the prompt afterwards.
+TEST_F(Chat, CtrlCStopsWaitingForASlashMcpCommandAndThePromptStaysUsable) {
+  std::string hold = home.root() + "/hold";
+  home.write_mcp_config(stdio_entry("agentc", "node", {std::string(OPPX_TEST_SUPPORT) + "/agent_connector.js", calls}) +
+                        "," +
+                        stdio_entry("slow", FAKE_MCP_SERVER, {"ok", home.root() + "/slow", "--hang-init-if=" + hold}));
+  serve({reply("Still here.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(ready(t)) << t.screen();
+  std::ofstream(hold) << "x";  // from now on its start never ends
+  t.type("/mcp reconnect slow");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("(Ctrl-C stops waiting)")) << t.screen();
+  t.keys({"C-c"});
+  ASSERT_TRUE(t.wait_for("^C stopped waiting; it goes on in the daemon")) << t.screen();
+  t.type("hello");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("Still here.")) << t.screen();
+  EXPECT_EQ(t.screen().find("oppx-exited"), std::string::npos) << t.screen();
+}
+
 TEST_F(Chat, MinusCContinuesTheLastConversation) {
   serve({reply("The first answer."), reply("The second answer.")});
   {
