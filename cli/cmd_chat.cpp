@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/line_editor.h"
+#include "cli/run_self.h"
 #include "cli/output.h"
 #include "cli/probe.h"
 #include "common/paths.h"
@@ -39,13 +40,8 @@
 #include <utility>
 
 #include <climits>
-#include <csignal>
 #include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace oppx::cli {
 
@@ -82,45 +78,6 @@ constexpr std::string_view kHelp =
     "  /help, /exit\n"
     "Keys: Enter sends; Alt+Enter, Ctrl+J or `\\` then Enter start a new line; Tab completes;\n"
     "Ctrl-C cancels a turn or clears the input (twice within 3 s exits); Ctrl-D exits.\n";
-
-// Starts `oppx <args>` (this same program) with the terminal as it is; its pid, or -1. With
-// `out`, its stdout is a pipe whose reading end `out` gets (its stderr stays the terminal's).
-pid_t spawn_self(const std::string& self, std::vector<std::string> args, int* out = nullptr) {
-  std::string exe = "/proc/self/exe";
-  std::vector<char*> argv{self.empty() ? exe.data() : const_cast<char*>(self.c_str())};
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  std::fflush(stdout);
-  int pipe[2] = {-1, -1};
-  posix_spawn_file_actions_t actions;
-  ::posix_spawn_file_actions_init(&actions);
-  if (out && ::pipe2(pipe, O_CLOEXEC) == 0) ::posix_spawn_file_actions_adddup2(&actions, pipe[1], STDOUT_FILENO);
-  int spawned = ::posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
-  ::posix_spawn_file_actions_destroy(&actions);
-  if (pipe[1] >= 0) ::close(pipe[1]);
-  if (out) *out = pipe[0];
-  return spawned == 0 ? pid : -1;
-}
-
-int exit_status(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
-
-// Runs `oppx <args>` and waits for it; its exit status. With `output`, its stdout is read into it.
-int run_self(const std::string& self, std::vector<std::string> args, std::string* output = nullptr) {
-  int out = -1;
-  pid_t pid = spawn_self(self, std::move(args), output ? &out : nullptr);
-  if (out >= 0) {
-    char buf[4096];
-    for (ssize_t n; pid > 0 && ((n = ::read(out, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR));)
-      if (n > 0) output->append(buf, static_cast<std::size_t>(n));
-    ::close(out);
-  }
-  if (pid < 0) return 127;
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return exit_status(status);
-}
 
 std::vector<std::string> words(const std::string& line) {
   std::istringstream in(line);
@@ -478,32 +435,19 @@ struct Chat {
       warn(fmt::format("the conversation was not saved ({})", why));
   }
 
-  // A slash command that waits on the daemon (a start, a reconnect, a login: up to minutes) runs
-  // while the keyboard is watched: Ctrl-C stops waiting for it (what it asked of the daemon goes
-  // on there, and /mcp shows how it ends), and keys typed meanwhile go to the next prompt.
+  // A slash command that waits on the daemon (a start, a reconnect, a login: up to minutes):
+  // Ctrl-C stops waiting for it (what it asked of the daemon goes on there, and /mcp shows how it
+  // ends), and keys typed meanwhile go to the next prompt.
   void waited_for(const std::vector<std::string>& args) {
-    pid_t pid = spawn_self(ctx.self, args);
-    if (pid < 0) return warn("`oppx " + args[1] + "` could not be started");
     fmt::print("  (Ctrl-C stops waiting)\n");
-    std::fflush(stdout);
-    int status = 0;
-    for (;;) {
-      pid_t got = ::waitpid(pid, &status, WNOHANG);
-      if (got == pid || (got < 0 && errno != EINTR)) break;
-      std::string k = LineEditor::read_key(100);
-      if (k == "\x03") {
-        ::kill(pid, SIGTERM);
-        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
+    switch (run_self_interruptible(ctx.self, args, [this](std::string key) { editor.queue_key(std::move(key)); })) {
+      case SelfRun::kNotStarted:
+        return warn("`oppx " + args[1] + "` could not be started");
+      case SelfRun::kInterrupted:
         fmt::print("\n  ^C stopped waiting; it goes on in the daemon (/mcp shows how it ends)\n");
         return;
-      }
-      if (k == LineEditor::kEndOfInput) {
-        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
+      case SelfRun::kEnded:
         return;
-      }
-      if (!k.empty()) editor.queue_key(k);
     }
   }
 
