@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <sys/epoll.h>
@@ -73,9 +74,12 @@ struct FdPoller::Impl {
     }
     dispatching = true;
     for (int i = 0; i < n; ++i) {
+      // Copied out first: epoll_event is packed on x86-64, so its fields are not aligned.
+      std::uint64_t const key = events[i].data.u64;
+      std::uint32_t const ready = events[i].events;
       // Looked up each time: an earlier watcher of this batch may have removed this one.
-      auto it = watchers.find(events[i].data.u64);
-      if (it != watchers.end()) it->second->on_ready(events[i].events);
+      auto it = watchers.find(key);
+      if (it != watchers.end()) it->second->on_ready(ready);
     }
     dispatching = false;
     // Posted after the batch: what its handlers posted runs before the next reads, as it did

@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -42,6 +43,34 @@ void check_escaped(std::string_view out, bool keep) {
   if (holds_invisible(out)) broken("an invisible character passed escape_controls");
 }
 
+// Equal, with a double allowed a few units in the last place: Boost.JSON 1.81 does not round
+// every long number exactly, so two spellings of one double can read back a step apart.
+bool same(const boost::json::value& a, const boost::json::value& b) {
+  if (a.is_double() && b.is_double()) {
+    double x = a.get_double(), y = b.get_double();
+    for (int step = 0; step < 4 && x != y; ++step) x = std::nextafter(x, y);
+    return x == y;
+  }
+  if (a.is_array() && b.is_array()) {
+    const auto &l = a.get_array(), &r = b.get_array();
+    if (l.size() != r.size()) return false;
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      if (!same(l[i], r[i])) return false;
+    }
+    return true;
+  }
+  if (a.is_object() && b.is_object()) {
+    const auto &l = a.get_object(), &r = b.get_object();
+    if (l.size() != r.size()) return false;
+    for (const auto& kv : l) {
+      const boost::json::value* other = r.if_contains(kv.key());
+      if (!other || !same(kv.value(), *other)) return false;
+    }
+    return true;
+  }
+  return a == b;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -62,10 +91,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (holds_invisible(body)) broken("an invisible character in json_line");
   boost::json::value back = boost::json::parse(body, ec);
   if (ec) broken("json_line is not JSON");
-  // The same value as the serializer's own line (a long number can read back as another double
-  // from either: Boost.JSON 1.81 does not round every one exactly), unless a string held bytes
+  // The same value, of the same kinds, as the serializer's own line, unless a string held bytes
   // that are not UTF-8 (then they read as U+FFFD).
   boost::json::value plain = boost::json::parse(boost::json::serialize(v), ec);
-  if (!ec && back != plain) broken("json_line changed the value");
+  if (!ec && !same(back, plain)) broken("json_line changed the value");
   return 0;
 }

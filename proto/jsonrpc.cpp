@@ -174,6 +174,8 @@ void write_json(std::string& out, const json::value& v) {
     out += "null";
   } else {
     out.append(buf, end);
+    // 100.0 is written "100" by to_chars: ".0" keeps it a double for the reader.
+    if (std::find_if(buf, end, [](char c) { return c == '.' || c == 'e'; }) == end) out += ".0";
   }
 }
 

@@ -116,9 +116,10 @@ TEST(JsonRpc, ANumberTooLargeForADoubleIsWrittenAsNullNotAsInfinity) {
 TEST(JsonRpc, ANumberWithAFractionIsWrittenInItsShortestForm) {
   json::value v = json::parse(R"({"a":0.1,"b":[-2.5e-7,1e21,100.0,3],"c":{"d":0.30000000000000004},"s":"1E-1"})");
   std::string text = json_text(v);
-  EXPECT_EQ(text, R"({"a":0.1,"b":[-2.5e-07,1e+21,100,3],"c":{"d":0.30000000000000004},"s":"1E-1"})");
+  EXPECT_EQ(text, R"({"a":0.1,"b":[-2.5e-07,1e+21,100.0,3],"c":{"d":0.30000000000000004},"s":"1E-1"})");
   EXPECT_EQ(json_text(v.as_object()), text);
-  EXPECT_EQ(json_text(v.at("b").as_array()), R"([-2.5e-07,1e+21,100,3])");
+  EXPECT_EQ(json_text(v.at("b").as_array()), R"([-2.5e-07,1e+21,100.0,3])");
+  EXPECT_TRUE(json::parse(text).at("b").at(2).is_double()) << "a whole double stays a double, not an integer";
   EXPECT_EQ(json::parse(text).at("c").at("d").as_double(), v.at("c").at("d").as_double()) << "reads back the same";
   EXPECT_EQ(serialize_result(json::value(1), v.at("a")), R"({"jsonrpc":"2.0","id":1,"result":0.1})");
 }
