@@ -1,9 +1,10 @@
-// The agent loop: steps of one action each, the arguments request for a connector tool, the
-// guards (repeat, refused, step bound), asking through the front end with the daemon's verdict,
-// a connector down in the turn, and a conversation kept inside the model's context.
+// The agent loop: steps of one action each, the guards (repeat, refused, step bound), asking
+// through the front end with the daemon's verdict, a connector down in the turn, and a
+// conversation kept inside the model's context. What the model named is checked, and a tool's
+// arguments asked for, in action_checks.cpp.
 #include "chat/agent.h"
 
-#include "chat/arguments.h"
+#include "chat/action_checks.h"
 #include "chat/builtins.h"
 #include "chat/workspace.h"
 #include "common/shell_words.h"
@@ -33,47 +34,6 @@ std::string str(const json::object& o, std::string_view key) {
   return v && v->is_string() ? std::string(v->as_string()) : std::string();
 }
 
-// Object keys sorted at every level, so that the same arguments in another order are the same call.
-json::value canonical(const json::value& v) {
-  if (v.is_object()) {
-    std::vector<std::pair<std::string, json::value>> items;
-    for (const auto& [k, x] : v.as_object()) items.emplace_back(std::string(k), canonical(x));
-    std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    json::object o;
-    for (auto& [k, x] : items) o[k] = std::move(x);
-    return o;
-  }
-  if (v.is_array()) {
-    json::array a;
-    for (const auto& x : v.as_array()) a.push_back(canonical(x));
-    return a;
-  }
-  return v;
-}
-
-std::string call_key(const std::string& name, const json::object& args) {
-  return name + " " + proto::json_text(canonical(args));
-}
-
-bool has_arguments(const json::value& schema) {
-  if (!schema.is_object()) return false;
-  const json::value* p = schema.as_object().if_contains("properties");
-  return p && p->is_object() && !p->as_object().empty();
-}
-
-// The first JSON object in a text that may wrap it in prose or a code fence.
-std::optional<json::value> find_object(std::string_view text) {
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (!ec) return v;
-  auto open = text.find('{');
-  auto close = text.rfind('}');
-  if (open == std::string_view::npos || close == std::string_view::npos || close < open) return std::nullopt;
-  v = json::parse(text.substr(open, close - open + 1), ec);
-  if (ec) return std::nullopt;
-  return v;
-}
-
 // The rule `c` answers with: every tool of the connector.
 std::string c_rule(const ToolInfo& t) { return t.connector + ".*"; }
 
@@ -97,14 +57,6 @@ void add_usage(json::object& sum, const std::optional<json::object>& usage) {
 // the action's record).
 constexpr std::size_t kShownArguments = 300;
 std::string shown(const json::object& args) { return cut_text(proto::json_text(args), kShownArguments); }
-
-// A reply's text ("reply" when a model put it there); "" when it has none, or only blanks.
-std::string reply_of(const json::object& a) {
-  std::string text = str(a, "text");
-  if (text.empty()) text = str(a, "reply");
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return {};
-  return text;
-}
 
 }  // namespace
 
@@ -326,61 +278,6 @@ void Agent::record(ActionRecord rec, const std::string& model_text, TurnResult& 
   out.actions.push_back(std::move(rec));
 }
 
-std::optional<json::object> Agent::write_arguments(const ToolInfo& tool, TurnResult& out, std::string& problem) {
-  if (!has_arguments(tool.input_schema)) return json::object{};
-  std::string ask = fmt::format(
-      "Write the arguments of {} as one JSON object, and nothing else.\nWhat it does: {}\nIts input schema: {}",
-      tool.full_name(), tool.description.empty() ? "(no description)" : tool.description,
-      proto::json_text(tool.input_schema));
-  // The conversation already ends with "I'll call <connector>.<tool> now." (run_tool).
-  std::vector<Message> extra{{"user", ask}};
-  json::object body{
-      {"messages", request_messages(extra)},
-      {"response_format", json::object{{"type", "json_schema"},
-                                       {"json_schema", json::object{{"name", "arguments"},
-                                                                    {"schema", simplify_schema(tool.input_schema)},
-                                                                    {"strict", true}}}}}};
-  fit_context(ask.size() + 64);
-  auto r = ask_model(body, false, out);
-  if (!r && r.error().kind != "refused") {
-    out.error = r.error();
-    return std::nullopt;
-  }
-  if (r) {
-    if (auto v = find_object(r->content)) {
-      json::object args = clean_arguments(*v, tool.input_schema);
-      auto why = check_arguments(args, tool.input_schema);
-      if (!why) return args;
-      problem = *why;
-    } else {
-      problem = "the answer was not a JSON object";
-    }
-  } else {
-    problem = "the server refused the schema (" + r.error().message + ")";
-  }
-  // Unconstrained, checked here; twice at most.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    std::vector<Message> again = extra;
-    again.back().content += "\nAnswer with the JSON object only.";
-    if (attempt > 0) again.back().content += " Your last answer was not usable: " + problem + ".";
-    auto u = ask_model(json::object{{"messages", request_messages(again)}}, false, out);
-    if (!u) {
-      out.error = u.error();
-      return std::nullopt;
-    }
-    auto v = find_object(u->content);
-    if (!v || !v->is_object()) {
-      problem = "the answer was not a JSON object";
-      continue;
-    }
-    json::object args = clean_arguments(*v, tool.input_schema);
-    auto why = check_arguments(args, tool.input_schema);
-    if (!why) return args;
-    problem = *why;
-  }
-  return std::nullopt;
-}
-
 std::string Agent::exposure() const {
   std::vector<std::string> what;
   for (const auto& m : messages_) {
@@ -406,7 +303,7 @@ bool Agent::permitted(const Question& q, const DaemonTools::Verdict& v, const st
   if (v.decision == "allow") return true;
   rec.status = "declined";
   if (v.decision == "deny") {
-    rec.text = fmt::format("not run: {} (`oppx permissions remove {}` lifts it)", v.why, shell_quote(v.rule));
+    rec.text = denied_text(v);
     return false;
   }
   if (!front_.can_ask()) {
@@ -456,28 +353,6 @@ void Agent::connector_down(const ToolInfo& tool, const DaemonTools::CallResult& 
   rebuild_prompt(true);
 }
 
-bool Agent::is_denied(const std::string& name) const {
-  return std::find(denied_.begin(), denied_.end(), name) != denied_.end();
-}
-
-void Agent::refuse_denied(const std::string& name, TurnResult& out) {
-  ToolInfo tool;
-  std::size_t dot = name.find('.');
-  tool.connector = name.substr(0, dot);
-  tool.name = name.substr(dot + 1);
-  ActionRecord rec{name, {}, "", "", false};
-  DaemonTools::Verdict v = daemon_.judge_tool(tool);
-  if (v.decision == "deny") {
-    permitted({}, v, name, c_rule(tool), rec);
-    return record(rec, fmt::format("{} was not run: {}. Do not try it again.", name, rec.text), out);
-  }
-  // The rule went away since the list was made: the next step offers the tool.
-  rec.status = "declined";
-  rec.text = "not run: it was denied when this step's list was made; it is offered again now";
-  refresh();
-  record(rec, fmt::format("{} was not run: {}.", name, rec.text), out);
-}
-
 void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
   const std::string name = tool.full_name();
   messages_.push_back({"assistant", fmt::format("I'll call {} now.", name)});
@@ -487,12 +362,20 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
     permitted({}, v, name, c_rule(tool), rec);
     return record(rec, fmt::format("{} was not run: {}. Do not try it again.", name, rec.text), out);
   }
-  std::string problem;
-  auto args = write_arguments(tool, out, problem);
-  if (out.error) return;
+  ArgumentsModel model{[this](const std::string& ask) {
+                         return request_messages({{"user", ask}});
+                       },
+                       [this](std::size_t extra_chars) { fit_context(extra_chars); },
+                       [&](json::object body) { return ask_model(std::move(body), false, out); }};
+  WrittenArguments written = write_arguments(tool, model);
+  if (written.error) {
+    out.error = std::move(written.error);
+    return;
+  }
+  const std::optional<json::object>& args = written.arguments;
   if (!args) {
     rec.status = "failed";
-    rec.text = "the model did not write usable arguments: " + problem;
+    rec.text = "the model did not write usable arguments: " + written.problem;
     return record(rec, fmt::format("{} failed: {}.", name, rec.text), out);
   }
   rec.arguments = *args;
@@ -504,7 +387,7 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
     return record(
         rec, fmt::format("{} was not run again: {}. Change the arguments or do something else.", name, rec.text), out);
   }
-  if (std::string why = repeated(tool, key); !why.empty()) {
+  if (std::string why = repeated(tool, key, turn_calls_, page_guard_); !why.empty()) {
     rec.status = why.find("loop") != std::string::npos ? "refused" : "repeat";
     rec.text = why;
     return record(rec, fmt::format("{} was not run: {}.", name, rec.text), out);
@@ -563,24 +446,6 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
   std::string exposed = looks_sensitive("", r.text) ? "the result of " + name + " (it looks secret)" : "";
   record(rec, fmt::format("Result of {} with the arguments {} ({}):\n{}", name, shown_args, kUntrusted, r.text), out,
          std::move(exposed));
-}
-
-std::string Agent::repeated(const ToolInfo& tool, const std::string& key) const {
-  if (tool.connector != kBrowserConnector) {
-    if (!turn_calls_.count(key)) return {};
-    return "the same call with the same arguments was already made in this turn; its result is above";
-  }
-  switch (page_guard_.check(key, tool.read_only)) {
-    case PageGuard::Verdict::kRun:
-      return {};
-    case PageGuard::Verdict::kRepeat:
-      return "it only reads, and nothing changed the page since the same call above; its result is above";
-    case PageGuard::Verdict::kLoop:
-      return fmt::format(
-          "a loop: the same call ran {} times in a row; look at the page (a snapshot) and do something else",
-          PageGuard::kMaxInARow);
-  }
-  return {};
 }
 
 void Agent::run_browser(TurnResult& out) {
@@ -704,25 +569,6 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
          out, std::move(exposed));
 }
 
-std::string Agent::unusable(const std::optional<json::value>& answer, const std::string& name) const {
-  if (!answer || !answer->is_object() || name.empty())
-    return "it was not one JSON object with an \"action\" from the list";
-  const json::object& a = answer->as_object();
-  // Each action's own fields: the schema requires only "action", and not every server enforces it.
-  auto needs = [&](std::string_view field, std::string_view what) {
-    return str(a, field).empty() ? fmt::format("{} needs {} in \"{}\", and it had none", name, what, field)
-                                 : std::string();
-  };
-  if (name == "reply")
-    return reply_of(a).empty() ? std::string("reply needs the whole answer in \"text\", and it had none")
-                               : std::string();
-  if (name == "read") return needs("path", "the file's path");
-  if (name == "grep") return needs("pattern", "a regular expression");
-  if (name == "run" && options_.mode != "plan") return needs("command", "the shell command");
-  if ((name == "browser" && browser_offered()) || callable(name) || is_denied(name)) return {};
-  return fmt::format("{} is not an action you can take now; pick one from the list", cut_text(name, 100));
-}
-
 void Agent::cancel() {
   cancelled_ = true;
   run_control_.cancel();
@@ -795,7 +641,10 @@ TurnResult Agent::turn(const std::string& message) {
         parsed = json::object{{"action", "reply"}, {"text", content}};
         name = "reply";
       }
-      std::string problem = unusable(parsed, name);
+      const ActionsOffered can_name{options_.mode != "plan", browser_offered(), [this](const std::string& n) {
+                                      return callable(n) != nullptr || is_denied(denied_, n);
+                                    }};
+      std::string problem = unusable(parsed, name, can_name);
       if (problem.empty()) break;
       if (attempt > 0) {
         // The exchange is not kept: `-c` continues from the user's message.
@@ -838,8 +687,10 @@ TurnResult Agent::turn(const std::string& message) {
       if (stopped() || out.error) return out;
       continue;
     }
-    if (is_denied(name)) {
-      refuse_denied(name, out);
+    if (is_denied(denied_, name)) {
+      Refusal r = refuse_denied(name, daemon_);
+      if (r.offered_again) refresh();  // the next step offers it
+      record(std::move(r.record), r.model_text, out);
       continue;
     }
     run_tool(*callable(name), out);  // unusable() found it

@@ -149,23 +149,14 @@ class Agent {
   // A connector tool the model may name now (running, and in plan mode one that reads); null when
   // there is none.
   const ToolInfo* callable(const std::string& name) const;
-  // What makes the model's answer unusable as an action (not an object, an action not offered, a
-  // field the action needs missing or empty), in words; "" when it is usable.
-  std::string unusable(const std::optional<boost::json::value>& answer, const std::string& name) const;
   void rebuild_prompt(bool say_uncached);
   boost::json::object action_schema() const;
   boost::json::array request_messages(const std::vector<Message>& extra) const;
   void fit_context(std::size_t extra_chars);
   ModelResult<Completion> ask_model(boost::json::object body, bool stream_reply, TurnResult& out);
-  bool is_denied(const std::string& name) const;
-  // A denied tool the model named anyway (a server that does not enforce the schema): declined.
-  void refuse_denied(const std::string& name, TurnResult& out);
   void run_tool(const ToolInfo& tool, TurnResult& out);
   void run_builtin(const std::string& name, const boost::json::object& action, TurnResult& out);
   void run_browser(TurnResult& out);
-  // The repeat guard: "" to run, else why not (a repeat, a loop).
-  std::string repeated(const ToolInfo& tool, const std::string& key) const;
-  std::optional<boost::json::object> write_arguments(const ToolInfo& tool, TurnResult& out, std::string& problem);
   bool permitted(const Question& q, const DaemonTools::Verdict& v, const std::string& tool_rule,
                  const std::string& connector_rule, ActionRecord& rec);
   // `exposed`: what the result holds that must not leave unasked (Message::exposed).
