@@ -1,14 +1,15 @@
-// oppx (alone, in a terminal), oppx -c, oppx --resume: the terminal chat on the agent loop. The
-// turn runs on a thread of its own while this one watches the keyboard, so that Ctrl-C cancels
-// it (the model request is aborted, calls in flight are cancelled through the daemon) and the
-// chat stays; questions from the loop are asked here, what the turn prints is cli/chat_front's.
-// Slash commands that the CLI already has run it (the same output); the tool list is read again
-// after them.
-#include "chat/agent.h"
-#include "chat/sandbox.h"
-#include "chat/conversations.h"
-#include "cli/agent_setup.h"
+// oppx (alone, in a terminal), oppx -c, oppx --resume: the terminal chat, a client of the agent
+// that runs in oppxd (cli/agent_client.h). A turn waits for its answer on a thread of its own
+// while this one watches the keyboard, so that Ctrl-C cancels it (agent/cancel) and the chat
+// stays; the agent's questions are asked here, what the turn prints is cli/chat_front's. Slash
+// commands that the CLI already has run it (the same output); the others read and change the
+// agent through agent/state. When the daemon restarts or dies, the chat says so, connects again
+// and goes on with the conversation as it was last saved.
 #include "chat/browser.h"
+#include "chat/conversations.h"
+#include "chat/sandbox.h"
+#include "cli/agent_client.h"
+#include "cli/agent_setup.h"
 #include "cli/browser.h"
 #include "cli/chat_front.h"
 #include "cli/commands.h"
@@ -183,15 +184,11 @@ class Watcher {
 
 struct Chat {
   Context& ctx;
-  chat::ModelClient& model;
-  Connection& conn;
-  chat::DaemonTools& daemon;
-  chat::Agent& agent;
+  AgentClient& agent;
   ChatFront& front;
   LineEditor& editor;
-  chat::Conversation conversation;
   std::string cwd;
-  Watcher* watcher = nullptr;
+  std::unique_ptr<Watcher> watcher;
 
   // `said`: connectors whose going down the turn has told already.
   void show_notices(const std::vector<std::string>& said = {}) {
@@ -205,18 +202,18 @@ struct Chat {
   // /sandbox: the mode and the network; /sandbox network on|off for this session; /sandbox MODE
   // (read-only, workspace-write, off; off asks first).
   void sandbox_command(const std::vector<std::string>& w) {
-    chat::SandboxPolicy p = agent.sandbox();
+    proto::AgentStateParams change;
     if (w.size() == 3 && w[1] == "network" && (w[2] == "on" || w[2] == "off")) {
-      p.network = w[2] == "on";
+      change.network = w[2] == "on";
     } else if (w.size() == 2 && chat::sandbox_mode_from(w[1])) {
-      p.mode = *chat::sandbox_mode_from(w[1]);
-      if (p.mode == chat::SandboxMode::kOff && agent.sandbox().mode != chat::SandboxMode::kOff) {
+      change.sandbox = w[1];
+      if (w[1] == "off" && agent.state().sandbox != "off") {
         fmt::print(
             "  ? Run commands with no sandbox for this session (your files, keys and the network open to "
             "them)?\n    [y] yes · [N] no\n");
         std::string a = ask_line("  answer › ");
         if (a != "y" && a != "Y" && a != "yes") {
-          fmt::print("The sandbox stays: {}.\n", chat::describe_sandbox(agent.sandbox()));
+          fmt::print("The sandbox stays: {}.\n", agent.state().sandbox_text);
           return;
         }
       }
@@ -224,24 +221,51 @@ struct Chat {
       fmt::print("usage: /sandbox [read-only|workspace-write|off] | /sandbox network on|off\n");
       return;
     }
-    agent.set_sandbox(p);
+    if (!change_agent(change)) return;
     fmt::print(
         "sandbox {} (for this session; config.json's \"sandbox\" and \"sandbox_network\" set the "
         "default)\n",
-        chat::describe_sandbox(p));
+        agent.state().sandbox_text);
+  }
+
+  // agent/state with `change`; false (said) when the daemon could not be reached.
+  bool change_agent(const proto::AgentStateParams& change) {
+    if (!ensure_connected()) return false;
+    if (std::string why = agent.update(change); !why.empty()) {
+      warn("the agent in the daemon did not answer: " + why);
+      return false;
+    }
+    if (!agent.state().problem.empty()) fmt::print("oppx: {}\n", escape_controls(agent.state().problem));
+    return true;
+  }
+
+  // The daemon restarted or died since the last request: connected again (a daemon started when
+  // none runs) and the agent opened on the conversation last saved. False (said) when it failed.
+  bool ensure_connected(bool said = false) {
+    if (!said && agent.alive()) return true;
+    if (!said) warn("the daemon stopped or restarted; connecting again");
+    if (std::string why = agent.reconnect(); !why.empty()) {
+      warn("could not connect again: " + why + "; the next message tries again");
+      return false;
+    }
+    watcher = std::make_unique<Watcher>(agent.socket());
+    watcher->take();
+    fmt::print("  connected again; the conversation goes on{}\n",
+               agent.state().conversation.empty() ? " (nothing was saved yet: a new one)" : "");
+    return true;
   }
 
   // The connectors, one line each in columns: running with its tools, or its state and why.
   std::vector<std::string> connector_lines(std::size_t reason_cap) {
     std::map<std::string, std::size_t> counts;
     std::vector<std::string> order;
-    for (const auto& t : agent.tools()) {
+    for (const auto& t : agent.state().tools) {
       if (!counts.count(t.connector)) order.push_back(t.connector);
       ++counts[t.connector];
     }
     std::vector<std::vector<std::string>> rows;
     for (const auto& c : order) rows.push_back({escape_controls(c), "running, " + counted(counts[c], "tool", "tools")});
-    for (const auto& n : agent.not_offered()) {
+    for (const auto& n : agent.state().not_offered) {
       std::string why = n.state == "waiting" ? "waiting for your consent"
                         : n.reason.empty()   ? escape_controls(n.state)
                                              : escape_controls(n.state) + ": " + first_line(n.reason, reason_cap);
@@ -252,11 +276,11 @@ struct Chat {
 
   void welcome() {
     std::vector<std::string> lines;
-    const auto& ctxinfo = agent.context();
-    lines.push_back(fmt::format("oppx {} · {} at {}", OPPX_VERSION, model.config().model, model.config().server));
-    lines.push_back(
-        fmt::format("context {} · {}", ctxinfo.tokens ? fmt::format("{} tokens", *ctxinfo.tokens) : "unknown", cwd));
-    lines.push_back("sandbox " + chat::describe_sandbox(agent.sandbox()));
+    const proto::AgentState& st = agent.state();
+    lines.push_back(fmt::format("oppx {} · {} at {}", OPPX_VERSION, st.model, st.server));
+    lines.push_back(fmt::format("context {} · {}",
+                                st.context_tokens ? fmt::format("{} tokens", *st.context_tokens) : "unknown", cwd));
+    lines.push_back("sandbox " + st.sandbox_text);
     std::vector<std::string> connectors = connector_lines(70);
     for (const auto& c : connectors) lines.push_back("  " + c);
     if (connectors.empty()) lines.push_back("  no connectors (/mcp add to add one)");
@@ -285,7 +309,7 @@ struct Chat {
   // Returns the connectors approved: `oppx mcp approve` said how their start went.
   std::vector<std::string> ask_consent() {
     std::vector<std::string> approved;
-    for (const auto& n : agent.not_offered()) {
+    for (const auto& n : agent.state().not_offered) {
       if (n.state != "waiting" || n.approve.empty()) continue;
       run_self(ctx.self, {"mcp", "get", n.name, "--show-values"});
       std::string answer =
@@ -386,14 +410,17 @@ struct Chat {
   // A connector that came, went or changed since: its tools read again.
   void catch_up() {
     if (watcher && watcher->changed()) {
-      if (std::string why = agent.refresh(); !why.empty()) fmt::print(stderr, "oppx: {}\n", why);
+      proto::AgentStateParams refresh;
+      refresh.refresh = true;
+      change_agent(refresh);
     }
   }
 
   void turn(const std::string& message) {
+    if (!ensure_connected()) return;
     catch_up();  // before the request
     std::atomic<bool> done{false};
-    chat::TurnResult result;
+    AgentClient::Turn result;
     front.begin_turn();
     std::thread worker([&] {
       result = agent.turn(message);
@@ -424,15 +451,26 @@ struct Chat {
     }
     worker.join();
     front.end_turn();
-    show_notices(result.connectors_down);
-    if (result.cancelled) {
+    const proto::AgentTurnResult& r = result.result;
+    if (result.cut) return turn_cut(r.actions);
+    show_notices(r.connectors_down);
+    if (!result.why.empty() && !r.error) {
+      warn("the turn did not run: " + result.why);
+    } else if (r.cancelled) {
       fmt::print("  (cancelled)\n");
-    } else if (result.error) {
-      print_model_error(*result.error);
+    } else if (r.error) {
+      print_model_error(model_error_of(*r.error));
     }
-    conversation.messages = agent.conversation();
-    if (std::string why = chat::save_conversation(conversation); !why.empty())
-      warn(fmt::format("the conversation was not saved ({})", why));
+  }
+
+  // The daemon went away in the middle of a turn: said, with what had run (a change may have been
+  // made), then the chat connects again on the conversation as the daemon saved it when it stopped.
+  void turn_cut(const std::vector<proto::AgentAction>& ran) {
+    std::string what;
+    for (const auto& a : ran) what += (what.empty() ? "" : ", ") + a.name + " (" + a.status + ")";
+    warn(ran.empty() ? "the daemon stopped during the turn: it was cut before any action ran; connecting again"
+                     : "the daemon stopped during the turn: it was cut after " + what + "; connecting again");
+    ensure_connected(true);
   }
 
   // A slash command that waits on the daemon (a start, a reconnect, a login: up to minutes):
@@ -452,64 +490,71 @@ struct Chat {
   }
 
   void context_report() {
-    std::int64_t system = estimate_tokens(agent.system_prompt());
+    const proto::AgentState& st = agent.state();
+    std::int64_t system = st.system_tokens;
     std::map<std::string, std::string> lists;
-    for (const auto& t : agent.tools()) lists[t.connector] += t.line + "\n";
-    std::int64_t convo = 0;
-    for (const auto& m : agent.conversation()) convo += estimate_tokens(m.at("content").as_string());
+    for (const auto& t : st.tools) lists[t.connector] += t.line + "\n";
+    std::int64_t convo = st.conversation_tokens;
     std::vector<std::vector<std::string>> rows{
         {"  system prompt", std::to_string(system), "tokens, of which the tool lists:"}};
     for (const auto& [c, text] : lists)
       rows.push_back({"    " + escape_controls(c), std::to_string(estimate_tokens(text))});
     rows.push_back({"  conversation", std::to_string(convo), "tokens"});
-    if (agent.context().tokens) {
-      std::int64_t free = *agent.context().tokens - system - convo;
-      rows.push_back({"  free", std::to_string(free), fmt::format("of {} tokens", *agent.context().tokens)});
+    if (st.context_tokens) {
+      std::int64_t free = *st.context_tokens - system - convo;
+      rows.push_back({"  free", std::to_string(free), fmt::format("of {} tokens", *st.context_tokens)});
     }
     fmt::print("Context (about 4 characters a token):\n");
     for (const auto& line : columns(rows, "lr")) fmt::print("{}\n", line);
-    if (!agent.context().tokens) fmt::print("  the model's context length is unknown ({})\n", agent.context().note);
+    if (!st.context_tokens)
+      fmt::print("  the model's context length is unknown ({})\n", escape_controls(st.context_note));
   }
 
   // After /mcp add, remove, reconnect or auth: the tools read again. The cost warning only after an
   // add (the seed): the others change nothing the user chose, and it would repeat each time.
   void after_list_change(bool added) {
-    if (std::string why = agent.refresh(); !why.empty()) fmt::print(stderr, "oppx: {}\n", why);
-    if (added) cost_warning(false);
+    proto::AgentStateParams refresh;
+    refresh.refresh = true;
+    if (change_agent(refresh) && added) cost_warning(false);
   }
 
   void warn(std::string_view text) { fmt::print("{}\n", warning_text(text, terminal_columns())); }
 
-  // The SMALL_CONTEXT and HEAVY_SHARE warnings for the whole tool list (agent_setup.h's
-  // warn_cost, in the chat's style); `only_heavy` at start, where a small window alone would
-  // repeat every session.
+  // The SMALL_CONTEXT and HEAVY_SHARE warnings for the whole tool list; `only_heavy` at start,
+  // where a small window alone would repeat every session.
   void cost_warning(bool only_heavy) {
-    if (!agent.context().tokens) return;
+    const proto::AgentState& st = agent.state();
+    if (!st.context_tokens) return;
     std::string lines;
-    for (const auto& t : agent.tools()) lines += t.line + "\n";
+    for (const auto& t : st.tools) lines += t.line + "\n";
     for (const auto& [kind, message] :
-         cost_warnings(estimate_tokens(lines), *agent.context().tokens, "The connectors' tool lists take",
+         cost_warnings(estimate_tokens(lines), *st.context_tokens, "The connectors' tool lists take",
                        "`oppx mcp remove <name>` drops one")) {
       if (!only_heavy || kind == "HEAVY_SHARE") warn(message);
     }
   }
 
   void browser_command(const std::string& sub) {
+    proto::AgentStateParams change;
     if (sub == "start") {
       fmt::print("Starting the browser…\n");
       std::fflush(stdout);
-      std::string why = agent.start_browser();
-      fmt::print("{}\n", why.empty() ? "The browser is running; its tools are offered." : "oppx: " + why);
+      // Installed here when it is not, with npm's progress on this terminal.
+      if (std::string why = front.prepare_browser(); !why.empty()) return fmt::print("oppx: {}\n", why);
+      change.browser = "start";
+      if (change_agent(change) && agent.state().problem.empty())
+        fmt::print("The browser is running; its tools are offered.\n");
     } else if (sub == "stop") {
-      std::string why = agent.stop_browser();
-      fmt::print("{}\n", why.empty() ? "The browser is stopped." : "oppx: " + why);
+      change.browser = "stop";
+      if (change_agent(change) && agent.state().problem.empty()) fmt::print("The browser is stopped.\n");
     } else if (sub == "on" || sub == "off") {
       run_self(ctx.self, {"browser", sub});
     } else if (sub.empty()) {
+      if (!change_agent(change)) return;
       fmt::print("Browser: {}; {}.\n",
-                 agent.browser_running()   ? "running in this session"
-                 : agent.browser_offered() ? "off; the agent asks before it starts one"
-                                           : "off and not offered in this session",
+                 agent.state().browser_running   ? "running in this session"
+                 : agent.state().browser_offered ? "off; the agent asks before it starts one"
+                                                 : "off and not offered in this session",
                  chat::browser_auto() ? "on: it starts with every session (/browser off to ask)"
                                       : "the chat asks once a session (/browser on starts it always)");
     } else {
@@ -525,12 +570,14 @@ struct Chat {
     if (cmd == "/help") {
       fmt::print("{}", kHelp);
     } else if (cmd == "/clear") {
-      agent.clear();
-      conversation = chat::Conversation{{}, cwd, {}};
-      fmt::print("A new conversation.\n");
+      proto::AgentStateParams change;
+      change.clear = true;
+      if (change_agent(change)) fmt::print("A new conversation.\n");
     } else if (cmd == "/plan" || cmd == "/ask") {
-      bool on = agent.mode() != "plan";
-      agent.set_mode(on ? "plan" : "chat");
+      bool on = agent.state().mode != "plan";
+      proto::AgentStateParams change;
+      change.mode = on ? "plan" : "chat";
+      if (!change_agent(change)) return true;
       if (on) {
         fmt::print("Read-only turns: only actions that read are offered ({} again to leave).\n", cmd);
       } else {
@@ -542,14 +589,15 @@ struct Chat {
       browser_command(w.size() > 1 ? w[1] : "");
     } else if (cmd == "/context") {
       catch_up();
-      context_report();
+      if (change_agent({})) context_report();
     } else if (cmd == "/status") {
-      fmt::print("model {} at {} (context {})\n", model.config().model, model.config().server,
-                 agent.context().tokens ? std::to_string(*agent.context().tokens) : "unknown");
-      fmt::print("mode {} · {} offered · conversation {}\n", agent.mode(),
-                 counted(agent.tools().size(), "tool", "tools"),
-                 conversation.path.empty() ? "not saved yet" : conversation.path);
       catch_up();
+      if (!change_agent({})) return true;
+      const proto::AgentState& st = agent.state();
+      fmt::print("model {} at {} (context {})\n", escape_controls(st.model), escape_controls(st.server),
+                 st.context_tokens ? std::to_string(*st.context_tokens) : "unknown");
+      fmt::print("mode {} · {} offered · conversation {}\n", st.mode, counted(st.tools.size(), "tool", "tools"),
+                 st.conversation.empty() ? "not saved yet" : escape_controls(st.conversation));
       std::vector<std::string> connectors = connector_lines(100);
       fmt::print("connectors:{}\n", connectors.empty() ? " none (/mcp add to add one)" : "");
       for (const auto& c : connectors) fmt::print("  {}\n", c);
@@ -574,7 +622,7 @@ struct Chat {
       if (sub == "list") {
         catch_up();
         std::map<std::string, std::string> lists;
-        for (const auto& t : agent.tools()) lists[t.connector] += t.line + "\n";
+        for (const auto& t : agent.state().tools) lists[t.connector] += t.line + "\n";
         std::vector<std::string> tokens;
         for (const auto& [c, text] : lists) tokens.push_back(std::to_string(estimate_tokens(text)));
         tokens = right_aligned(std::move(tokens));
@@ -594,7 +642,7 @@ struct Chat {
   int loop() {
     Clock::time_point last_interrupt{};
     for (;;) {
-      EditResult r = editor.read(agent.mode() == "plan" ? "plan › " : "› ");
+      EditResult r = editor.read(agent.state().mode == "plan" ? "plan › " : "› ");
       if (r.kind == EditResult::kEof) return kExitOk;
       if (r.kind == EditResult::kInterrupt) {
         if (Clock::now() - last_interrupt < std::chrono::seconds(3)) return kExitOk;
@@ -613,6 +661,26 @@ struct Chat {
     }
   }
 };
+
+// --resume: this folder's ten newest conversations, and the one picked ("" for none: the newest).
+std::string pick_conversation(const std::string& cwd, LineEditor& editor) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(chat::conversations_dir(cwd), ec))
+    files.push_back(e.path().string());
+  std::sort(files.rbegin(), files.rend());
+  if (files.size() > 10) files.resize(10);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    auto c = chat::load_conversation(files[i], cwd);
+    std::string first = "(empty)";
+    if (c && !c->messages.empty()) first = first_line(c->messages[0].at("content").as_string(), 60);
+    fmt::print("  {}. {}  {}\n", i + 1, std::filesystem::path(files[i]).stem().string().substr(0, 15), first);
+  }
+  if (files.empty()) return {};
+  EditResult r = editor.read("Resume which (number)? ");
+  std::size_t n = r.kind == EditResult::kLine ? static_cast<std::size_t>(std::atoi(r.text.c_str())) : 0;
+  return n >= 1 && n <= files.size() ? files[n - 1] : std::string();
+}
 
 int chat_command(Context& ctx) {
   bool cont = take_flag(ctx.args, "-c") || take_flag(ctx.args, "--continue");
@@ -637,43 +705,21 @@ int chat_command(Context& ctx) {
   }
   std::string cwd;
   if (char buf[PATH_MAX]; ::getcwd(buf, sizeof buf)) cwd = buf;
-  auto cfg = chat::load_model_config(environment());
-  if (!cfg) {
-    print_model_error(cfg.error());
-    return kExitModel;
-  }
-  chat::ModelClient model(*cfg);
-  if (auto m = model.resolve_model(); !m) {
-    print_model_error(m.error());
-    return kExitModel;
-  }
-  auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
-  if (!conn) {
-    fmt::print(stderr, "oppx: {}\n", conn.error().message);
-    return conn.error().exit_code;
-  }
-  chat::DaemonTools daemon(conn->client, cwd);
-  if (std::string why = daemon.open_session("chat"); !why.empty()) {
-    fmt::print(stderr, "oppx: the daemon did not open a session: {}\n", why);
-    return kExitNoDaemon;
-  }
   ChatFront front;
-  chat::AgentOptions options{"chat"};
-  std::string sandbox_problem;
-  options.sandbox = chat::sandbox_policy_from_config(cwd, sandbox_problem);
-  if (!sandbox_problem.empty()) fmt::print("{}\n", warning_text(sandbox_problem, terminal_columns()));
-  chat::Agent agent(model, daemon, front, options);
   std::string history = paths::state_dir() + "/history";
   std::filesystem::create_directories(paths::state_dir());
-  LineEditor editor(history, [&agent](std::string_view before) {
+  AgentClient* agent_seen = nullptr;  // for the completion, once the agent is open
+  LineEditor editor(history, [&agent_seen](std::string_view before) {
     std::vector<std::string> out;
     std::string b(before);
     for (const char* sub : {"/mcp tools ", "/mcp remove ", "/mcp reconnect ", "/mcp auth "}) {
       if (b.rfind(sub, 0) != 0) continue;
       std::string word = b.substr(std::string_view(sub).size());
       std::set<std::string> names;
-      for (const auto& t : agent.tools()) names.insert(t.connector);
-      for (const auto& n : agent.not_offered()) names.insert(n.name);
+      if (agent_seen) {
+        for (const auto& t : agent_seen->state().tools) names.insert(t.connector);
+        for (const auto& n : agent_seen->state().not_offered) names.insert(n.name);
+      }
       for (const auto& n : names) {
         if (n.rfind(word, 0) == 0) out.push_back(n);
       }
@@ -693,52 +739,42 @@ int chat_command(Context& ctx) {
   // as a turn ends) is kept, where a switch back to cooked mode would lose it. Slash commands'
   // programs run in it too; they do not read the terminal.
   RawTerminal raw;
-  Chat chat{ctx, model, *conn, daemon, agent, front, editor, chat::Conversation{{}, cwd, {}}, cwd};
-  if (cont || resume) {
-    std::string path;  // empty: the newest
-    if (resume) {
-      std::vector<std::string> files;
-      std::error_code ec;
-      for (const auto& e : std::filesystem::directory_iterator(chat::conversations_dir(cwd), ec))
-        files.push_back(e.path().string());
-      std::sort(files.rbegin(), files.rend());
-      if (files.size() > 10) files.resize(10);
-      for (std::size_t i = 0; i < files.size(); ++i) {
-        auto c = chat::load_conversation(files[i], cwd);
-        std::string first = "(empty)";
-        if (c && !c->messages.empty()) first = first_line(c->messages[0].at("content").as_string(), 60);
-        fmt::print("  {}. {}  {}\n", i + 1, std::filesystem::path(files[i]).stem().string().substr(0, 15), first);
-      }
-      if (!files.empty()) {
-        std::size_t n = static_cast<std::size_t>(std::atoi(chat.ask_line("Resume which (number)? ").c_str()));
-        if (n >= 1 && n <= files.size()) path = files[n - 1];
-      }
-    }
-    auto got = path.empty() ? chat::last_conversation(cwd) : chat::load_conversation(path, cwd);
-    if (got) {
-      chat.conversation = std::move(*got);
-      agent.restore(chat.conversation.messages);
+  proto::AgentOpenParams params{cwd, "chat", true, cont, {}, std::nullopt};
+  if (resume) params.conversation = pick_conversation(cwd, editor);
+  // With `oppx browser on`, installed here when it is not (npm's progress on this terminal); the
+  // daemon starts it with the session.
+  std::string browser_problem = chat::browser_auto() ? prepare_browser() : std::string();
+  AgentClient agent(ctx.socket, params, front);
+  auto opened = agent.open();
+  if (!opened && opened.error().no_conversation) {
+    fmt::print(stderr, "oppx: {}; starting a new one\n", escape_controls(opened.error().message));
+    agent.start_new();
+    opened = agent.open();
+  }
+  if (!opened) {
+    if (opened.error().model) {
+      print_model_error(*opened.error().model);
     } else {
-      fmt::print(stderr, "oppx: {}; starting a new one\n", got.error());
+      fmt::print(stderr, "oppx: {}\n", escape_controls(opened.error().message));
     }
+    return opened.error().exit_code;
   }
-  // Subscribed before the listing: a connector that comes, goes or changes after it is heard of,
-  // and its tools reach the agent before the next request.
-  Watcher watcher(ctx.socket);
-  std::string browser_problem = start_browser_if_on(daemon);
-  if (std::string why = agent.start(); !why.empty()) {
-    fmt::print(stderr, "oppx: the daemon did not list the connectors: {}\n", why);
-    return kExitNoDaemon;
-  }
-  watcher.take();  // the welcome says what the listing has
+  agent_seen = &agent;
+  Chat chat{ctx, agent, front, editor, cwd, nullptr};
+  // Subscribed once the agent has listed the connectors: what comes, goes or changes after it is
+  // heard of, and its tools are read again before the next request.
+  chat.watcher = std::make_unique<Watcher>(ctx.socket);
+  chat.watcher->take();  // the welcome says what the listing has
   chat.welcome();
+  for (const auto& n : opened->notices) chat.warn(n);
   if (!browser_problem.empty()) chat.warn("the browser is on but did not start: " + browser_problem);
-  watcher.said(chat.ask_consent());
-  if (!agent.not_offered().empty()) agent.refresh();
-  chat.watcher = &watcher;
-  editor.on_idle([&watcher] {
+  chat.watcher->said(chat.ask_consent());
+  if (!agent.state().not_offered.empty()) chat.change_agent({.refresh = true});
+  editor.on_idle([&chat] {
     std::vector<std::string> lines;
-    for (const auto& n : watcher.take()) lines.push_back(n.shown());
+    if (chat.watcher) {
+      for (const auto& n : chat.watcher->take()) lines.push_back(n.shown());
+    }
     return lines;
   });
   return chat.loop();

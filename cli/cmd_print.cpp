@@ -2,6 +2,7 @@
 // to stdout as the model writes it (or one JSON object with --json); notices go to stderr. Print
 // mode cannot ask: what it would ask is declined, and the exit status says so.
 #include "chat/agent.h"
+#include "cli/agent_client.h"
 #include "cli/agent_setup.h"
 #include "chat/browser.h"
 #include "cli/browser.h"
@@ -62,14 +63,6 @@ int model_failed(const chat::ModelError& e, bool as_json, json::object out) {
 }  // namespace
 
 // A repository's connectors waiting for consent, and those not running, once, on stderr.
-std::string start_browser_if_on(chat::DaemonTools& daemon) {
-  if (!chat::browser_auto()) return {};
-  if (std::string why = prepare_browser(); !why.empty()) return why;
-  return daemon.browser_start();
-}
-
-void tell_not_offered(const chat::Agent& agent) { tell_not_offered(agent.not_offered()); }
-
 void tell_not_offered(const std::vector<chat::ConnectorNote>& notes) {
   for (const auto& c : notes) {
     if (c.state == "waiting") {
@@ -88,49 +81,27 @@ void tell_not_offered(const std::vector<chat::ConnectorNote>& notes) {
   }
 }
 
-void warn_cost(const chat::Agent& agent, bool only_heavy) {
-  if (!agent.context().tokens) return;
-  std::string lines;
-  for (const auto& t : agent.tools()) lines += t.line + "\n";
-  for (const auto& [kind, message] :
-       cost_warnings(estimate_tokens(lines), *agent.context().tokens, "The connectors' tool lists take",
-                     "`oppx mcp remove <name>` drops one")) {
-    // At start only a heavy list is worth a word: a small window alone would repeat every run.
-    if (!only_heavy || kind == "HEAVY_SHARE") fmt::print(stderr, "oppx: warning: {}\n", message);
-  }
-}
-
 namespace {
-
-// A turn can take many model requests; the daemon streams events all along and ends it itself.
-constexpr std::chrono::hours kTurnLimit{4};
-constexpr std::chrono::milliseconds kOpenLimit{150'000};  // the model server's and the browser's start
 
 // What the daemon's agent says as the turn goes (agent/event): the reply streams to stdout (the
 // output filter, cli/output.h, escapes what it must), notices and declined actions go to stderr.
-class PrintEvents {
+// Print mode cannot ask.
+class PrintEvents : public chat::FrontEnd {
  public:
   explicit PrintEvents(bool as_json) : as_json_(as_json) {}
-  void on(const proto::AgentEvent& e) {
-    switch (e.kind) {
-      case proto::AgentEventKind::kText:
-        if (as_json_ || e.text.empty()) return;
-        std::fwrite(e.text.data(), 1, e.text.size(), stdout);
-        std::fflush(stdout);
-        ends_with_newline_ = e.text.back() == '\n';
-        wrote_ = true;
-        return;
-      case proto::AgentEventKind::kNotice:
-        fmt::print(stderr, "oppx: {}\n", e.text);
-        return;
-      case proto::AgentEventKind::kAction:
-        if (e.action && e.action->status == "declined")
-          fmt::print(stderr, "oppx: {} {}\n", escape_controls(e.action->name), escape_controls(e.action->text));
-        return;
-      case proto::AgentEventKind::kProgress:
-        return;
-    }
+  void reply_text(std::string_view text) override {
+    if (as_json_ || text.empty()) return;
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    ends_with_newline_ = text.back() == '\n';
+    wrote_ = true;
   }
+  void notice(std::string_view text) override { fmt::print(stderr, "oppx: {}\n", text); }
+  void action_done(const chat::ActionRecord& a) override {
+    if (a.status == "declined") fmt::print(stderr, "oppx: {} {}\n", escape_controls(a.name), escape_controls(a.text));
+  }
+  bool can_ask() const override { return false; }
+  chat::Answer ask(const chat::Question&) override { return {}; }
   void finish() const {
     if (wrote_ && !ends_with_newline_) std::fputc('\n', stdout);
   }
@@ -140,21 +111,15 @@ class PrintEvents {
   bool wrote_ = false, ends_with_newline_ = false;
 };
 
-chat::ModelError model_error_of(const proto::AgentModelProblem& p) {
-  return {p.kind, p.message, p.steps, static_cast<unsigned>(p.http_status)};
-}
-
-// agent/open's or agent/turn's error: printed, with the exit status it gives.
-int open_failed(const proto::RpcError& e, bool as_json, json::object out) {
-  if (e.kind == proto::kind::kModel) {
-    if (auto p = proto::decode<proto::AgentModelProblem>(e.data)) return model_failed(model_error_of(*p), as_json, out);
-  }
-  if (e.kind == "no_conversation") {
+// agent/open's error: printed, with the exit status it gives.
+int open_failed(const AgentClient::Failure& e, bool as_json, json::object out) {
+  if (e.model) return model_failed(*e.model, as_json, out);
+  if (e.no_conversation) {
     fmt::print(stderr, "oppx: {}; start one without -c\n", escape_controls(e.message));
-    return kExitFailed;
+    return e.exit_code;
   }
   fmt::print(stderr, "oppx: {}\n", escape_controls(e.message));
-  return kExitNoDaemon;
+  return e.exit_code;
 }
 
 int print_turn(Context& ctx) {
@@ -179,24 +144,11 @@ int print_turn(Context& ctx) {
   if (char buf[PATH_MAX]; ::getcwd(buf, sizeof buf)) cwd = buf;
 
   json::object out{{"reply", ""}, {"actions", json::array{}}, {"connectors_down", json::array{}}};
-  auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
-  if (!conn) {
-    fmt::print(stderr, "oppx: {}\n", conn.error().message);
-    return conn.error().exit_code;
-  }
-  SyncClient& client = conn->client;
   PrintEvents events(as_json);
-  client.on_notification([&events](const std::string& method, const json::value& params) {
-    if (method != proto::kAgentEvent) return;
-    if (auto e = proto::decode<proto::AgentEvent>(params)) events.on(*e);
-  });
-
   // The agent runs in the daemon (agent/open, agent/turn); print mode cannot ask.
-  proto::AgentOpenParams open{cwd, plan ? "plan" : "print", false, cont, std::nullopt};
-  auto opened = client.call(proto::kAgentOpen, json::value_from(open), kOpenLimit);
-  if (!opened) return open_failed(opened.error(), as_json, out);
-  auto info = proto::decode<proto::AgentOpenResult>(*opened);
-  if (!info) return unreadable_answer(info.error());
+  AgentClient agent(ctx.socket, {cwd, plan ? "plan" : "print", false, cont, {}, std::nullopt}, events);
+  auto info = agent.open();
+  if (!info) return open_failed(info.error(), as_json, out);
   for (const auto& n : info->notices) fmt::print(stderr, "oppx: {}\n", escape_controls(n));
   std::vector<chat::ConnectorNote> notes;
   for (const auto& c : info->not_offered) notes.push_back({c.name, c.state, c.reason, c.approve, c.steps});
@@ -205,12 +157,13 @@ int print_turn(Context& ctx) {
   for (const auto& w : info->warnings)
     if (w.kind == "HEAVY_SHARE") fmt::print(stderr, "oppx: warning: {}\n", w.message);
 
-  auto turned =
-      client.call(proto::kAgentTurn, json::value_from(proto::AgentTurnParams{message, std::nullopt}), kTurnLimit);
+  AgentClient::Turn turned = agent.turn(message);
   events.finish();
-  if (!turned) return open_failed(turned.error(), as_json, out);
-  auto turn = proto::decode<proto::AgentTurnResult>(*turned);
-  if (!turn) return unreadable_answer(turn.error());
+  if (turned.cut || (!turned.why.empty() && !turned.result.error)) {
+    fmt::print(stderr, "oppx: {}\n", escape_controls(turned.why));
+    return turned.cut ? kExitNoDaemon : kExitFailed;
+  }
+  const proto::AgentTurnResult* turn = &turned.result;
 
   out["reply"] = turn->reply;
   json::array actions;

@@ -51,7 +51,7 @@ boost::system::result<SyncClient, ConnectError> SyncClient::connect(const std::s
 
 SyncClient::SyncClient(SyncClient&& other) noexcept
     : fd_(other.fd_),
-      next_id_(other.next_id_),
+      next_id_(other.next_id_.load()),
       buffer_(std::move(other.buffer_)),
       on_notification_(std::move(other.on_notification_)),
       on_request_(std::move(other.on_request_)),
@@ -64,7 +64,7 @@ SyncClient& SyncClient::operator=(SyncClient&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = other.fd_;
-    next_id_ = other.next_id_;
+    next_id_ = other.next_id_.load();
     buffer_ = std::move(other.buffer_);
     on_notification_ = std::move(other.on_notification_);
     on_request_ = std::move(other.on_request_);
@@ -203,6 +203,12 @@ void SyncClient::answer(const proto::Request& req) {
     line = proto::serialize_error(req.id, r.error());
   }
   write_raw(line + "\n");
+}
+
+bool SyncClient::send(std::string_view method, const json::value& params) {
+  if (!write_mutex_) return false;
+  std::lock_guard lock(*write_mutex_);
+  return write_locked(proto::serialize_request(json::value(next_id_++), method, params) + "\n");
 }
 
 bool SyncClient::cancel_in_flight() {

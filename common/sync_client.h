@@ -56,6 +56,9 @@ class SyncClient {
   // ($/cancelRequest, docs/protocol.md), so that call() returns with its "cancelled" error while
   // the connection, and its session, stay. False when no call is waiting or the write failed.
   bool cancel_in_flight();
+  // From another thread, while call() waits: a request whose reply nobody waits for (call() skips
+  // it), such as agent/cancel during agent/turn. False when the write failed.
+  bool send(std::string_view method, const boost::json::value& params);
   // Raw access for tests: write bytes as they are, read one line (without its newline).
   bool write_raw(std::string_view bytes);
   enum class ReadFailure { kTimeout, kEof, kIo };
@@ -67,7 +70,7 @@ class SyncClient {
   bool write_locked(std::string_view bytes);  // with write_mutex_ held
   void answer(const proto::Request& req);     // a request from the daemon, with on_request_
   int fd_ = -1;
-  std::int64_t next_id_ = 1;
+  std::atomic<std::int64_t> next_id_{1};  // send() may take one while call() waits
   std::string buffer_;
   std::function<void(const std::string&, const boost::json::value&)> on_notification_;
   RequestHandler on_request_;

@@ -148,6 +148,7 @@ class AgentSession final : public chat::FrontEnd, public std::enable_shared_from
   // The session thread's jobs: each completes its reply on the loop.
   void open(std::shared_ptr<Reply> reply);
   void turn(proto::AgentTurnParams params, std::shared_ptr<Reply> reply);
+  void state(proto::AgentStateParams params, std::shared_ptr<Reply> reply);
 
   // chat::FrontEnd, on the session's thread.
   void reply_text(std::string_view piece) override {
@@ -266,7 +267,11 @@ void AgentSession::open(std::shared_ptr<Reply> reply) {
 
   proto::AgentOpenResult out;
   chat::Conversation conversation{{}, params_.cwd, {}};
-  if (params_.resume) {
+  if (!params_.conversation.empty()) {
+    auto saved = chat::load_conversation(params_.conversation, params_.cwd);
+    if (!saved) return finish(reply, failed("no_conversation", saved.error()));
+    conversation = std::move(*saved);
+  } else if (params_.resume) {
     auto last = chat::last_conversation(params_.cwd);
     if (!last) return finish(reply, failed("no_conversation", last.error()));
     conversation = std::move(*last);
@@ -337,7 +342,53 @@ void AgentSession::turn(proto::AgentTurnParams params, std::shared_ptr<Reply> re
   out.step_bound = t.step_bound;
   out.cancelled = t.cancelled;
   out.declined = t.declined();
+  out.conversation = conversation_.path;
   if (t.error) out.error = problem_of(*t.error);
+  finish(reply, json::value_from(out));
+}
+
+void AgentSession::state(proto::AgentStateParams params, std::shared_ptr<Reply> reply) {
+  if (!agent_) return finish(reply, failed(proto::kind::kNoAgent, "the agent did not open; send agent/open again"));
+  proto::AgentState out;
+  auto problem = [&out](std::string why) {
+    if (!why.empty()) out.problem += (out.problem.empty() ? "" : "; ") + why;
+  };
+  if (params.mode) agent_->set_mode(*params.mode);
+  if (params.sandbox || params.network) {
+    chat::SandboxPolicy p = agent_->sandbox();
+    if (params.sandbox) p.mode = chat::sandbox_mode_from(*params.sandbox).value_or(p.mode);
+    if (params.network) p.network = *params.network;
+    agent_->set_sandbox(std::move(p));
+  }
+  if (params.clear) {
+    agent_->clear();
+    conversation_ = chat::Conversation{{}, params_.cwd, {}};
+  }
+  if (params.browser == "start") problem(agent_->start_browser());
+  if (params.browser == "stop") problem(agent_->stop_browser());
+  if (params.refresh) {
+    if (std::string why = agent_->refresh(); !why.empty()) problem("the connectors could not be listed again: " + why);
+  }
+
+  out.model = model_->config().model;
+  out.server = model_->config().server;
+  out.context_tokens = agent_->context().tokens;
+  out.context_note = agent_->context().note;
+  out.mode = agent_->mode();
+  out.sandbox = chat::sandbox_mode_name(agent_->sandbox().mode);
+  out.network = agent_->sandbox().network;
+  out.sandbox_text = chat::describe_sandbox(agent_->sandbox());
+  for (const auto& t : agent_->tools()) out.tools.push_back({t.connector, t.line});
+  for (const auto& c : agent_->not_offered())
+    out.not_offered.push_back({c.name, c.state, c.reason, c.approve, c.steps});
+  out.conversation = conversation_.path;
+  out.system_tokens = estimate_tokens(agent_->system_prompt());
+  for (const auto& m : agent_->conversation()) {
+    if (const auto* c = m.as_object().if_contains("content"); c && c->is_string())
+      out.conversation_tokens += estimate_tokens(c->get_string());
+  }
+  out.browser_running = agent_->browser_running();
+  out.browser_offered = agent_->browser_offered();
   finish(reply, json::value_from(out));
 }
 
@@ -393,6 +444,17 @@ void AgentService::turn(const proto::AgentTurnParams& params, Reply reply, Clien
     if (auto s = weak.lock()) s->cancel();
   });
   session->run([s = session.get(), params, shared] { s->turn(params, shared); });
+}
+
+void AgentService::state(const proto::AgentStateParams& params, Reply reply, Client& client) {
+  auto it = sessions_.find(client.id);
+  if (it == sessions_.end())
+    return reply.fail(failed(proto::kind::kNoAgent, "this connection has no agent; send agent/open first"));
+  auto session = it->second;
+  if (session->busy) return reply.fail(failed(proto::kind::kAgentBusy, "a turn of this connection is running"));
+  session->busy = true;
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  session->run([s = session.get(), params, shared] { s->state(params, shared); });
 }
 
 void AgentService::cancel(Reply reply, Client& client) {

@@ -1,5 +1,5 @@
-// The agent as a service of oppxd (docs/protocol.md, "The agent"): agent/open, agent/turn and
-// agent/cancel. Each connection that opens an agent gets one AgentSession: the loop of chat/agent.h
+// The agent as a service of oppxd (docs/protocol.md, "The agent"): agent/open, agent/turn,
+// agent/cancel and agent/state. Each connection that opens an agent gets one AgentSession: the loop of chat/agent.h
 // on a thread of its own, so that a model that streams slowly, a large grep or a question waiting
 // for its answer never holds the daemon's event loop. The session reaches the daemon the way any
 // client does, over a socketpair the server serves like an accepted connection (its own hello and
@@ -30,6 +30,7 @@ class AgentService {
   void open(const proto::AgentOpenParams& params, Reply reply, Client& client);
   void turn(const proto::AgentTurnParams& params, Reply reply, Client& client);
   void cancel(Reply reply, Client& client);
+  void state(const proto::AgentStateParams& params, Reply reply, Client& client);
   // The client's connection closed: its turn is cancelled and its session ends.
   void client_gone(std::uint64_t client);
   // The daemon stops: every turn is cancelled and every session's thread ends (joined at destruction).

@@ -336,6 +336,8 @@ void register_methods(Router& r, Server& s) {
         [&s](const proto::AgentTurnParams& p, Reply reply, Client& c) { s.agents().turn(p, std::move(reply), c); });
   r.add(std::string(proto::kAgentCancel),
         [&s](const proto::NoParams&, Reply reply, Client& c) { s.agents().cancel(std::move(reply), c); });
+  r.add(std::string(proto::kAgentState),
+        [&s](const proto::AgentStateParams& p, Reply reply, Client& c) { s.agents().state(p, std::move(reply), c); });
 }
 
 }  // namespace oppx::daemon

@@ -64,6 +64,7 @@ Decoded<AgentOpenParams> decode(const json::value& v, std::type_identity<AgentOp
     r.fail("mode", "expected chat, print or plan");
   p.can_ask = r.boolean("can_ask", false).value_or(false);
   p.resume = r.boolean("resume", false).value_or(false);
+  p.conversation = r.string("conversation", false).value_or("");
   p.browser = r.boolean("browser", false);
   return finish(r, std::move(p));
 }
@@ -140,6 +141,7 @@ Decoded<AgentTurnResult> decode(const json::value& v, std::type_identity<AgentTu
   t.step_bound = r.boolean("step_bound", false).value_or(false);
   t.cancelled = r.boolean("cancelled", false).value_or(false);
   t.declined = r.boolean("declined", false).value_or(false);
+  t.conversation = r.string("conversation", false).value_or("");
   t.error = r.nested<AgentModelProblem>("error");
   return finish(r, std::move(t));
 }
@@ -184,9 +186,91 @@ Decoded<AgentCancelResult> decode(const json::value& v, std::type_identity<Agent
   return finish(r, std::move(c));
 }
 
+Decoded<AgentStateParams> decode(const json::value& v, std::type_identity<AgentStateParams>) {
+  FieldReader r(v, "params");
+  AgentStateParams p;
+  p.mode = r.string("mode", false);
+  if (r.ok() && p.mode && *p.mode != "chat" && *p.mode != "plan") r.fail("mode", "expected chat or plan");
+  p.sandbox = r.string("sandbox", false);
+  if (r.ok() && p.sandbox && *p.sandbox != "read-only" && *p.sandbox != "workspace-write" && *p.sandbox != "off")
+    r.fail("sandbox", "expected read-only, workspace-write or off");
+  p.network = r.boolean("network", false);
+  p.clear = r.boolean("clear", false).value_or(false);
+  p.refresh = r.boolean("refresh", false).value_or(false);
+  p.browser = r.string("browser", false);
+  if (r.ok() && p.browser && *p.browser != "start" && *p.browser != "stop") r.fail("browser", "expected start or stop");
+  return finish(r, std::move(p));
+}
+
+Decoded<AgentTool> decode(const json::value& v, std::type_identity<AgentTool>) {
+  FieldReader r(v, "result");
+  AgentTool t;
+  t.connector = r.string("connector", true).value_or("");
+  t.line = r.string("line", true).value_or("");
+  return finish(r, std::move(t));
+}
+
+Decoded<AgentState> decode(const json::value& v, std::type_identity<AgentState>) {
+  FieldReader r(v, "result");
+  AgentState s;
+  s.model = r.string("model", true).value_or("");
+  s.server = r.string("server", false).value_or("");
+  s.context_tokens = r.integer("context_tokens", false);
+  s.context_note = r.string("context_note", false).value_or("");
+  s.mode = r.string("mode", true).value_or("");
+  s.sandbox = r.string("sandbox", true).value_or("");
+  s.network = r.boolean("network", false).value_or(false);
+  s.sandbox_text = r.string("sandbox_text", false).value_or("");
+  s.tools = r.list<AgentTool>("tools");
+  s.not_offered = r.list<AgentConnectorNote>("not_offered");
+  s.conversation = r.string("conversation", false).value_or("");
+  s.system_tokens = r.integer("system_tokens", false).value_or(0);
+  s.conversation_tokens = r.integer("conversation_tokens", false).value_or(0);
+  s.browser_running = r.boolean("browser_running", false).value_or(false);
+  s.browser_offered = r.boolean("browser_offered", false).value_or(false);
+  s.problem = r.string("problem", false).value_or("");
+  return finish(r, std::move(s));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const AgentStateParams& v) {
+  json::object o;
+  if (v.mode) o["mode"] = *v.mode;
+  if (v.sandbox) o["sandbox"] = *v.sandbox;
+  if (v.network) o["network"] = *v.network;
+  if (v.clear) o["clear"] = true;
+  if (v.refresh) o["refresh"] = true;
+  if (v.browser) o["browser"] = *v.browser;
+  jv = std::move(o);
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const AgentTool& v) {
+  jv = json::object{{"connector", v.connector}, {"line", v.line}};
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const AgentState& v) {
+  json::object o{{"model", v.model},
+                 {"mode", v.mode},
+                 {"sandbox", v.sandbox},
+                 {"network", v.network},
+                 {"tools", list_json(v.tools)},
+                 {"not_offered", list_json(v.not_offered)},
+                 {"system_tokens", v.system_tokens},
+                 {"conversation_tokens", v.conversation_tokens},
+                 {"browser_running", v.browser_running},
+                 {"browser_offered", v.browser_offered}};
+  put_if_set(o, "server", v.server);
+  if (v.context_tokens) o["context_tokens"] = *v.context_tokens;
+  put_if_set(o, "context_note", v.context_note);
+  put_if_set(o, "sandbox_text", v.sandbox_text);
+  put_if_set(o, "conversation", v.conversation);
+  put_if_set(o, "problem", v.problem);
+  jv = std::move(o);
+}
+
 void tag_invoke(json::value_from_tag, json::value& jv, const AgentOpenParams& v) {
   json::object o{{"mode", v.mode}, {"can_ask", v.can_ask}, {"resume", v.resume}};
   put_if_set(o, "cwd", v.cwd);
+  put_if_set(o, "conversation", v.conversation);
   if (v.browser) o["browser"] = *v.browser;
   jv = std::move(o);
 }
@@ -237,6 +321,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const AgentTurnResult& v)
       {"usage", v.usage},      {"step_bound", v.step_bound},      {"cancelled", v.cancelled},
       {"declined", v.declined}};
   if (v.error) o["error"] = json::value_from(*v.error);
+  put_if_set(o, "conversation", v.conversation);
   jv = std::move(o);
 }
 

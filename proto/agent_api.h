@@ -23,6 +23,7 @@ struct AgentOpenParams {
   std::string mode = "chat";    // chat | print | plan
   bool can_ask = false;         // the client answers agent/ask; else what needs asking is declined
   bool resume = false;          // continue this folder's last conversation
+  std::string conversation;     // continue this saved conversation (a file of this folder's; wins over resume)
   std::optional<bool> browser;  // offer the `browser` action (default: when it can ask)
 };
 
@@ -78,6 +79,7 @@ struct AgentTurnResult {
   bool cancelled = false;
   bool declined = false;
   std::optional<AgentModelProblem> error;
+  std::string conversation;  // the file the conversation was saved to ("" when it was not)
 };
 
 // agent/event: what a turn does as it goes.
@@ -107,6 +109,38 @@ struct AgentAnswer {
   std::string text;  // kText: what to do instead
 };
 
+// agent/state: the agent's settings and what it offers, after the changes asked (none: as it is).
+// Refused while a turn runs (agent_busy).
+struct AgentStateParams {
+  std::optional<std::string> mode;     // chat | plan
+  std::optional<std::string> sandbox;  // read-only | workspace-write | off: how `run` runs, for this session
+  std::optional<bool> network;         // the sandbox's network, for this session
+  bool clear = false;                  // a new conversation (the old one stays saved)
+  bool refresh = false;                // the connectors' tools read again
+  std::optional<std::string> browser;  // start | stop: the session's browser
+};
+
+struct AgentTool {
+  std::string connector;
+  std::string line;  // `<connector>.<tool>: <first sentence>`, as the model sees it
+};
+
+struct AgentState {
+  std::string model, server;
+  std::optional<std::int64_t> context_tokens;
+  std::string context_note;  // why the context length is unknown
+  std::string mode;          // chat | print | plan
+  std::string sandbox;       // read-only | workspace-write | off
+  bool network = false;
+  std::string sandbox_text;  // the sandbox said in words, with what it cannot do here
+  std::vector<AgentTool> tools;
+  std::vector<AgentConnectorNote> not_offered;
+  std::string conversation;                                 // its file; "" until the first turn is saved
+  std::int64_t system_tokens = 0, conversation_tokens = 0;  // estimates, about 4 characters a token
+  bool browser_running = false, browser_offered = false;
+  std::string problem;  // what a change could not do (the browser did not start, the list failed)
+};
+
 struct AgentCancelResult {
   bool cancelled = false;  // a turn was running
 };
@@ -123,6 +157,9 @@ Decoded<AgentEvent> decode(const boost::json::value& v, std::type_identity<Agent
 Decoded<AgentQuestion> decode(const boost::json::value& v, std::type_identity<AgentQuestion>);
 Decoded<AgentAnswer> decode(const boost::json::value& v, std::type_identity<AgentAnswer>);
 Decoded<AgentCancelResult> decode(const boost::json::value& v, std::type_identity<AgentCancelResult>);
+Decoded<AgentStateParams> decode(const boost::json::value& v, std::type_identity<AgentStateParams>);
+Decoded<AgentTool> decode(const boost::json::value& v, std::type_identity<AgentTool>);
+Decoded<AgentState> decode(const boost::json::value& v, std::type_identity<AgentState>);
 
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentOpenParams& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentConnectorNote& v);
@@ -136,11 +173,15 @@ void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const Agent
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentQuestion& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentAnswer& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentCancelResult& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentStateParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentTool& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentState& v);
 
 // The method names, declared once for the router and the clients.
 inline constexpr std::string_view kAgentOpen = "agent/open";
 inline constexpr std::string_view kAgentTurn = "agent/turn";
 inline constexpr std::string_view kAgentCancel = "agent/cancel";
+inline constexpr std::string_view kAgentState = "agent/state";
 inline constexpr std::string_view kAgentEvent = "agent/event";
 inline constexpr std::string_view kAgentAsk = "agent/ask";
 // agent/open's and agent/turn's error kinds.

@@ -409,6 +409,44 @@ TEST_F(Chat, MinusCContinuesTheLastConversation) {
   EXPECT_NE(json::serialize(model->completions().back()).find("first question"), std::string::npos);
 }
 
+// Issue 26: the agent lives in the daemon, so `oppx daemon restart` (what the README says to run
+// after an update) takes it away from an open chat. The chat says so, connects again and goes on
+// with the conversation as saved; a turn the restart cut is reported as cut, its message kept.
+TEST_F(Chat, ADaemonRestartIsSaidAndTheChatGoesOnWithItsConversation) {
+  serve({reply("The first answer."), reply("The second answer."),
+         json::serialize(
+             json::object{{"deltas", json::array{R"({"action":"reply","text":"Halfway)"}}, {"hang_after", 1}}),
+         reply("The fourth answer.")});
+  Terminal t(home, model->url());
+  ASSERT_TRUE(ready(t)) << t.screen();
+  t.type("first question");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("The first answer.")) << t.screen();
+  ASSERT_EQ(oppx({"daemon", "restart"}).exit_code, 0);
+  t.type("second question");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("The second answer.")) << t.screen();
+  EXPECT_NE(t.screen().find("warning: the daemon stopped or restarted; connecting again"), std::string::npos)
+      << t.screen();
+  EXPECT_NE(t.screen().find("connected again; the conversation goes on"), std::string::npos) << t.screen();
+  EXPECT_NE(json::serialize(model->completions().back()).find("first question"), std::string::npos)
+      << "the conversation was taken up from disk";
+  // A restart while the model writes: the turn is cut, said, and the next one runs.
+  t.type("third question");
+  t.keys({"Enter"});
+  ASSERT_TRUE(when_file_changes(model->log(), [&] { return model->completions().size() == 3; })) << t.screen();
+  ASSERT_EQ(oppx({"daemon", "restart"}).exit_code, 0);
+  ASSERT_TRUE(t.wait_for("the daemon stopped during the turn: it was cut")) << t.screen();
+  ASSERT_TRUE(t.wait_for("connected again; the conversation goes on", 2)) << t.screen();
+  EXPECT_EQ(occurrences(t.screen(), "connecting again"), 2) << "said once each time: " << t.screen();
+  t.type("fourth question");
+  t.keys({"Enter"});
+  ASSERT_TRUE(t.wait_for("The fourth answer.")) << t.screen();
+  std::string last = json::serialize(model->completions().back());
+  EXPECT_NE(last.find("second question"), std::string::npos) << last;
+  EXPECT_NE(last.find("third question"), std::string::npos) << "the cut turn's message is kept: " << last;
+}
+
 TEST_F(Chat, ResumeListsThisFoldersConversationsAndPicksOne) {
   serve({reply("About apples."), reply("About pears."), reply("Back to apples.")});
   for (const char* topic : {"apples please", "pears please"}) {

@@ -47,7 +47,7 @@ struct AgentClient {
     });
   }
   boost::system::result<json::value, proto::RpcError> open(const std::string& cwd, bool can_ask) {
-    proto::AgentOpenParams p{cwd, "chat", can_ask, false, false};
+    proto::AgentOpenParams p{cwd, "chat", can_ask, false, {}, false};
     return client.call(proto::kAgentOpen, json::value_from(p), 60s);
   }
   boost::system::result<json::value, proto::RpcError> turn(const std::string& message) {
