@@ -107,6 +107,53 @@ TEST_F(AgentService, ATurnStreamsItsReplyAndActionsAndAsksTheClientBeforeACall) 
   EXPECT_EQ(statuses, (std::vector<std::string>{"started", "ran"}));
 }
 
+// agent/state: what the chat's /status, /context and /mcp show, and what /plan, /sandbox and
+// /clear change, for any client.
+TEST_F(AgentService, StateShowsTheAgentAndChangesItsModeSandboxAndConversation) {
+  serve({reply("First."), reply("After the clear.")});
+  AgentClient a = client();
+  auto none = a.client.call(proto::kAgentState, json::object{}, 10s);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().kind, proto::kind::kNoAgent);
+  ASSERT_TRUE(a.open(repo.root(), true));
+  auto state = [&](proto::AgentStateParams change) {
+    return proto::decode_reply<proto::AgentState>(a.client.call(proto::kAgentState, json::value_from(change), 30s));
+  };
+  auto s0 = state({});
+  ASSERT_TRUE(s0) << s0.error();
+  EXPECT_EQ(s0->model, "m1");
+  EXPECT_EQ(s0->mode, "chat");
+  EXPECT_EQ(s0->context_tokens, 32768);
+  EXPECT_TRUE(s0->conversation.empty());
+  EXPECT_GT(s0->system_tokens, 0);
+  EXPECT_NE(json::serialize(json::value_from(s0->tools)).find("\"connector\":\"agentc\""), std::string::npos);
+
+  auto t = proto::decode_reply<proto::AgentTurnResult>(a.turn("remember the word apricot"));
+  ASSERT_TRUE(t) << t.error();
+  ASSERT_FALSE(t->conversation.empty()) << "the turn names the file it was saved to";
+  auto s1 = state({.mode = "plan", .sandbox = "read-only", .network = true});
+  ASSERT_TRUE(s1) << s1.error();
+  EXPECT_EQ(s1->conversation, t->conversation);
+  EXPECT_GT(s1->conversation_tokens, 0);
+  EXPECT_EQ(s1->mode, "plan");
+  EXPECT_EQ(s1->sandbox, "read-only");
+  EXPECT_TRUE(s1->network);
+
+  auto s2 = state({.clear = true});
+  ASSERT_TRUE(s2) << s2.error();
+  EXPECT_TRUE(s2->conversation.empty());
+  EXPECT_EQ(s2->conversation_tokens, 0);
+  EXPECT_EQ(s2->mode, "plan") << "a clear keeps the settings";
+  ASSERT_TRUE(a.turn("and now?"));
+  std::string request = json::serialize(model->completions().back());
+  EXPECT_EQ(request.find("apricot"), std::string::npos) << request;
+  EXPECT_EQ(request.find("\"run\""), std::string::npos) << "plan mode offers no run: " << request;
+
+  auto bad = a.client.call(proto::kAgentState, json::object{{"sandbox", "none"}}, 10s);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "params.sandbox: expected read-only, workspace-write or off");
+}
+
 TEST_F(AgentService, ANoFromTheClientMeansTheConnectorNeverSeesTheCall) {
   serve({action("agentc.ping"), reply("I did not ping it.")});
   AgentClient a = client();
