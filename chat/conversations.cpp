@@ -12,6 +12,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -63,6 +64,37 @@ boost::system::result<Conversation, std::string> load_conversation(const std::st
     return {boost::system::in_place_error, "the last conversation (" + c.path + ") is not readable JSON"};
   if (const json::value* m = v.as_object().if_contains("messages"); m && m->is_array()) c.messages = m->as_array();
   return c;
+}
+
+std::vector<ConversationSummary> list_conversations(const std::string& cwd, std::size_t limit) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(conversations_dir(cwd), ec)) {
+    std::string name = e.path().filename().string();
+    if (e.is_regular_file() && name.size() > 5 && name.substr(name.size() - 5) == ".json")
+      files.push_back(e.path().string());
+  }
+  std::sort(files.rbegin(), files.rend());  // named by the time they began
+  if (files.size() > limit) files.resize(limit);
+  std::vector<ConversationSummary> out;
+  for (const auto& f : files) {
+    ConversationSummary s{f, "(empty)", 0};
+    if (auto c = load_conversation(f, cwd)) {
+      s.messages = c->messages.size();
+      const json::value* first = c->messages.empty() ? nullptr : c->messages[0].as_object().if_contains("content");
+      if (first && first->is_string()) {
+        std::string_view text = first->get_string();
+        text = text.substr(0, text.find('\n'));
+        std::size_t cut = 80;
+        while (cut < text.size() && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // whole characters
+        s.first = text.size() > 80 ? std::string(text.substr(0, cut)) + "…" : std::string(text);
+      }
+    } else {
+      s.first = "(not readable)";
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 std::string save_conversation(Conversation& c) {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 namespace oppx::chat {
 
@@ -25,6 +26,15 @@ boost::system::result<Conversation, std::string> last_conversation(const std::st
 
 // One conversation file (for --resume).
 boost::system::result<Conversation, std::string> load_conversation(const std::string& path, const std::string& cwd);
+
+// One saved conversation, as a list of them shows it.
+struct ConversationSummary {
+  std::string path;
+  std::string first;  // the first message, its first line cut at 80 bytes
+  std::size_t messages = 0;
+};
+// The conversations of `cwd`, the newest first, at most `limit`; none when there are none.
+std::vector<ConversationSummary> list_conversations(const std::string& cwd, std::size_t limit);
 
 // Writes it (a new file when `path` is empty, then set); "" or why not. The first new one a
 // process saves first prunes those older than retention() (common/retention.h).

@@ -67,12 +67,34 @@ chat::ModelError model_error_of(const proto::AgentModelProblem& p) {
 AgentClient::AgentClient(std::string socket, proto::AgentOpenParams params, chat::FrontEnd& front)
     : socket_(std::move(socket)), params_(std::move(params)), front_(&front) {}
 
-boost::system::result<proto::AgentOpenResult, AgentClient::Failure> AgentClient::open() {
+std::optional<AgentClient::Failure> AgentClient::connect() {
   conn_.reset();
   auto c = connect_daemon(socket_, Start::kIfNeeded);
   if (!c) return Failure{c.error().message, c.error().exit_code, std::nullopt, false};
   conn_.emplace(std::move(*c));
   listen();
+  return std::nullopt;
+}
+
+boost::system::result<std::vector<proto::AgentConversation>, AgentClient::Failure> AgentClient::conversations(
+    std::int64_t limit) {
+  if (!conn_) {
+    if (auto failed = connect()) return *failed;
+  }
+  proto::AgentConversationsParams params{params_.cwd, limit};
+  auto r = proto::decode_reply<proto::AgentConversationsResult>(
+      conn_->client.call(proto::kAgentConversations, json::value_from(params), kCallTimeout));
+  if (!r) return Failure{r.error(), kExitFailed};
+  return std::move(r->conversations);
+}
+
+boost::system::result<proto::AgentOpenResult, AgentClient::Failure> AgentClient::open() {
+  // A connection of its own each time: a second open on one would replace the agent anyway, and a
+  // reconnect needs a new one.
+  if (!conn_ || !alive() || opened_once_) {
+    if (auto failed = connect()) return *failed;
+  }
+  opened_once_ = true;
   auto opened = conn_->client.call(proto::kAgentOpen, json::value_from(params_), kOpenLimit);
   if (!opened) {
     const proto::RpcError& e = opened.error();

@@ -44,6 +44,10 @@ class AgentClient {
 
   // Connects (starting a daemon when none runs) and opens the agent; state() is read after it.
   boost::system::result<proto::AgentOpenResult, Failure> open();
+  // This folder's saved conversations, the newest first (connecting first when it is not).
+  boost::system::result<std::vector<proto::AgentConversation>, Failure> conversations(std::int64_t limit);
+  // The next open() continues this saved conversation.
+  void continue_conversation(std::string path) { params_.conversation = std::move(path); }
   // The next open() starts a new conversation (the one asked for could not be read).
   void start_new() {
     params_.resume = false;
@@ -66,13 +70,15 @@ class AgentClient {
   const std::string& socket() const { return socket_; }
 
  private:
-  void listen();  // the connection's handlers of agent/event and agent/ask
+  std::optional<Failure> connect();  // a new connection, its handlers set
+  void listen();                     // the connection's handlers of agent/event and agent/ask
   std::string socket_;
   proto::AgentOpenParams params_;
   chat::FrontEnd* front_;
   std::vector<proto::AgentAction> ran_;  // the turn's actions done so far, should it be cut
   std::optional<Connection> conn_;
   proto::AgentState state_;
+  bool opened_once_ = false;  // the connection made for conversations() is used by the first open
 };
 
 }  // namespace oppx::cli

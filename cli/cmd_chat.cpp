@@ -662,24 +662,17 @@ struct Chat {
   }
 };
 
-// --resume: this folder's ten newest conversations, and the one picked ("" for none: the newest).
-std::string pick_conversation(const std::string& cwd, LineEditor& editor) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(chat::conversations_dir(cwd), ec))
-    files.push_back(e.path().string());
-  std::sort(files.rbegin(), files.rend());
-  if (files.size() > 10) files.resize(10);
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    auto c = chat::load_conversation(files[i], cwd);
-    std::string first = "(empty)";
-    if (c && !c->messages.empty()) first = first_line(c->messages[0].at("content").as_string(), 60);
-    fmt::print("  {}. {}  {}\n", i + 1, std::filesystem::path(files[i]).stem().string().substr(0, 15), first);
+// --resume: this folder's ten newest conversations (agent/conversations), and the one picked (""
+// for none: a new one).
+std::string pick_conversation(const std::vector<proto::AgentConversation>& list, LineEditor& editor) {
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    std::string stem = std::filesystem::path(list[i].conversation).stem().string().substr(0, 15);
+    fmt::print("  {}. {}  {}\n", i + 1, escape_controls(stem), escape_controls(list[i].first));
   }
-  if (files.empty()) return {};
+  if (list.empty()) return {};
   EditResult r = editor.read("Resume which (number)? ");
   std::size_t n = r.kind == EditResult::kLine ? static_cast<std::size_t>(std::atoi(r.text.c_str())) : 0;
-  return n >= 1 && n <= files.size() ? files[n - 1] : std::string();
+  return n >= 1 && n <= list.size() ? list[n - 1].conversation : std::string();
 }
 
 int chat_command(Context& ctx) {
@@ -739,12 +732,18 @@ int chat_command(Context& ctx) {
   // as a turn ends) is kept, where a switch back to cooked mode would lose it. Slash commands'
   // programs run in it too; they do not read the terminal.
   RawTerminal raw;
-  proto::AgentOpenParams params{cwd, "chat", true, cont, {}, std::nullopt};
-  if (resume) params.conversation = pick_conversation(cwd, editor);
+  AgentClient agent(ctx.socket, {cwd, "chat", true, cont, {}, std::nullopt}, front);
+  if (resume) {
+    auto list = agent.conversations(10);
+    if (!list) {
+      fmt::print(stderr, "oppx: {}\n", escape_controls(list.error().message));
+      return list.error().exit_code;
+    }
+    agent.continue_conversation(pick_conversation(*list, editor));
+  }
   // With `oppx browser on`, installed here when it is not (npm's progress on this terminal); the
   // daemon starts it with the session.
   std::string browser_problem = chat::browser_auto() ? prepare_browser() : std::string();
-  AgentClient agent(ctx.socket, params, front);
   auto opened = agent.open();
   if (!opened && opened.error().no_conversation) {
     fmt::print(stderr, "oppx: {}; starting a new one\n", escape_controls(opened.error().message));

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/sync_client.h"
 #include "common/tool_text.h"
+#include "daemon/connectors.h"
 #include "daemon/router.h"
 #include "daemon/server.h"
 #include "proto/daemon_api.h"
@@ -22,6 +23,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -268,6 +270,10 @@ void AgentSession::open(std::shared_ptr<Reply> reply) {
   proto::AgentOpenResult out;
   chat::Conversation conversation{{}, params_.cwd, {}};
   if (!params_.conversation.empty()) {
+    // Only a conversation of this folder's (as agent/conversations lists them).
+    if (std::filesystem::path(params_.conversation).parent_path() != chat::conversations_dir(params_.cwd))
+      return finish(reply,
+                    failed("no_conversation", params_.conversation + " is not a conversation of " + params_.cwd));
     auto saved = chat::load_conversation(params_.conversation, params_.cwd);
     if (!saved) return finish(reply, failed("no_conversation", saved.error()));
     conversation = std::move(*saved);
@@ -455,6 +461,19 @@ void AgentService::state(const proto::AgentStateParams& params, Reply reply, Cli
   session->busy = true;
   auto shared = std::make_shared<Reply>(std::move(reply));
   session->run([s = session.get(), params, shared] { s->state(params, shared); });
+}
+
+void AgentService::conversations(const proto::AgentConversationsParams& params, Reply reply, const Client& client) {
+  std::string cwd = params.cwd.empty() ? client.cwd : params.cwd;
+  auto shared = std::make_shared<Reply>(std::move(reply));
+  server_.connectors().worker().run(
+      [cwd, limit = static_cast<std::size_t>(params.limit)] { return chat::list_conversations(cwd, limit); },
+      [shared](std::vector<chat::ConversationSummary> list) {
+        proto::AgentConversationsResult out;
+        for (auto& c : list)
+          out.conversations.push_back({std::move(c.path), std::move(c.first), static_cast<std::int64_t>(c.messages)});
+        shared->ok(json::value_from(out));
+      });
 }
 
 void AgentService::cancel(Reply reply, Client& client) {

@@ -338,6 +338,9 @@ void register_methods(Router& r, Server& s) {
         [&s](const proto::NoParams&, Reply reply, Client& c) { s.agents().cancel(std::move(reply), c); });
   r.add(std::string(proto::kAgentState),
         [&s](const proto::AgentStateParams& p, Reply reply, Client& c) { s.agents().state(p, std::move(reply), c); });
+  r.add(std::string(proto::kAgentConversations), [&s](const proto::AgentConversationsParams& p, Reply reply, Client& c) {
+    s.agents().conversations(p, std::move(reply), c);
+  });
 }
 
 }  // namespace oppx::daemon

@@ -186,6 +186,45 @@ Decoded<AgentCancelResult> decode(const json::value& v, std::type_identity<Agent
   return finish(r, std::move(c));
 }
 
+Decoded<AgentConversationsParams> decode(const json::value& v, std::type_identity<AgentConversationsParams>) {
+  FieldReader r(v, "params");
+  AgentConversationsParams p;
+  p.cwd = r.absolute_path("cwd");
+  p.limit = r.integer("limit", false).value_or(20);
+  if (r.ok() && (p.limit < 1 || p.limit > 1000)) r.fail("limit", "expected 1 to 1000");
+  return finish(r, std::move(p));
+}
+
+Decoded<AgentConversation> decode(const json::value& v, std::type_identity<AgentConversation>) {
+  FieldReader r(v, "result");
+  AgentConversation c;
+  c.conversation = r.string("conversation", true).value_or("");
+  c.first = r.string("first", false).value_or("");
+  c.messages = r.integer("messages", false).value_or(0);
+  return finish(r, std::move(c));
+}
+
+Decoded<AgentConversationsResult> decode(const json::value& v, std::type_identity<AgentConversationsResult>) {
+  FieldReader r(v, "result");
+  AgentConversationsResult c;
+  c.conversations = r.list<AgentConversation>("conversations");
+  return finish(r, std::move(c));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const AgentConversationsParams& v) {
+  json::object o{{"limit", v.limit}};
+  put_if_set(o, "cwd", v.cwd);
+  jv = std::move(o);
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const AgentConversation& v) {
+  jv = json::object{{"conversation", v.conversation}, {"first", v.first}, {"messages", v.messages}};
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const AgentConversationsResult& v) {
+  jv = json::object{{"conversations", list_json(v.conversations)}};
+}
+
 Decoded<AgentStateParams> decode(const json::value& v, std::type_identity<AgentStateParams>) {
   FieldReader r(v, "params");
   AgentStateParams p;

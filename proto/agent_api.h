@@ -141,6 +141,20 @@ struct AgentState {
   std::string problem;  // what a change could not do (the browser did not start, the list failed)
 };
 
+// agent/conversations: the saved conversations of a folder, the newest first.
+struct AgentConversationsParams {
+  std::string cwd;          // absolute; absent: the client's (hello)
+  std::int64_t limit = 20;  // at most this many
+};
+struct AgentConversation {
+  std::string conversation;  // its file: agent/open's `conversation` continues it
+  std::string first;         // the first message's first line, cut at 80 bytes
+  std::int64_t messages = 0;
+};
+struct AgentConversationsResult {
+  std::vector<AgentConversation> conversations;
+};
+
 struct AgentCancelResult {
   bool cancelled = false;  // a turn was running
 };
@@ -157,6 +171,9 @@ Decoded<AgentEvent> decode(const boost::json::value& v, std::type_identity<Agent
 Decoded<AgentQuestion> decode(const boost::json::value& v, std::type_identity<AgentQuestion>);
 Decoded<AgentAnswer> decode(const boost::json::value& v, std::type_identity<AgentAnswer>);
 Decoded<AgentCancelResult> decode(const boost::json::value& v, std::type_identity<AgentCancelResult>);
+Decoded<AgentConversationsParams> decode(const boost::json::value& v, std::type_identity<AgentConversationsParams>);
+Decoded<AgentConversation> decode(const boost::json::value& v, std::type_identity<AgentConversation>);
+Decoded<AgentConversationsResult> decode(const boost::json::value& v, std::type_identity<AgentConversationsResult>);
 Decoded<AgentStateParams> decode(const boost::json::value& v, std::type_identity<AgentStateParams>);
 Decoded<AgentTool> decode(const boost::json::value& v, std::type_identity<AgentTool>);
 Decoded<AgentState> decode(const boost::json::value& v, std::type_identity<AgentState>);
@@ -173,6 +190,9 @@ void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const Agent
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentQuestion& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentAnswer& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentCancelResult& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentConversationsParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentConversation& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentConversationsResult& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentStateParams& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentTool& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const AgentState& v);
@@ -182,6 +202,7 @@ inline constexpr std::string_view kAgentOpen = "agent/open";
 inline constexpr std::string_view kAgentTurn = "agent/turn";
 inline constexpr std::string_view kAgentCancel = "agent/cancel";
 inline constexpr std::string_view kAgentState = "agent/state";
+inline constexpr std::string_view kAgentConversations = "agent/conversations";
 inline constexpr std::string_view kAgentEvent = "agent/event";
 inline constexpr std::string_view kAgentAsk = "agent/ask";
 // agent/open's and agent/turn's error kinds.

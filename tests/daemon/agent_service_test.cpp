@@ -154,6 +154,40 @@ TEST_F(AgentService, StateShowsTheAgentAndChangesItsModeSandboxAndConversation) 
   EXPECT_EQ(bad.error().message, "params.sandbox: expected read-only, workspace-write or off");
 }
 
+// agent/conversations: what --resume offers, for any client; agent/open continues one of them,
+// and only one of this folder's.
+TEST_F(AgentService, ConversationsAreListedNewestFirstAndOpenContinuesOnlyThisFoldersOwn) {
+  serve({reply("About apples."), reply("About pears."), reply("Apples again.")});
+  for (const char* topic : {"apples please\nand more", "pears please"}) {
+    AgentClient a = client();
+    ASSERT_TRUE(a.open(repo.root(), true));
+    ASSERT_TRUE(a.turn(topic));
+  }
+  AgentClient a = client();
+  auto listed = proto::decode_reply<proto::AgentConversationsResult>(a.client.call(
+      proto::kAgentConversations, json::value_from(proto::AgentConversationsParams{repo.root(), 20}), 10s));
+  ASSERT_TRUE(listed) << listed.error();
+  ASSERT_EQ(listed->conversations.size(), 2u);
+  EXPECT_EQ(listed->conversations[0].first, "pears please");
+  EXPECT_EQ(listed->conversations[1].first, "apples please") << "its first line";
+  EXPECT_EQ(listed->conversations[1].messages, 2);
+
+  proto::AgentOpenParams outside{repo.root(), "chat", true, false, home.root() + "/elsewhere.json", false};
+  auto refused = a.client.call(proto::kAgentOpen, json::value_from(outside), 30s);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, "no_conversation");
+
+  proto::AgentOpenParams apples{repo.root(), "chat", true, false, listed->conversations[1].conversation, false};
+  auto opened =
+      proto::decode_reply<proto::AgentOpenResult>(a.client.call(proto::kAgentOpen, json::value_from(apples), 30s));
+  ASSERT_TRUE(opened) << opened.error();
+  EXPECT_EQ(opened->resumed_messages, 2);
+  ASSERT_TRUE(a.turn("more"));
+  std::string sent = json::serialize(model->completions().back());
+  EXPECT_NE(sent.find("apples please"), std::string::npos) << sent;
+  EXPECT_EQ(sent.find("pears please"), std::string::npos) << sent;
+}
+
 TEST_F(AgentService, ANoFromTheClientMeansTheConnectorNeverSeesTheCall) {
   serve({action("agentc.ping"), reply("I did not ping it.")});
   AgentClient a = client();
