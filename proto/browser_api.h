@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace oppx::proto {
@@ -86,5 +87,10 @@ void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const Brows
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const BrowserStatusResult& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const BrowserStartResult& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const BrowserStopResult& v);
+
+// The method names, declared once for the router and the clients.
+inline constexpr std::string_view kBrowserStatus = "browser/status";
+inline constexpr std::string_view kBrowserStart = "browser/start";
+inline constexpr std::string_view kBrowserStop = "browser/stop";
 
 }  // namespace oppx::proto

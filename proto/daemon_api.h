@@ -90,4 +90,9 @@ void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const Hello
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const StatusResult& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ShutdownResult& v);
 
+// The method names, declared once for the router and the clients.
+inline constexpr std::string_view kHello = "hello";
+inline constexpr std::string_view kDaemonStatus = "daemon/status";
+inline constexpr std::string_view kDaemonShutdown = "daemon/shutdown";
+
 }  // namespace oppx::proto

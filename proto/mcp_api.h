@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace oppx::proto {
@@ -75,5 +76,25 @@ void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpAd
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpRemoveParams& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ConsentParams& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ToolsCallParams& v);
+
+// The method names, declared once for the router and the clients. The daemon's notifications
+// mcp/changed and tools/progress are beside their params, in proto/mcp_results.h.
+inline constexpr std::string_view kMcpList = "mcp/list";
+inline constexpr std::string_view kMcpGet = "mcp/get";
+inline constexpr std::string_view kMcpTools = "mcp/tools";
+inline constexpr std::string_view kMcpAdd = "mcp/add";
+inline constexpr std::string_view kMcpRemove = "mcp/remove";
+inline constexpr std::string_view kMcpReconnect = "mcp/reconnect";
+inline constexpr std::string_view kMcpSubscribe = "mcp/subscribe";
+inline constexpr std::string_view kMcpUnsubscribe = "mcp/unsubscribe";
+inline constexpr std::string_view kConsentApprove = "consent/approve";
+inline constexpr std::string_view kConsentDeny = "consent/deny";
+inline constexpr std::string_view kToolsCall = "tools/call";
+// mcp/add's error kinds: a bad name or entry (invalid_definition), a name the file has already
+// when force is not set (exists).
+namespace kind {
+inline constexpr std::string_view kInvalidDefinition = "invalid_definition";
+inline constexpr std::string_view kExists = "exists";
+}  // namespace kind
 
 }  // namespace oppx::proto

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace oppx::proto {
@@ -174,5 +175,14 @@ void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpAd
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpRemoveResult& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpUnsubscribeResult& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const ConnectorRemoved& v);
+
+// The daemon's notifications, declared once for it and the clients: mcp/changed (a
+// ConnectorEntry, or a ConnectorRemoved) and tools/progress (a ToolsProgress).
+inline constexpr std::string_view kMcpChanged = "mcp/changed";
+inline constexpr std::string_view kToolsProgress = "tools/progress";
+// tools/call's error kind when the connector is down: data is a ConnectorDown.
+namespace kind {
+inline constexpr std::string_view kConnectorDown = "connector_down";
+}  // namespace kind
 
 }  // namespace oppx::proto

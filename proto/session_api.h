@@ -110,4 +110,13 @@ void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const Judge
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const PermissionQuestion& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const PermissionAnswer& v);
 
+// The method names, declared once for the router and the clients (permissions/ask, the daemon's
+// request to a session, is above with its question).
+inline constexpr std::string_view kSessionOpen = "session/open";
+inline constexpr std::string_view kPermissionsList = "permissions/list";
+inline constexpr std::string_view kPermissionsAllow = "permissions/allow";
+inline constexpr std::string_view kPermissionsDeny = "permissions/deny";
+inline constexpr std::string_view kPermissionsRemove = "permissions/remove";
+inline constexpr std::string_view kPermissionsJudge = "permissions/judge";
+
 }  // namespace oppx::proto
