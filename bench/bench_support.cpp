@@ -3,6 +3,7 @@
 
 #include "common/sync_client.h"
 #include "proto/daemon_api.h"
+#include "proto/mcp_api.h"
 
 #include <boost/json.hpp>
 
@@ -131,8 +132,9 @@ int running_connectors(const std::string& oppx, const std::string& socket) {
   if (run_ms({oppx, "daemon", "start"}) < 0) return -1;
   auto c = SyncClient::connect(socket);
   if (!c) return -1;
-  if (!c->call("hello", boost::json::object{{"protocol", proto::kProtocolVersion}}, std::chrono::seconds(5))) return -1;
-  auto r = c->call("mcp/list", boost::json::object{{"wait", true}}, std::chrono::seconds(120));
+  if (!c->call(proto::kHello, boost::json::object{{"protocol", proto::kProtocolVersion}}, std::chrono::seconds(5)))
+    return -1;
+  auto r = c->call(proto::kMcpList, boost::json::object{{"wait", true}}, std::chrono::seconds(120));
   if (!r) return -1;
   int running = 0;
   for (const auto& conn : r->at("connectors").as_array()) running += conn.at("state") == "running";
@@ -174,9 +176,10 @@ boost::json::object echo_servers(int count) {
 std::optional<SyncClient> daemon_client(const std::string& socket, const std::string& client) {
   auto c = SyncClient::connect(socket);
   if (!c) return std::nullopt;
-  auto r = c->call(
-      "hello", boost::json::object{{"protocol", proto::kProtocolVersion}, {"client", client}, {"env", client_env()}},
-      std::chrono::seconds(5));
+  auto r =
+      c->call(proto::kHello,
+              boost::json::object{{"protocol", proto::kProtocolVersion}, {"client", client}, {"env", client_env()}},
+              std::chrono::seconds(5));
   if (!r) return std::nullopt;
   return std::move(*c);
 }

@@ -8,6 +8,10 @@
 #include "bench/bench_support.h"
 
 #include "common/proc.h"
+#include "proto/browser_api.h"
+#include "proto/daemon_api.h"
+#include "proto/mcp_api.h"
+#include "proto/session_api.h"
 
 #include <boost/json.hpp>
 
@@ -86,7 +90,7 @@ void fail(Through& t, const std::string& why) {
 // Whether the daemon's spare server runs, waited for up to a minute (the daemon answers when it
 // does: daemon/status with `until`).
 bool spare_running(oppx::SyncClient& c) {
-  auto s = c.call("daemon/status",
+  auto s = c.call(oppx::proto::kDaemonStatus,
                   json::object{{"until", json::object{{"spare_state", "running"}}}, {"timeout_ms", 60000}}, 70s);
   return s && s->at("until_met") == json::value(true);
 }
@@ -96,14 +100,15 @@ bool spare_running(oppx::SyncClient& c) {
 void through_oppxd(const std::string& socket, const std::string& cwd, const std::string& url, Through& t, bool warm) {
   auto c = oppx::bench::daemon_client(socket, "browser_start");
   if (!c) return fail(t, "no daemon");
-  if (!c->call("session/open", json::object{{"cwd", cwd}, {"mode", "chat"}}, 10s)) return fail(t, "session/open");
+  if (!c->call(oppx::proto::kSessionOpen, json::object{{"cwd", cwd}, {"mode", "chat"}}, 10s))
+    return fail(t, "session/open");
   if (warm && !spare_running(*c)) return fail(t, "the spare server did not start");
   auto t0 = Clock::now();
-  auto started = c->call("browser/start", json::object{{"cwd", cwd}}, 60s);
+  auto started = c->call(oppx::proto::kBrowserStart, json::object{{"cwd", cwd}}, 60s);
   if (!started) return fail(t, "browser/start: " + started.error().message);
   double start_ms = ms_since(t0);
   auto call = [&](const char* tool, json::object args) {
-    return c->call("tools/call",
+    return c->call(oppx::proto::kToolsCall,
                    json::object{{"connector", "playwright"}, {"tool", tool}, {"arguments", args}, {"cwd", cwd}}, 60s);
   };
   auto nav = call("browser_navigate", {{"url", url}});
@@ -114,7 +119,7 @@ void through_oppxd(const std::string& socket, const std::string& cwd, const std:
   auto click = call("browser_click", {{"element", "Add"}, {"target", "#add"}});
   double click_ms = ms_since(t1);
   if (!click) return fail(t, "click: " + click.error().message);
-  if (auto s = c->call("browser/status", json::object{}, 10s)) {
+  if (auto s = c->call(oppx::proto::kBrowserStatus, json::object{}, 10s)) {
     const json::value* pid = s->as_object().contains("session") && s->at("session").is_object()
                                  ? s->at("session").as_object().if_contains("pid")
                                  : nullptr;
@@ -123,7 +128,7 @@ void through_oppxd(const std::string& socket, const std::string& cwd, const std:
   t.start.push_back(start_ms);
   t.snapshot.push_back(snapshot_ms);
   t.click.push_back(click_ms);
-  c->call("browser/stop", json::object{}, 30s);
+  c->call(oppx::proto::kBrowserStop, json::object{}, 30s);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "common/sync_client.h"
 #include "proto/agent_api.h"
+#include "proto/mcp_api.h"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -160,7 +161,7 @@ double call_us(SyncClient& c) {
   static const boost::json::object params{
       {"connector", "echo"}, {"tool", "echo"}, {"arguments", boost::json::object{{"message", "hi"}}}};
   auto t0 = Clock::now();
-  auto r = c.call("tools/call", params, std::chrono::seconds(10));
+  auto r = c.call(oppx::proto::kToolsCall, params, std::chrono::seconds(10));
   double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
   if (!r || !r->is_object()) return -1;
   const auto* err = r->as_object().if_contains("isError");

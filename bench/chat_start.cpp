@@ -8,6 +8,7 @@
 // It runs its own daemon in a temporary HOME, so it never touches the user's.
 #include "bench/bench_support.h"
 #include "bench/model_server.h"
+#include "proto/mcp_api.h"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -117,7 +118,7 @@ Series run_series(const std::string& oppx, int runs, int keys) {
 
 // The state the daemon gives connector `name` now ("" when it lists none of that name).
 std::string connector_state(oppx::SyncClient& c, const std::string& name) {
-  auto r = c.call("mcp/list", boost::json::object{}, std::chrono::seconds(5));
+  auto r = c.call(oppx::proto::kMcpList, boost::json::object{}, std::chrono::seconds(5));
   if (!r || !r->is_object() || !r->as_object().contains("connectors")) return "";
   for (const auto& conn : r->at("connectors").as_array()) {
     const auto* n = conn.as_object().if_contains("name");

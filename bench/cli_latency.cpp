@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   auto client = oppx::SyncClient::connect(socket);
   long pid = 0;
   if (client) {
-    if (auto r = client->call("daemon/status", boost::json::object{}, std::chrono::seconds(5))) {
+    if (auto r = client->call(oppx::proto::kDaemonStatus, boost::json::object{}, std::chrono::seconds(5))) {
       pid = static_cast<long>(oppx::proto::decode<oppx::proto::StatusResult>(*r)->pid);
     }
   }

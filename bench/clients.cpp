@@ -5,6 +5,7 @@
 // --dat FILE it also writes the table gnuplot draws (bench/run: docs/performance.md).
 //   usage: clients [--levels 1,2,4,…] [--calls N] [--dat FILE]
 #include "bench/bench_support.h"
+#include "proto/mcp_api.h"
 
 #include <boost/json.hpp>
 
@@ -36,9 +37,9 @@ struct Level {
 
 std::string request(std::int64_t id) {
   return fmt::format(
-      R"({{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"connector":"echo","tool":"echo","arguments":{{"message":"hi"}}}}}})"
+      R"({{"jsonrpc":"2.0","id":{},"method":"{}","params":{{"connector":"echo","tool":"echo","arguments":{{"message":"hi"}}}}}})"
       "\n",
-      id);
+      id, oppx::proto::kToolsCall);
 }
 
 // `calls` calls spread over the clients, each keeping one outstanding until its share is done.

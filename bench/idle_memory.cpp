@@ -33,7 +33,7 @@ using oppx::bench::Stats;
 constexpr long kTargetKib = 2 * 1024;
 
 std::optional<oppx::proto::StatusResult> status(SyncClient& c, const boost::json::object& params = {}) {
-  auto r = c.call("daemon/status", params, std::chrono::seconds(60));
+  auto r = c.call(oppx::proto::kDaemonStatus, params, std::chrono::seconds(60));
   if (!r) return std::nullopt;
   auto s = oppx::proto::decode<oppx::proto::StatusResult>(*r);
   if (!s) return std::nullopt;

@@ -18,6 +18,7 @@
 #include "bench/sdk_anchors.h"
 #include "common/sync_client.h"
 #include "proto/daemon_api.h"
+#include "proto/mcp_api.h"
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
@@ -180,7 +181,7 @@ std::string check_mcp_reply(const json::object& r) {
 
 // mcp/list with wait: returns once no connector is starting; false unless all are running.
 bool settle(SyncClient& c, std::size_t expected, std::string* why) {
-  auto r = c.call("mcp/list", json::object{{"wait", true}}, 60s);
+  auto r = c.call(oppx::proto::kMcpList, json::object{{"wait", true}}, 60s);
   if (!r) {
     *why = r.error().message;
     return false;
@@ -199,20 +200,20 @@ bool settle(SyncClient& c, std::size_t expected, std::string* why) {
 }
 
 long daemon_rss(SyncClient& c) {
-  auto r = c.call("daemon/status", json::object{}, 5s);
+  auto r = c.call(oppx::proto::kDaemonStatus, json::object{}, 5s);
   return r ? static_cast<long>(r->at("rss_kib").to_number<std::int64_t>()) : -1;
 }
 
 pid_t daemon_pid(SyncClient& c) {
-  auto r = c.call("daemon/status", json::object{}, 5s);
+  auto r = c.call(oppx::proto::kDaemonStatus, json::object{}, 5s);
   return r ? static_cast<pid_t>(r->at("pid").to_number<std::int64_t>()) : 0;
 }
 
 std::string daemon_request(const std::string& connector, std::int64_t id) {
   return fmt::format(
-      R"({{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"connector":"{}","tool":"echo","arguments":{{"message":"{}"}}}}}})"
+      R"({{"jsonrpc":"2.0","id":{},"method":"{}","params":{{"connector":"{}","tool":"echo","arguments":{{"message":"{}"}}}}}})"
       "\n",
-      id, connector, kMessage);
+      id, oppx::proto::kToolsCall, connector, kMessage);
 }
 
 std::string mcp_request(std::int64_t id) {

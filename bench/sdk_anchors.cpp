@@ -1,6 +1,8 @@
 // run_sdk_client, HttpServer and cold_through_daemon: see sdk_anchors.h.
 #include "bench/sdk_anchors.h"
 
+#include "proto/mcp_api.h"
+
 #include <boost/json.hpp>
 #include <fmt/format.h>
 
@@ -143,7 +145,7 @@ ColdRun cold_through_daemon(SyncClient& c, const std::string& connector, const s
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) {
     auto t0 = Clock::now();
-    auto r = c.call("mcp/reconnect", json::object{{"name", connector}}, 60s);
+    auto r = c.call(proto::kMcpReconnect, json::object{{"name", connector}}, 60s);
     if (!r) {
       run.error = "mcp/reconnect failed: " + r.error().message;
       break;
@@ -155,7 +157,7 @@ ColdRun cold_through_daemon(SyncClient& c, const std::string& connector, const s
       break;
     }
     auto call =
-        c.call("tools/call",
+        c.call(proto::kToolsCall,
                json::object{{"connector", connector}, {"tool", "echo"}, {"arguments", {{"message", message}}}}, 30s);
     if (!call) {
       run.error = "its first tools/call failed: " + call.error().message;

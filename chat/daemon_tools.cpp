@@ -19,9 +19,9 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::chrono::milliseconds kDaemonCall{10'000};
-constexpr std::chrono::milliseconds kToolsLimit{30'000};    // a running connector's list, from the cache
-constexpr std::chrono::milliseconds kToolCall{125'000};     // the daemon's own limit is 120 s
-constexpr std::chrono::milliseconds kBrowserStart{60'000};  // the server's start, not Chromium's
+constexpr std::chrono::milliseconds kToolsLimit{30'000};         // a running connector's list, from the cache
+constexpr std::chrono::milliseconds kToolCall{125'000};          // the daemon's own limit is 120 s
+constexpr std::chrono::milliseconds kBrowserStartLimit{60'000};  // the server's start, not Chromium's
 
 std::string str(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
@@ -56,8 +56,8 @@ std::string failure_of(const boost::system::result<json::value, proto::RpcError>
 }  // namespace
 
 std::string DaemonTools::open_session(const std::string& mode) {
-  auto r = client_.call("session/open", json::value_from(proto::SessionOpenParams{cwd_, mode}), kDaemonCall);
-  return failure_of<proto::SessionOpenResult>(r, "session/open");
+  auto r = client_.call(proto::kSessionOpen, json::value_from(proto::SessionOpenParams{cwd_, mode}), kDaemonCall);
+  return failure_of<proto::SessionOpenResult>(r, proto::kSessionOpen);
 }
 
 std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<ConnectorNote>& others,
@@ -67,7 +67,7 @@ std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<Connecto
   denied.clear();
   // Never waits for a connector still starting (or reconnecting, or waiting for a login): the
   // session starts with what runs, and one that comes up joins at the next listing.
-  auto r = client_.call("mcp/list", json::value_from(proto::McpListParams{false, cwd_}), kDaemonCall);
+  auto r = client_.call(proto::kMcpList, json::value_from(proto::McpListParams{false, cwd_}), kDaemonCall);
   if (!r) return r.error().message;
   auto listed = proto::decode<proto::McpListResult>(*r);
   if (!listed) return proto::unreadable_reply(listed.error());
@@ -77,7 +77,7 @@ std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<Connecto
       others.push_back(ConnectorNote{c.name, c.state, c.reason, c.approve, c.steps});
       continue;
     }
-    auto t = client_.call("mcp/tools", json::value_from(proto::McpToolsParams{c.name, cwd_}), kToolsLimit);
+    auto t = client_.call(proto::kMcpTools, json::value_from(proto::McpToolsParams{c.name, cwd_}), kToolsLimit);
     auto entry = proto::decode_reply<proto::ConnectorEntry>(t);
     if (!entry || !entry->tools) continue;  // it went away between the two requests
     for (const auto& tv : *entry->tools) {
@@ -106,17 +106,18 @@ std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<Connecto
 }
 
 DaemonTools::Verdict DaemonTools::judge_tool(const ToolInfo& tool) {
-  return verdict_of(client_.call(
-      "permissions/judge", json::value_from(proto::JudgeParams{tool.connector, tool.name, "", cwd_}), kDaemonCall));
+  return verdict_of(client_.call(proto::kPermissionsJudge,
+                                 json::value_from(proto::JudgeParams{tool.connector, tool.name, "", cwd_}),
+                                 kDaemonCall));
 }
 
 DaemonTools::Verdict DaemonTools::judge_command(const std::string& command) {
   return verdict_of(
-      client_.call("permissions/judge", json::value_from(proto::JudgeParams{"", "", command, cwd_}), kDaemonCall));
+      client_.call(proto::kPermissionsJudge, json::value_from(proto::JudgeParams{"", "", command, cwd_}), kDaemonCall));
 }
 
 std::optional<bool> DaemonTools::rule_says(const std::string& rule) {
-  auto r = client_.call("permissions/list", json::value_from(proto::PermissionsListParams{cwd_}), kDaemonCall);
+  auto r = client_.call(proto::kPermissionsList, json::value_from(proto::PermissionsListParams{cwd_}), kDaemonCall);
   if (!r) return std::nullopt;
   auto list = proto::decode<proto::PermissionsListResult>(*r);
   if (!list) return std::nullopt;
@@ -129,18 +130,19 @@ std::optional<bool> DaemonTools::rule_says(const std::string& rule) {
 }
 
 std::string DaemonTools::allow(const std::string& rule, bool session) {
-  auto r = client_.call("permissions/allow", json::value_from(proto::RuleParams{rule, cwd_, session}), kDaemonCall);
-  return failure_of<proto::RuleResult>(r, "permissions/allow");
+  auto r =
+      client_.call(proto::kPermissionsAllow, json::value_from(proto::RuleParams{rule, cwd_, session}), kDaemonCall);
+  return failure_of<proto::RuleResult>(r, proto::kPermissionsAllow);
 }
 
 std::string DaemonTools::browser_start() {
-  auto r = client_.call("browser/start", json::object{}, kBrowserStart);
-  return failure_of<proto::BrowserStartResult>(r, "browser/start");
+  auto r = client_.call(proto::kBrowserStart, json::object{}, kBrowserStartLimit);
+  return failure_of<proto::BrowserStartResult>(r, proto::kBrowserStart);
 }
 
 std::string DaemonTools::browser_stop() {
-  auto r = client_.call("browser/stop", json::object{}, kDaemonCall);
-  return failure_of<proto::BrowserStopResult>(r, "browser/stop");
+  auto r = client_.call(proto::kBrowserStop, json::object{}, kDaemonCall);
+  return failure_of<proto::BrowserStopResult>(r, proto::kBrowserStop);
 }
 
 void DaemonTools::interrupt() { client_.cancel_in_flight(); }
@@ -152,7 +154,7 @@ DaemonTools::CallResult DaemonTools::call(const ToolInfo& tool, const json::obje
   if (on_progress) {
     params.progress_token = "agent";
     client_.on_notification([&](const std::string& method, const json::value& v) {
-      if (method != "tools/progress") return;
+      if (method != proto::kToolsProgress) return;
       if (auto p = proto::decode<proto::ToolsProgress>(v)) on_progress(p->progress.value_or(0), p->total, p->message);
     });
   }
@@ -168,7 +170,7 @@ DaemonTools::CallResult DaemonTools::call(const ToolInfo& tool, const json::obje
     return json::value_from(
         proto::PermissionAnswer{same ? proto::PermissionAnswerKind::kYes : proto::PermissionAnswerKind::kNo});
   });
-  auto r = client_.call("tools/call", json::value_from(params), kToolCall);
+  auto r = client_.call(proto::kToolsCall, json::value_from(params), kToolCall);
   client_.on_notification(nullptr);
   client_.on_request(nullptr);
   if (r) {
@@ -184,7 +186,7 @@ DaemonTools::CallResult DaemonTools::call(const ToolInfo& tool, const json::obje
   }
   const proto::RpcError& e = r.error();
   out.text = e.message;
-  if (e.kind == "connector_down") {
+  if (e.kind == proto::kind::kConnectorDown) {
     out.down = true;
     auto down = proto::decode<proto::ConnectorDown>(e.data);
     out.text = down && !down->reason.empty() ? down->reason : e.message;

@@ -37,7 +37,7 @@ int status(Context& ctx) {
   if (!ctx.args.empty()) return usage_error(self, "unexpected argument " + ctx.args[0]);
   auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
   if (!conn) return fail(conn.error().message);
-  auto r = conn->client.call("browser/status", json::object{}, kCallTimeout);
+  auto r = conn->client.call(proto::kBrowserStatus, json::object{}, kCallTimeout);
   if (!r) return fail(r.error().message);
   auto st = proto::decode<proto::BrowserStatusResult>(*r);
   if (!st) return unreadable_answer(st.error());

@@ -55,7 +55,7 @@ int status(Context& ctx) {
   auto conn = connect_daemon(ctx.socket, no_start ? Start::kNever : Start::kIfNeeded);
   if (!conn) return fail(conn.error());
   if (conn->started) fmt::print(stderr, "oppx: started oppxd (pid {})\n", conn->hello.pid);
-  auto r = conn->client.call("daemon/status", json::object{}, kCallTimeout);
+  auto r = conn->client.call(proto::kDaemonStatus, json::object{}, kCallTimeout);
   if (!r) return fail({kExitFailed, r.error().message});
   if (as_json) {
     fmt::print("{}", json_line(*r));
@@ -146,7 +146,7 @@ int stop_daemon(const std::string& socket, bool quiet_if_absent) {
   auto client =
       conn ? boost::system::result<SyncClient, ConnectError>(std::move(conn->client)) : SyncClient::connect(socket);
   if (!client) return fail({kExitNoDaemon, client.error().message});
-  auto r = client->call("daemon/shutdown", json::object{}, kCallTimeout);
+  auto r = client->call(proto::kDaemonShutdown, json::object{}, kCallTimeout);
   if (!r && r.error().kind == proto::kind::kTimeout && pid > 0) {
     fmt::print(stderr, "oppx: oppxd (pid {}) is frozen: it did not answer daemon/shutdown; ending it\n", pid);
     return end_frozen(pid);

@@ -48,9 +48,10 @@ std::string everything_path() {
 // Adds `everything` through mcp/add (the daemon writes mcp.json) and prints the probe.
 bool add_everything(Connection& conn, const std::string& server) {
   json::object def{{"command", "node"}, {"args", json::array{json::value(server), "stdio"}}};
-  auto r = conn.client.call("mcp/add", json::value_from(proto::McpAddParams{.name = "everything", .definition = def}),
-                            std::chrono::seconds(40));
-  if (!r && r.error().kind == "exists") {
+  auto r =
+      conn.client.call(proto::kMcpAdd, json::value_from(proto::McpAddParams{.name = "everything", .definition = def}),
+                       std::chrono::seconds(40));
+  if (!r && r.error().kind == proto::kind::kExists) {
     fmt::print("   `everything` is already in your mcp.json\n");
     return true;
   }
@@ -91,7 +92,7 @@ void repository_tour(Connection& conn, const std::string& server, const std::str
     fmt::print("   cannot write the demo repository's .mcp.json: {}\n\n", r.error());
     return;
   }
-  auto r = conn.client.call("mcp/get", json::value_from(proto::McpGetParams{"demo-notes", repo}), kCallTimeout);
+  auto r = conn.client.call(proto::kMcpGet, json::value_from(proto::McpGetParams{"demo-notes", repo}), kCallTimeout);
   auto e = proto::decode_reply<proto::ConnectorEntry>(r);
   if (!e) {
     fmt::print("   mcp/get failed: {}\n\n", e.error());
@@ -112,8 +113,8 @@ void connector_tour(Connection& conn, const std::string& self) {
     return;
   }
   if (!add_everything(conn, server)) return;
-  auto list =
-      conn.client.call("mcp/tools", json::value_from(proto::McpToolsParams{"everything"}), std::chrono::seconds(40));
+  auto list = conn.client.call(proto::kMcpTools, json::value_from(proto::McpToolsParams{"everything"}),
+                               std::chrono::seconds(40));
   auto e = proto::decode_reply<proto::ConnectorEntry>(list);
   if (!e) {
     fmt::print("   mcp/tools failed: {}\n\n", e.error());
@@ -126,7 +127,7 @@ void connector_tour(Connection& conn, const std::string& self) {
   json::object args{{"message", "hello from the oppx demo"}};
   auto t0 = std::chrono::steady_clock::now();
   auto r = conn.client.call(
-      "tools/call",
+      proto::kToolsCall,
       json::value_from(proto::ToolsCallParams{.connector = "everything", .tool = "echo", .arguments = args}),
       kCallTimeout);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -195,13 +196,14 @@ void browser_tour(Connection& conn) {
   }
   char cwd[PATH_MAX];
   std::string here = ::getcwd(cwd, sizeof cwd) ? cwd : "/";
-  if (auto s = conn.client.call("session/open", json::value_from(proto::SessionOpenParams{here, "chat"}), kCallTimeout);
+  if (auto s =
+          conn.client.call(proto::kSessionOpen, json::value_from(proto::SessionOpenParams{here, "chat"}), kCallTimeout);
       !s) {
     fmt::print("   session/open failed: {}\n\n", s.error().message);
     return;
   }
   auto t0 = std::chrono::steady_clock::now();
-  auto started = conn.client.call("browser/start", json::object{}, std::chrono::seconds(60));
+  auto started = conn.client.call(proto::kBrowserStart, json::object{}, std::chrono::seconds(60));
   if (!started) {
     fmt::print("   it did not start: {}\n\n", started.error().message);
     return;
@@ -214,7 +216,7 @@ void browser_tour(Connection& conn) {
   fmt::print("   started for this session: server pid {}, {} tools offered, its tools allowed as {}\n",
              browser->pid.value_or(0), browser->tools, escape_controls(browser->session_allow));
   json::object args{{"url", page.url}};
-  auto r = conn.client.call("tools/call",
+  auto r = conn.client.call(proto::kToolsCall,
                             json::value_from(proto::ToolsCallParams{
                                 .connector = "playwright", .tool = "browser_navigate", .arguments = args}),
                             std::chrono::seconds(60));
@@ -237,7 +239,7 @@ void browser_tour(Connection& conn) {
     if (e == std::string::npos) break;
     b = e + 1;
   }
-  conn.client.call("browser/stop", json::object{}, kCallTimeout);
+  conn.client.call(proto::kBrowserStop, json::object{}, kCallTimeout);
   fmt::print("   (in the chat, the agent asks once before it starts one: `oppx browser status`)\n\n");
 }
 
@@ -259,7 +261,7 @@ int demo(Context& ctx) {
   json::value last;
   for (int i = 0; i < 20; ++i) {
     auto s = std::chrono::steady_clock::now();
-    auto r = conn->client.call("daemon/status", json::object{}, kCallTimeout);
+    auto r = conn->client.call(proto::kDaemonStatus, json::object{}, kCallTimeout);
     if (!r) {
       fmt::print(stderr, "oppx: daemon/status failed: {}\n", r.error().message);
       return kExitFailed;

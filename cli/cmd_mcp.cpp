@@ -55,13 +55,14 @@ int run(Context& ctx, const Command& self, std::string_view method, json::object
   if (!r) {
     fmt::print(stderr, "oppx: {}\n", r.error().message);
     // A connector that is down says why and what to do (data.reason, data.steps).
-    if (auto down = proto::decode<proto::ConnectorDown>(r.error().data); down && r.error().kind == "connector_down")
+    if (auto down = proto::decode<proto::ConnectorDown>(r.error().data);
+        down && r.error().kind == proto::kind::kConnectorDown)
       print_steps(stderr, down->steps, "  ");
     // A script asked for JSON: it gets the error as JSON too (kind, reason, steps), on stdout.
     if (as_json) fmt::print("{}", json_line(json::object{{"error", r.error().to_json()}}));
     // A definition that cannot be used is the caller's argument; a name that matches no
     // connector is a command that failed (as in `claude mcp`).
-    if (r.error().kind == "invalid_definition") return kExitUsage;
+    if (r.error().kind == proto::kind::kInvalidDefinition) return kExitUsage;
     return kExitFailed;
   }
   (void)self;
@@ -189,7 +190,7 @@ int list(Context& ctx) {
   const Command& self = *find_command("mcp", "list");
   bool as_json = take_flag(ctx.args, "--json");
   if (!ctx.args.empty()) return usage_error(self, "unexpected argument " + ctx.args[0]);
-  return run(ctx, self, "mcp/list", {}, as_json, typed<proto::McpListResult>([](const proto::McpListResult& l) {
+  return run(ctx, self, proto::kMcpList, {}, as_json, typed<proto::McpListResult>([](const proto::McpListResult& l) {
                print_list_notes(l);
                if (l.connectors.empty()) {
                  fmt::print("No connectors in {}", l.config);
@@ -210,7 +211,7 @@ int get(Context& ctx) {
   bool show_values = take_flag(ctx.args, "--show-values");
   if (ctx.args.size() != 1) return usage_error(self, "name one connector");
   json::object params = json::value_from(proto::McpGetParams{ctx.args[0], "", show_values}).as_object();
-  return run(ctx, self, "mcp/get", std::move(params), as_json,
+  return run(ctx, self, proto::kMcpGet, std::move(params), as_json,
              typed<proto::ConnectorEntry>([](const proto::ConnectorEntry& c) {
                print_definition(c);
                if (c.hides) {
@@ -232,7 +233,7 @@ int decide(Context& ctx, std::string_view command, bool approve) {
     fmt::print(stderr, "oppx: {}\n", conn.error().message);
     return conn.error().exit_code;
   }
-  auto got = conn->client.call("mcp/get", json::value_from(proto::McpGetParams{ctx.args[0]}), kMcpTimeout);
+  auto got = conn->client.call(proto::kMcpGet, json::value_from(proto::McpGetParams{ctx.args[0]}), kMcpTimeout);
   if (!got) {
     fmt::print(stderr, "oppx: {}\n", got.error().message);
     if (as_json) fmt::print("{}", json_line(json::object{{"error", got.error().to_json()}}));
@@ -254,7 +255,8 @@ int decide(Context& ctx, std::string_view command, bool approve) {
   // was approved to show).
   proto::ConsentParams params{.name = ctx.args[0], .sha256 = def.sha256, .files = proto::StringMap{}};
   for (auto& f : def.files) (*params.files)[f.path] = f.sha256;
-  auto r = conn->client.call(approve ? "consent/approve" : "consent/deny", json::value_from(params), kMcpTimeout);
+  auto r =
+      conn->client.call(approve ? proto::kConsentApprove : proto::kConsentDeny, json::value_from(params), kMcpTimeout);
   if (!r) {
     fmt::print(stderr, "oppx: {}\n", r.error().message);
     if (as_json) fmt::print("{}", json_line(json::object{{"error", r.error().to_json()}}));
@@ -293,7 +295,7 @@ int tools(Context& ctx) {
   bool as_json = take_flag(ctx.args, "--json");
   if (ctx.args.size() != 1) return usage_error(self, "name one connector");
   json::object params = json::value_from(proto::McpToolsParams{ctx.args[0]}).as_object();
-  return run(ctx, self, "mcp/tools", std::move(params), as_json,
+  return run(ctx, self, proto::kMcpTools, std::move(params), as_json,
              typed<proto::ConnectorEntry>([name = ctx.args[0]](const proto::ConnectorEntry& c) {
                if (c.cached) {
                  fmt::print(stderr, "oppx: {} is still starting; these are its tools from its last run\n", name);
@@ -337,7 +339,7 @@ int call(Context& ctx) {
   // Progress the server reports goes to stderr as it comes; the result alone goes to stdout.
   params.progress_token = 1;
   auto progress = [tool = ctx.args[1]](const std::string& method, const json::value& v) {
-    if (method != "tools/progress") return;
+    if (method != proto::kToolsProgress) return;
     auto p = proto::decode<proto::ToolsProgress>(v);
     if (!p || !p->progress) return;
     fmt::print(stderr, "oppx: {}: {}{}{}\n", tool, *p->progress, p->total ? fmt::format("/{}", *p->total) : "",
@@ -348,7 +350,7 @@ int call(Context& ctx) {
     auto r = proto::decode<proto::ToolsCallResult>(v);
     return !r || r->is_error ? kExitFailed : kExitOk;
   };
-  return run(ctx, self, "tools/call", json::value_from(params).as_object(), as_json,
+  return run(ctx, self, proto::kToolsCall, json::value_from(params).as_object(), as_json,
              typed<proto::ToolsCallResult>([](const proto::ToolsCallResult& r) {
                fmt::print("{}\n", r.text);
                return r.is_error ? kExitFailed : kExitOk;
@@ -382,14 +384,14 @@ int reconnect(Context& ctx) {
     print_entries(shown);
     return failed(l);
   });
-  return run(ctx, self, "mcp/reconnect", params, as_json, show, {}, kReconnectTimeout,
+  return run(ctx, self, proto::kMcpReconnect, params, as_json, show, {}, kReconnectTimeout,
              typed<proto::McpListResult>(failed));
 }
 
 int send_add(Context& ctx, const Command& self, const std::string& name, json::object def, bool project, bool force,
              bool as_json) {
   proto::McpAddParams params{.name = name, .definition = std::move(def), .project = project, .force = force};
-  return run(ctx, self, "mcp/add", json::value_from(params).as_object(), as_json, print_added, {}, kMcpTimeout, {},
+  return run(ctx, self, proto::kMcpAdd, json::value_from(params).as_object(), as_json, print_added, {}, kMcpTimeout, {},
              complete_probe);
 }
 
@@ -514,7 +516,7 @@ int remove(Context& ctx) {
   bool project = take_flag(ctx.args, "--project");
   if (ctx.args.size() != 1) return usage_error(self, "name one connector");
   json::object params = json::value_from(proto::McpRemoveParams{ctx.args[0], "", project}).as_object();
-  return run(ctx, self, "mcp/remove", std::move(params), as_json,
+  return run(ctx, self, proto::kMcpRemove, std::move(params), as_json,
              typed<proto::McpRemoveResult>([](const proto::McpRemoveResult& r) {
                if (!r.warning.empty()) fmt::print(stderr, "oppx: warning: {}\n", r.warning);
                if (!r.consent_error.empty()) fmt::print(stderr, "oppx: {}\n", r.consent_error);

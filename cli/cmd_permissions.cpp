@@ -50,7 +50,7 @@ boost::system::result<Result, int> call(Context& ctx, std::string_view method, c
     if (as_json) fmt::print("{}", json_line(json::object{{"error", r.error().to_json()}}));
     fmt::print(stderr, "oppx: {}\n", escape_controls(r.error().message));
     // A rule that is not one is the caller's argument; one that is not there is a failed command.
-    if (r.error().kind == "invalid_params") {
+    if (r.error().kind == proto::kind::kInvalidParams) {
       fmt::print(stderr, "{}\n", kRuleForms);
       return kExitUsage;
     }
@@ -66,8 +66,8 @@ int list(Context& ctx) {
   const Command& self = *find_command("permissions", "list");
   bool as_json = take_flag(ctx.args, "--json");
   if (!ctx.args.empty()) return usage_error(self, "unexpected argument " + ctx.args[0]);
-  auto r = call<proto::PermissionsListResult>(ctx, "permissions/list", json::value_from(proto::PermissionsListParams{}),
-                                              as_json);
+  auto r = call<proto::PermissionsListResult>(ctx, proto::kPermissionsList,
+                                              json::value_from(proto::PermissionsListParams{}), as_json);
   if (!r) return r.error();
   if (!as_json) print_rules(*r);
   return kExitOk;
@@ -92,9 +92,9 @@ int rule_command(Context& ctx, std::string_view name, std::string_view method) {
   return kExitOk;
 }
 
-int allow(Context& ctx) { return rule_command(ctx, "allow", "permissions/allow"); }
-int deny(Context& ctx) { return rule_command(ctx, "deny", "permissions/deny"); }
-int remove(Context& ctx) { return rule_command(ctx, "remove", "permissions/remove"); }
+int allow(Context& ctx) { return rule_command(ctx, "allow", proto::kPermissionsAllow); }
+int deny(Context& ctx) { return rule_command(ctx, "deny", proto::kPermissionsDeny); }
+int remove(Context& ctx) { return rule_command(ctx, "remove", proto::kPermissionsRemove); }
 
 }  // namespace
 

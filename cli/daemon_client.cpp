@@ -69,7 +69,7 @@ boost::system::result<Connection, ClientError> greet(SyncClient client, const st
   // Where this command runs: the daemon reads that repository's .mcp.json.
   if (char cwd[PATH_MAX]; ::getcwd(cwd, sizeof cwd)) hp.cwd = cwd;
   json::value params = json::value_from(hp);
-  auto r = client.call("hello", params, timeout);
+  auto r = client.call(proto::kHello, params, timeout);
   if (!r) {
     if (r.error().kind == proto::kind::kVersionMismatch) return ClientError{kExitMismatch, r.error().message};
     if (closed && r.error().kind == proto::kind::kDisconnected) *closed = r.error().message;
