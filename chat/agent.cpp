@@ -569,7 +569,8 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
          out, std::move(exposed));
 }
 
-void Agent::cancel() {
+void Agent::cancel(CancelledBy by) {
+  if (!cancel_claimed_.exchange(true)) cancelled_by_ = by;  // the first cancel says who
   cancelled_ = true;
   run_control_.cancel();
   model_.cancel();
@@ -587,6 +588,7 @@ TurnResult Agent::turn(const std::string& message) {
   down_steps_.clear();
   page_guard_.clear();
   cancelled_ = false;
+  cancel_claimed_ = false;
   run_control_.reset();
   model_.uncancel();
   std::string content = message;
@@ -597,7 +599,8 @@ TurnResult Agent::turn(const std::string& message) {
     if (!cancelled_) return false;
     out.cancelled = true;
     out.error.reset();
-    messages_.push_back({"user", "(The user cancelled this turn.)"});
+    messages_.push_back({"user", cancelled_by_ == CancelledBy::kDaemon ? "(This turn was cut: oppxd stopped.)"
+                                                                       : "(The user cancelled this turn.)"});
     return true;
   };
   for (int step = 0; step < options_.max_steps; ++step) {

@@ -104,8 +104,10 @@ class Agent {
 
   TurnResult turn(const std::string& message);
   // From another thread, while turn() runs: the model request is aborted, a call in flight is
-  // cancelled through the daemon, and turn() returns with `cancelled` at once.
-  void cancel();
+  // cancelled through the daemon, and turn() returns with `cancelled` at once. The conversation
+  // notes who ended it: the user, or the daemon stopping.
+  enum class CancelledBy { kUser, kDaemon };
+  void cancel(CancelledBy by = CancelledBy::kUser);
   // Plan or ask mode (only what reads) or back to "chat"; the prompt is rebuilt when it changes.
   void set_mode(const std::string& mode);
   const std::string& mode() const { return options_.mode; }
@@ -178,6 +180,8 @@ class Agent {
   bool prompt_built_ = false;
   bool told_trimmed_ = false;
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> cancel_claimed_{false};
+  std::atomic<CancelledBy> cancelled_by_{CancelledBy::kUser};
   RunControl run_control_;  // Agent::cancel() ends a running `run` with it
   bool streamed_ = false;   // the last request's reply text went to the front end as it came
   std::vector<Message> messages_;

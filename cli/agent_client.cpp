@@ -98,7 +98,7 @@ boost::system::result<proto::AgentOpenResult, AgentClient::Failure> AgentClient:
   auto opened = conn_->client.call(proto::kAgentOpen, json::value_from(params_), kOpenLimit);
   if (!opened) {
     const proto::RpcError& e = opened.error();
-    Failure f{e.message, kExitNoDaemon, std::nullopt, e.kind == "no_conversation"};
+    Failure f{e.message, kExitNoDaemon, std::nullopt, e.kind == proto::kind::kNoConversation};
     if (f.no_conversation) f.exit_code = kExitFailed;
     if (e.kind == proto::kind::kModel) {
       if (auto p = proto::decode<proto::AgentModelProblem>(e.data)) {

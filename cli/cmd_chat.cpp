@@ -19,6 +19,7 @@
 #include "cli/output.h"
 #include "cli/probe.h"
 #include "common/paths.h"
+#include "proto/mcp_api.h"
 #include "proto/mcp_results.h"
 #include "common/text.h"
 #include "common/tool_text.h"
@@ -96,7 +97,7 @@ class Watcher {
     auto c = connect_daemon(socket, Start::kNever);
     if (!c) return;
     client_.emplace(std::move(c->client));
-    auto r = client_->call("mcp/subscribe", json::object{}, kCallTimeout);
+    auto r = client_->call(proto::kMcpSubscribe, json::object{}, kCallTimeout);
     if (!r) return;
     if (auto list = proto::decode<proto::McpListResult>(*r)) {
       for (const auto& c : list->connectors) state_[c.name] = c.state;
@@ -143,9 +144,11 @@ class Watcher {
       }
       boost::system::error_code ec;
       json::value v = json::parse(*line, ec);
-      if (ec || !v.is_object() || v.as_object().if_contains("method") == nullptr || v.at("method") != "mcp/changed")
+      const json::object* o = ec ? nullptr : v.if_object();
+      const json::value* method = o ? o->if_contains("method") : nullptr;
+      if (!method || !method->is_string() || method->get_string() != proto::kMcpChanged || !o->contains("params"))
         continue;
-      if (auto entry = proto::decode<proto::ConnectorEntry>(v.at("params"))) note(*entry);
+      if (auto entry = proto::decode<proto::ConnectorEntry>(o->at("params"))) note(*entry);
     }
   }
   void note(const proto::ConnectorEntry& c) {

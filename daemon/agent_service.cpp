@@ -10,6 +10,7 @@
 #include "chat/conversations.h"
 #include "chat/sandbox.h"
 #include "common/log.h"
+#include "common/playwright.h"
 #include "common/sync_client.h"
 #include "common/tool_text.h"
 #include "daemon/connectors.h"
@@ -128,15 +129,15 @@ class AgentSession final : public chat::FrontEnd, public std::enable_shared_from
   }
   // The running turn ends as cancelled: the model request is aborted, a call in flight cancelled,
   // a question waiting answered no.
-  void cancel() {
+  void cancel(chat::Agent::CancelledBy by = chat::Agent::CancelledBy::kUser) {
     std::lock_guard lock(m_);
     cancelled_ = true;
     if (pending_) pending_->give({});
-    if (agent_) agent_->cancel();
+    if (agent_) agent_->cancel(by);
   }
   // No more jobs; the thread ends once the current one returns.
-  void end() {
-    cancel();
+  void end(chat::Agent::CancelledBy by = chat::Agent::CancelledBy::kUser) {
+    cancel(by);
     {
       std::lock_guard lock(m_);
       if (ending_) return;
@@ -180,6 +181,11 @@ class AgentSession final : public chat::FrontEnd, public std::enable_shared_from
     event(e);
   }
   bool can_ask() const override { return params_.can_ask; }
+  // The user said yes to the browser: installed first when it is not (any front end), what the
+  // install does said as notices; npm's own report goes to the daemon's log.
+  std::string prepare_browser() override {
+    return playwright::prepare([this](std::string_view line) { notice(line); });
+  }
   chat::Answer ask(const chat::Question& q) override;
 
  private:
@@ -258,7 +264,7 @@ chat::Answer AgentSession::ask(const chat::Question& q) {
 void AgentSession::open(std::shared_ptr<Reply> reply) {
   proto::HelloParams hello{proto::kProtocolVersion, name_, kBuildId, {}, params_.cwd};
   for (const auto& [k, v] : env_) hello.env.emplace(k, v);
-  if (auto r = sync_.call("hello", json::value_from(hello), kHelloLimit); !r)
+  if (auto r = sync_.call(proto::kHello, json::value_from(hello), kHelloLimit); !r)
     return finish(reply, failed(proto::kind::kInternal, "the agent could not reach the daemon: " + r.error().message));
 
   auto cfg = chat::load_model_config(env_);
@@ -272,14 +278,14 @@ void AgentSession::open(std::shared_ptr<Reply> reply) {
   if (!params_.conversation.empty()) {
     // Only a conversation of this folder's (as agent/conversations lists them).
     if (std::filesystem::path(params_.conversation).parent_path() != chat::conversations_dir(params_.cwd))
-      return finish(reply,
-                    failed("no_conversation", params_.conversation + " is not a conversation of " + params_.cwd));
+      return finish(reply, failed(proto::kind::kNoConversation,
+                                  params_.conversation + " is not a conversation of " + params_.cwd));
     auto saved = chat::load_conversation(params_.conversation, params_.cwd);
-    if (!saved) return finish(reply, failed("no_conversation", saved.error()));
+    if (!saved) return finish(reply, failed(proto::kind::kNoConversation, saved.error()));
     conversation = std::move(*saved);
   } else if (params_.resume) {
     auto last = chat::last_conversation(params_.cwd);
-    if (!last) return finish(reply, failed("no_conversation", last.error()));
+    if (!last) return finish(reply, failed(proto::kind::kNoConversation, last.error()));
     conversation = std::move(*last);
   }
   auto tools = std::make_unique<chat::DaemonTools>(sync_, params_.cwd);
@@ -301,8 +307,9 @@ void AgentSession::open(std::shared_ptr<Reply> reply) {
   out.resumed_messages = static_cast<std::int64_t>(conversation.messages.size());
   conversation_ = std::move(conversation);
   if (chat::browser_auto()) {
-    if (std::string why = tools_->browser_start(); !why.empty())
-      out.notices.push_back("the browser is on but did not start: " + why);
+    std::string why = prepare_browser();
+    if (why.empty()) why = tools_->browser_start();
+    if (!why.empty()) out.notices.push_back("the browser is on but did not start: " + why);
   }
   if (std::string why = agent_->start(); !why.empty())
     return finish(reply, failed(proto::kind::kInternal, "the daemon did not list the connectors: " + why));
@@ -491,7 +498,7 @@ void AgentService::client_gone(std::uint64_t client) {
 }
 
 void AgentService::stop() {
-  for (auto& [id, s] : sessions_) s->end();
+  for (auto& [id, s] : sessions_) s->end(chat::Agent::CancelledBy::kDaemon);
 }
 
 }  // namespace oppx::daemon

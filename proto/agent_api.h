@@ -210,6 +210,7 @@ namespace kind {
 inline constexpr std::string_view kModel = "model";           // the model server failed: data is an AgentModelProblem
 inline constexpr std::string_view kNoAgent = "no_agent";      // agent/turn before agent/open
 inline constexpr std::string_view kAgentBusy = "agent_busy";  // a turn of this connection is running
+inline constexpr std::string_view kNoConversation = "no_conversation";  // the conversation asked for cannot be read
 }  // namespace kind
 
 }  // namespace oppx::proto

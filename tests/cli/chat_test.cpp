@@ -445,6 +445,7 @@ TEST_F(Chat, ADaemonRestartIsSaidAndTheChatGoesOnWithItsConversation) {
   std::string last = json::serialize(model->completions().back());
   EXPECT_NE(last.find("second question"), std::string::npos) << last;
   EXPECT_NE(last.find("third question"), std::string::npos) << "the cut turn's message is kept: " << last;
+  EXPECT_NE(last.find("(This turn was cut: oppxd stopped.)"), std::string::npos) << last;
 }
 
 TEST_F(Chat, ResumeListsThisFoldersConversationsAndPicksOne) {
