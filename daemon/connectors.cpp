@@ -62,11 +62,6 @@ std::string waiting_reason(const std::string& name, const std::string& root, Con
       name, root);
 }
 
-// A value that could never be used (a line break, NUL) is like no value.
-bool usable(const std::string& value) {
-  return value.find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos;
-}
-
 }  // namespace
 
 Connectors::Connectors(boost::asio::io_context& io, std::string state_dir)
@@ -186,7 +181,7 @@ void Connectors::apply_consent(const std::string& root, Source& repo, const EnvM
     if (c->def().never_starts()) continue;  // nothing to consent to: it is never run
     std::string why = held_because(c->def(), root, false);
     if (why.empty()) {
-      if (c->state() == ConnectorState::kWaiting) start_one(*c, env, start_timeout(env));
+      if (c->state() == ConnectorState::kWaiting) envs_.start(*c, env, start_timeout(env));
       continue;
     }
     // Not approved (never, denied, changed, a file it runs changed, or the store was lost): it must not run.
@@ -236,7 +231,7 @@ void Connectors::refresh(const EnvMap& env, const std::string& root, Restart res
     ++user_generation_;
   }
   for (auto& [name, c] : user_.connectors) {
-    if (c->state() == ConnectorState::kStopped) start_one(*c, env, start_timeout(env));
+    if (c->state() == ConnectorState::kStopped) envs_.start(*c, env, start_timeout(env));
   }
   restart_changed(user_, env, restart);
   if (!root.empty()) {
@@ -252,53 +247,12 @@ void Connectors::refresh(const EnvMap& env, const std::string& root, Restart res
   settled_check();
 }
 
-// A changed variable restarts only the connectors that read it (those just started have it), and
-// only once no call is open on it: a call in flight (a write, maybe) is never cut off. The log
-// names the variable, never its value. A read-only request restarts nothing that runs or starts,
-// but does start one that failed (one that lacked the variable). A repository's connector waiting
-// for consent is not running, so it is never started here.
 void Connectors::restart_changed(Source& src, const EnvMap& env, Restart restart) {
-  for (auto& [name, c] : src.connectors) {
-    ConnectorState state = c->state();
-    if (state == ConnectorState::kWaiting || c->def().never_starts()) continue;
-    if (restart == Restart::kNever && (state == ConnectorState::kRunning || state == ConnectorState::kStarting))
-      continue;
-    std::string var = changed_variable(*c, env);
-    if (var.empty()) continue;
-    if (std::size_t open = c->calls_open(); open > 0) {
-      Seen& seen = seen_[c.get()];
-      if (!seen.restart_env) {
-        log::info(
-            "connector {}: ${{{}}} has another value in the environment of a client that asked; it restarts "
-            "once its {} call{} in flight {} ended",
-            name, var, open, open == 1 ? "" : "s", open == 1 ? "has" : "have");
-      }
-      seen.restart_env = env;  // the latest client that asked with another value
-      seen.restart_variable = var;
-      continue;
-    }
-    log::info("connector {}: restarting, ${{{}}} has another value in the environment of the client that asked", name,
-              var);
-    start_one(*c, env, start_timeout(env));
-  }
+  for (auto& [name, c] : src.connectors) envs_.restart_if_changed(*c, env, restart);
 }
 
 void Connectors::idle(Connector& c) {
-  auto seen = seen_.find(&c);
-  if (seen == seen_.end() || !seen->second.restart_env) return;
-  EnvMap env = std::move(*seen->second.restart_env);
-  seen->second.restart_env.reset();
-  if (c.state() != ConnectorState::kWaiting) {  // held for consent meanwhile: it must not run
-    log::info("connector {}: restarting, ${{{}}} has another value in the environment of the client that asked",
-              c.def().name, seen->second.restart_variable);
-    start_one(c, env, start_timeout(env));
-  }
-  settled_check();
-}
-
-bool Connectors::restart_waits(const Connector& c) const {
-  auto seen = seen_.find(&c);
-  return seen != seen_.end() && seen->second.restart_env.has_value();
+  if (envs_.idle(c)) settled_check();
 }
 
 void Connectors::decide(const std::string& root, const std::string& name, const std::string& sha256, bool approve,
@@ -361,14 +315,14 @@ void Connectors::decide(const std::string& root, const std::string& name, const 
 void Connectors::reconnect(const std::string& name, const EnvMap& env, const std::string& root) {
   auto timeout = name.empty() ? start_timeout(env) : kLoginTimeout;
   for (auto& [n, c] : user_.connectors) {
-    if (name.empty() || n == name) start_one(*c, env, timeout);
+    if (name.empty() || n == name) envs_.start(*c, env, timeout);
   }
   auto repo = repos_.find(root);
   if (repo == repos_.end()) return;
   for (auto& [n, c] : repo->second.connectors) {
     if ((name.empty() || n == name) && !user_.connectors.contains(n) &&
         consent_of(c->def(), root, false).decision == Consent::kApproved) {
-      start_one(*c, env, timeout);
+      envs_.start(*c, env, timeout);
     }
   }
 }
@@ -384,38 +338,6 @@ void Connectors::adopt(const std::shared_ptr<Connector>& c, const std::string& r
   // However it comes to start (a restart after a stop, for a call), a repository's connector
   // starts only while its definition and the files it runs are as approved.
   if (!root.empty()) c->check_before_start([this, raw, root] { return held_because(raw->def(), root, true); });
-}
-
-// A variable the definition reads that the asking client lacks (or has no usable value for)
-// keeps the value it had at the connector's last start: a shell without your token does not
-// take down a connector that reads it, not even by a reconnect.
-void Connectors::start_one(Connector& c, const EnvMap& asked, std::chrono::milliseconds timeout) {
-  seen_[&c].restart_env.reset();  // a restart that waited is this one
-  auto& used = seen_[&c].env;
-  used.clear();
-  EnvMap env = asked;
-  for (auto& var : referenced_variables(c.def())) {
-    auto it = env.find(var);
-    if (it == env.end() || !usable(it->second)) {
-      if (auto last = c.last_env().find(var); last != c.last_env().end() && usable(last->second)) {
-        it = env.insert_or_assign(var, last->second).first;
-      }
-    }
-    used[var] = it == env.end() ? "unset" : "set " + definition_hash(it->second);
-  }
-  c.start(env, timeout);
-}
-
-// The first variable the definition reads that `env` sets to another value than at start.
-std::string Connectors::changed_variable(const Connector& c, const EnvMap& env) const {
-  auto seen = seen_.find(&c);
-  if (seen == seen_.end()) return {};
-  for (auto& [var, was] : seen->second.env) {
-    auto it = env.find(var);
-    if (it == env.end() || !usable(it->second)) continue;  // like no value: it stops nothing
-    if (was != "set " + definition_hash(it->second)) return var;
-  }
-  return {};
 }
 
 // Subscribers hear of a new state or reason, and of a new tool list (which is also cached).
@@ -447,6 +369,7 @@ void Connectors::removed(Connector& c, bool gone) {
   c.stop();
   std::string root = seen_[&c].root;
   seen_.erase(&c);
+  envs_.forget(c);
   if (gone && subscriptions_.size() > 0) {
     subscriptions_.publish("mcp/changed", json::value_from(proto::ConnectorRemoved{c.def().name, root}));
   }
@@ -480,10 +403,10 @@ bool Connectors::starting(const std::string& root, const std::string& name) cons
     if (!name.empty()) {
       auto it = src.connectors.find(name);
       return it != src.connectors.end() &&
-             (it->second->state() == ConnectorState::kStarting || restart_waits(*it->second));
+             (it->second->state() == ConnectorState::kStarting || envs_.restart_waits(*it->second));
     }
     for (auto& [n, c] : src.connectors) {
-      if (c->state() == ConnectorState::kStarting || restart_waits(*c)) return true;
+      if (c->state() == ConnectorState::kStarting || envs_.restart_waits(*c)) return true;
     }
     return false;
   };

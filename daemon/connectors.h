@@ -1,11 +1,13 @@
-// The daemon's connectors: the user's mcp.json and each repository's .mcp.json, read (again, when
-// they changed) on a client's request; one Connector per definition (and repository root for a
-// repository's), shared by every client and started in parallel; the consent a repository's
+// The daemon's shared connectors (scopes user and project, daemon/connector_scope.h): the user's
+// mcp.json and each repository's .mcp.json, read (again, when they changed) on a client's request;
+// one Connector per definition (and repository root for a repository's), shared by every client
+// and started in parallel, with the environment ConnectorEnv gives it; the consent a repository's
 // connectors wait for; the JSON the mcp/… methods answer with; the tool-list cache and the
 // subscribers told of every change. Headers and env values are masked in everything it returns.
 #pragma once
 
 #include "daemon/connector.h"
+#include "daemon/connector_env.h"
 #include "daemon/consent.h"
 #include "daemon/mcp_config.h"
 #include "daemon/subscriptions.h"
@@ -42,7 +44,7 @@ class Connectors {
 
   // Whether a request may restart a connector whose variable has another value in its
   // environment: a read-only one (list, get, tools) never does.
-  enum class Restart { kMay, kNever };
+  using Restart = ConnectorEnv::Restart;
   // Re-reads the user's connectors file, and the .mcp.json of repository `root` (empty: none),
   // when they changed since the last look, with the asking client's environment: new and changed
   // definitions start (a repository's only once approved), removed ones stop. With kMay, a
@@ -125,23 +127,16 @@ class Connectors {
   bool starting(const std::string& root, const std::string& name) const;  // empty name: any of them
   void restart_changed(Source& src, const EnvMap& env, Restart restart);
   void adopt(const std::shared_ptr<Connector>& c, const std::string& root);
-  void start_one(Connector& c, const EnvMap& env, std::chrono::milliseconds timeout);
-  std::string changed_variable(const Connector& c, const EnvMap& env) const;
-  void idle(Connector& c);                       // its last open call ended
-  bool restart_waits(const Connector& c) const;  // a restart waits for its open calls
+  void idle(Connector& c);  // its last open call ended
   void changed(const Connector& c);
   void removed(Connector& c, bool gone);
   std::string source_path(const std::string& root) const;  // the file a connector of `root` is from
 
-  // What was last told about a connector, its repository root (empty: the user's), the
-  // variables it started with (hashed values), and a restart waiting for its open calls to end.
+  // What was last told about a connector, and its repository root (empty: the user's).
   struct Seen {
     std::string root;
     std::string state;  // state and reason
     std::string tools;  // hash of the last running tool list
-    std::map<std::string, std::string> env;
-    std::optional<EnvMap> restart_env;  // the environment it restarts with
-    std::string restart_variable;       // the variable that changed (its name only)
   };
 
   boost::asio::io_context& io_;
@@ -163,6 +158,7 @@ class Connectors {
   ToolsCache cache_;
   Subscriptions subscriptions_;
   std::map<const Connector*, Seen> seen_;  // erased when the connector is removed
+  ConnectorEnv envs_;                      // the environment each one started with
 };
 
 }  // namespace oppx::daemon
