@@ -4,7 +4,6 @@
 
 #include "common/playwright.h"
 #include "daemon/browser.h"
-#include "daemon/connector.h"
 #include "daemon/server.h"
 #include "proto/jsonrpc.h"
 
@@ -86,39 +85,6 @@ void stop(Reply reply, Client& client) {
 }
 
 }  // namespace
-
-std::shared_ptr<SessionBrowser> session_browser(const Client& client, const std::string& name) {
-  if (name != kBrowserName || !client.session) return nullptr;
-  return client.session->browser;
-}
-
-std::shared_ptr<Connector> browser_connector(const Client& client, const std::string& name) {
-  auto b = session_browser(client, name);
-  return b ? b->connector() : nullptr;
-}
-
-proto::ConnectorEntry browser_entry(const SessionBrowser& b) {
-  // The session browser's status is the part of a connector entry it has (state, folder, tools,
-  // pid, log, reason, or a failed start's reason_kind and steps).
-  proto::SessionBrowserStatus st = b.status();
-  proto::ConnectorEntry e{.name = std::string(kBrowserName), .source = "browser", .type = "stdio", .state = st.state};
-  e.folder = st.folder;
-  e.tool_count = st.tools;
-  e.pid = st.pid.value_or(0);
-  e.log = st.log;
-  e.reason = st.reason;
-  if (st.failed) {
-    e.reason_kind = st.failed->kind;
-    e.reason = st.failed->message;
-    e.steps = st.failed->steps;
-  }
-  return e;
-}
-
-std::optional<proto::ConnectorEntry> browser_list_entry(const std::shared_ptr<SessionBrowser>& b) {
-  if (!b || b->state() == "off") return std::nullopt;
-  return browser_entry(*b);
-}
 
 void browser_status(Server& s, const proto::NoParams&, Reply reply, Client& client) {
   status(s, client, std::move(reply));

@@ -5,9 +5,7 @@
 #include "common/jsonrpc_peer.h"
 #include "common/log.h"
 #include "common/shell_words.h"
-#include "daemon/browser.h"
-#include "daemon/connectors.h"
-#include "daemon/methods_browser.h"
+#include "daemon/connector_scope.h"
 #include "daemon/methods_config.h"
 #include "daemon/permissions.h"
 #include "daemon/server.h"
@@ -161,20 +159,17 @@ struct ToolVerdict {
   bool once_only = false;  // asked every time: never allowed for longer than one call
 };
 
-// A tool call's verdict. Read-only as the connector itself says (its tools list), never as the
-// caller claims. The session's browser answers for `playwright`; its browser_evaluate is asked
-// every time.
+// A tool call's verdict, on the connector the call would reach (ConnectorLookup: the session's
+// browser answers for `playwright`). Read-only as the connector itself says (its tools list),
+// never as the caller claims; a tool that runs code the model wrote (the browser's
+// browser_evaluate) is asked every time.
 ToolVerdict judge_tool_call(Server& s, const Client& client, const std::string& project, const std::string& connector,
                             const std::string& tool) {
   ToolVerdict v;
-  auto browser = browser_connector(client, connector);
-  if (browser) {
-    v.read_only = browser->read_only(tool);
-  } else if (auto c = s.connectors().find(connector, project)) {
-    v.read_only = c->read_only(tool);
-  }
+  auto found = ConnectorLookup(s, client, project).find(connector);
+  v.read_only = found && found->read_only(tool);
   v.judgement = s.permissions().judge_tool(project, connector, tool, v.read_only, session_allows(client, project));
-  v.once_only = browser && asked_every_time(tool);
+  v.once_only = found && found->asked_every_time(tool);
   if (v.once_only && v.judgement.verdict == Verdict::kAllow)
     v.judgement = {Verdict::kAsk, {}, tool + " runs JavaScript the model wrote: it is asked every time"};
   return v;
