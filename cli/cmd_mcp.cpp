@@ -17,7 +17,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
+#include <thread>
+
+#include <unistd.h>
 
 namespace oppx::cli {
 
@@ -38,6 +44,52 @@ using NoteHandler = std::function<void(const std::string& method, const json::va
 
 using Show = std::function<int(const json::value&)>;
 
+// On a terminal, while a start or a reconnect is waited for (up to minutes for a login): one dim
+// line that says what and for how long, redrawn each second from the second one (as the chat's
+// spinner is), and erased before the answer is printed.
+class Waiting {
+ public:
+  explicit Waiting(std::string what) : what_(std::move(what)) {
+    if (::isatty(1) != 1) return;
+    thread_ = std::thread([this] { tick(); });
+  }
+  ~Waiting() {
+    {
+      std::lock_guard lock(m_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void tick() {
+    auto started = std::chrono::steady_clock::now();
+    std::unique_lock lock(m_);
+    bool drawn = false;
+    for (int seconds = 1; !cv_.wait_until(lock, started + std::chrono::seconds(seconds), [this] { return done_; });
+         ++seconds) {
+      write_styled(spinner_draw(fmt::format("  {}… {} s", what_, seconds)));
+      drawn = true;
+    }
+    if (drawn) write_styled(spinner_erase());
+  }
+  std::string what_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// What a method that starts connectors waits for, in words; "" for the others.
+std::string waited_for(std::string_view method, const json::object& params) {
+  std::string name;
+  if (const json::value* n = params.if_contains("name"); n && n->is_string()) name = escape_controls(n->get_string());
+  if (method == proto::kMcpAdd) return "starting " + name;
+  if (method == proto::kMcpReconnect) return name.empty() ? "reconnecting every connector" : "reconnecting " + name;
+  return {};
+}
+
 // Runs one method; prints --json or hands the result to `show`. Notifications go to `on_note`.
 // With --json the exit status is `json_status`'s (the same as the text's, where it varies).
 // `complete` adds to a result what the client asks elsewhere (the probe's share), before either is printed.
@@ -50,7 +102,10 @@ int run(Context& ctx, const Command& self, std::string_view method, json::object
     return conn.error().exit_code;
   }
   conn->client.on_notification(std::move(on_note));
+  std::optional<Waiting> waiting;
+  if (std::string what = waited_for(method, params); !what.empty() && !as_json) waiting.emplace(std::move(what));
   auto r = conn->client.call(method, params, timeout);
+  waiting.reset();
   if (r && complete) complete(*r);
   if (!r) {
     fmt::print(stderr, "oppx: {}\n", r.error().message);

@@ -382,6 +382,9 @@ TEST_F(Chat, CtrlCStopsWaitingForASlashMcpCommandAndThePromptStaysUsable) {
   t.type("/mcp reconnect slow");
   t.keys({"Enter"});
   ASSERT_TRUE(t.wait_for("(Ctrl-C stops waiting)")) << t.screen();
+  // How long it has waited, redrawn in place (issue 26: progress while a slash command waits).
+  ASSERT_TRUE(t.wait_for("reconnecting slow… 2 s")) << t.screen();
+  EXPECT_EQ(t.screen().find("reconnecting slow… 1 s"), std::string::npos) << "one line, redrawn: " << t.screen();
   t.keys({"C-c"});
   ASSERT_TRUE(t.wait_for("^C stopped waiting; it goes on in the daemon")) << t.screen();
   t.type("hello");
