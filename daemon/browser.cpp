@@ -10,6 +10,7 @@
 #include "common/playwright.h"
 #include "common/text.h"
 #include "daemon/child_process.h"
+#include "proto/mcp_results.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -430,7 +431,7 @@ void SessionBrowser::start(const EnvMap& env, Started done) {
   waiting_.push_back(std::move(done));
   if (connector_ && connector_->state() == ConnectorState::kStarting) return;
   if (auto r = ensure_private_dir(folder_); !r) {
-    return settle(BrowserProblem{"connector_down",
+    return settle(BrowserProblem{std::string(proto::kind::kConnectorDown),
                                  "cannot make the browser's folder " + folder_ + ": " + r.error(),
                                  {"check the permissions of " + paths::cache_dir()}});
   }
@@ -446,8 +447,8 @@ void SessionBrowser::start(const EnvMap& env, Started done) {
     if (!c || c != connector_ || waiting_.empty()) return;
     if (c->state() == ConnectorState::kRunning) return settle(std::nullopt);
     if (c->state() == ConnectorState::kFailed || c->state() == ConnectorState::kStopped)
-      settle(BrowserProblem{"connector_down", c->reason().empty() ? "the browser's server stopped" : c->reason(),
-                            c->steps()});
+      settle(BrowserProblem{std::string(proto::kind::kConnectorDown),
+                            c->reason().empty() ? "the browser's server stopped" : c->reason(), c->steps()});
   });
   // Once this browser was used (a call ended), the next session's spare starts: not sooner, so
   // that it does not slow this one's start and Chromium's. Later calls find it there (or taken by
@@ -474,7 +475,8 @@ void SessionBrowser::stop() {
   }
   connector_.reset();
   if (!waiting_.empty())
-    settle(BrowserProblem{"connector_down", "the browser was stopped before it was ready", {"`/browser start`"}});
+    settle(BrowserProblem{
+        std::string(proto::kind::kConnectorDown), "the browser was stopped before it was ready", {"`/browser start`"}});
   problem_.reset();
 }
 

@@ -430,7 +430,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   }
 
   proto::RpcError down_error(std::string message) const {
-    auto e = RpcError::make(ErrorCode::kInternal, "connector_down", std::move(message));
+    auto e = RpcError::make(ErrorCode::kInternal, proto::kind::kConnectorDown, std::move(message));
     proto::ConnectorDown down{def.name, kind.empty() ? std::string(proto::kind::kStopped) : kind, reason, steps};
     e.data = json::value_from(down).as_object();
     return e;
@@ -528,7 +528,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     auto w = weak_from_this();
     auto again = [w, pc] {
       if (auto self = w.lock()) return self->attempt(pc);
-      finish(w, *pc, RpcError::make(ErrorCode::kInternal, "connector_down", "the connector was removed"));
+      finish(w, *pc, RpcError::make(ErrorCode::kInternal, proto::kind::kConnectorDown, "the connector was removed"));
     };
     if (state == ConnectorState::kStarting) {
       // The call's own timer ends the wait when its limit comes first.
@@ -615,7 +615,9 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
            if (pc->finished) return;
            auto self = w.lock();
            if (!self)
-             return finish(w, *pc, RpcError::make(ErrorCode::kInternal, "connector_down", "the connector was removed"));
+             return finish(
+                 w, *pc,
+                 RpcError::make(ErrorCode::kInternal, proto::kind::kConnectorDown, "the connector was removed"));
            if (ro && !pc->retried && self->state != ConnectorState::kStopped) {
              log::info("connector {}: {} is read-only; repeating it after a restart", self->def.name, pc->tool);
              pc->retried = true;

@@ -6,6 +6,7 @@
 
 #include "daemon/browser.h"
 #include "daemon/server.h"
+#include "proto/mcp_results.h"
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
@@ -171,7 +172,7 @@ Connector::CancelCall ScopedConnector::call_session(const std::string& tool, jso
                                                     std::function<void(Connector::CallResult)> done) const {
   auto c = browser_->connector();
   if (!c || browser_->state() == "off") {
-    done(proto::RpcError::make(proto::ErrorCode::kInternal, "connector_down",
+    done(proto::RpcError::make(proto::ErrorCode::kInternal, proto::kind::kConnectorDown,
                                "this session's browser is not started: browser/start first"));
     return {};
   }

@@ -9,6 +9,7 @@
 #include "common/http_client.h"
 #include "common/log.h"
 #include "common/text.h"
+#include "proto/mcp_results.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -358,7 +359,7 @@ void Connectors::changed(const Connector& c) {
   if (subscriptions_.size() == 0) return;
   proto::ConnectorEntry e = entry(c.def(), &c, seen.root, source_path(seen.root));
   e.tools_changed = tools_changed;
-  subscriptions_.publish("mcp/changed", json::value_from(e).as_object());
+  subscriptions_.publish(proto::kMcpChanged, json::value_from(e).as_object());
 }
 
 // `gone`: no connector of that name is left (one replaced by an edit speaks on as the new one).
@@ -371,7 +372,7 @@ void Connectors::removed(Connector& c, bool gone) {
   seen_.erase(&c);
   envs_.forget(c);
   if (gone && subscriptions_.size() > 0) {
-    subscriptions_.publish("mcp/changed", json::value_from(proto::ConnectorRemoved{c.def().name, root}));
+    subscriptions_.publish(proto::kMcpChanged, json::value_from(proto::ConnectorRemoved{c.def().name, root}));
   }
 }
 

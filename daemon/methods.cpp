@@ -118,7 +118,7 @@ std::function<void(const json::object&)> progress_to(std::weak_ptr<JsonRpcPeer> 
     proto::ToolsProgress note = std::move(*from_server);
     note.id = id;
     note.progress_token = token;
-    client->notify("tools/progress", json::value_from(note));
+    client->notify(proto::kToolsProgress, json::value_from(note));
   };
 }
 
@@ -204,33 +204,33 @@ void shutdown(Server& server, const proto::NoParams&, Reply reply, Client&) {
 }  // namespace
 
 void register_methods(Router& r, Server& s) {
-  auto method = [&r, &s](std::string name, auto handler) { r.add(std::move(name), s, handler); };
-  method("hello", hello);
+  auto method = [&r, &s](std::string_view name, auto handler) { r.add(std::string(name), s, handler); };
+  method(proto::kHello, hello);
   // daemon/status's handler holds the open waits (until): the status now, or once it holds.
   auto waits = std::make_shared<StatusWaits>(s.io(), [&s] { return status_of(s); });
-  r.add("daemon/status",
+  r.add(std::string(proto::kDaemonStatus),
         [waits](const proto::StatusParams& p, Reply reply, Client&) { waits->answer(p, std::move(reply)); });
-  method("daemon/shutdown", shutdown);
-  method("mcp/list", mcp_list);
-  method("mcp/get", mcp_get);
-  method("mcp/tools", mcp_tools);
-  method("mcp/add", mcp_add);
-  method("mcp/remove", mcp_remove);
-  method("mcp/reconnect", mcp_reconnect);
-  method("mcp/subscribe", mcp_subscribe);
-  method("mcp/unsubscribe", mcp_unsubscribe);
-  method("consent/approve", consent_approve);
-  method("consent/deny", consent_deny);
-  method("tools/call", tools_call);
-  method("session/open", session_open);
-  method("permissions/list", permissions_list);
-  method("permissions/allow", permissions_allow);
-  method("permissions/deny", permissions_deny);
-  method("permissions/remove", permissions_remove);
-  method("permissions/judge", permissions_judge);
-  method("browser/status", browser_status);
-  method("browser/start", browser_start);
-  method("browser/stop", browser_stop);
+  method(proto::kDaemonShutdown, shutdown);
+  method(proto::kMcpList, mcp_list);
+  method(proto::kMcpGet, mcp_get);
+  method(proto::kMcpTools, mcp_tools);
+  method(proto::kMcpAdd, mcp_add);
+  method(proto::kMcpRemove, mcp_remove);
+  method(proto::kMcpReconnect, mcp_reconnect);
+  method(proto::kMcpSubscribe, mcp_subscribe);
+  method(proto::kMcpUnsubscribe, mcp_unsubscribe);
+  method(proto::kConsentApprove, consent_approve);
+  method(proto::kConsentDeny, consent_deny);
+  method(proto::kToolsCall, tools_call);
+  method(proto::kSessionOpen, session_open);
+  method(proto::kPermissionsList, permissions_list);
+  method(proto::kPermissionsAllow, permissions_allow);
+  method(proto::kPermissionsDeny, permissions_deny);
+  method(proto::kPermissionsRemove, permissions_remove);
+  method(proto::kPermissionsJudge, permissions_judge);
+  method(proto::kBrowserStatus, browser_status);
+  method(proto::kBrowserStart, browser_start);
+  method(proto::kBrowserStop, browser_stop);
   // The agent (daemon/agent_service.h): its turns run on threads of their own.
   r.add(std::string(proto::kAgentOpen),
         [&s](const proto::AgentOpenParams& p, Reply reply, Client& c) { s.agents().open(p, std::move(reply), c); });

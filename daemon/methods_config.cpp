@@ -11,6 +11,7 @@
 #include "daemon/config_write.h"
 #include "daemon/connectors.h"
 #include "daemon/server.h"
+#include "proto/mcp_results.h"
 
 #include <boost/json.hpp>
 
@@ -111,7 +112,7 @@ void mcp_add(Server& s, const proto::McpAddParams& p, Reply reply, Client& clien
   auto def = check_definition(p.name, p.definition);
   if (!def) {
     return reply.fail(
-        error_of(ErrorCode::kInvalidParams, "invalid_definition", def.error().message, "params.definition"));
+        error_of(ErrorCode::kInvalidParams, proto::kind::kInvalidDefinition, def.error().message, "params.definition"));
   }
   s.connectors().refresh(client.env, root, Connectors::Restart::kMay);  // knows the user's file path for this client
   std::string path = p.project ? root + "/.mcp.json" : user_mcp_config_path(client.env);
@@ -133,8 +134,8 @@ void added(Server& s, const std::shared_ptr<Reply>& reply, const proto::McpAddPa
   if (!out) {
     const auto& e = out.error();
     ErrorCode code = e.kind == "io" ? ErrorCode::kInternal : ErrorCode::kInvalidParams;
-    return reply->fail(error_of(code, e.kind == "invalid" ? "invalid_definition" : e.kind, e.message,
-                                e.kind == "exists" ? "params.name" : ""));
+    return reply->fail(error_of(code, e.kind == "invalid" ? std::string(proto::kind::kInvalidDefinition) : e.kind,
+                                e.message, e.kind == "exists" ? "params.name" : ""));
   }
   if (!out->warning.empty()) log::warn("{}", out->warning);
   log::info("connector {} {} in {}", p.name, out->replaced ? "replaced" : "added", path);
