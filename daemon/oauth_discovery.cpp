@@ -199,6 +199,35 @@ std::string query_param(std::string_view name, std::string_view value) {
   return fmt::format("{}={}", name, urls::encode(value, urls::unreserved_chars));
 }
 
+// One key or value of an application/x-www-form-urlencoded query (RFC 6749 appendix B): '+' is
+// a space, %XX a byte; nullopt when an escape is broken or the text holds a byte a URL cannot.
+std::optional<std::string> form_decode(std::string_view s) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '+') {
+      out += ' ';
+    } else if (c == '%') {
+      int hi = i + 1 < s.size() ? hex(s[i + 1]) : -1, lo = i + 2 < s.size() ? hex(s[i + 2]) : -1;
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '#' || c == '"') {
+      return std::nullopt;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<BearerChallenge> parse_bearer_challenge(std::string_view header) {
@@ -402,27 +431,32 @@ boost::system::result<std::string, std::string> authorization_url(const AuthServ
 boost::system::result<std::string, std::string> check_redirect(std::string_view query,
                                                                const RedirectExpectation& expected) {
   if (!query.empty() && query.front() == '?') query.remove_prefix(1);
-  auto parsed = urls::parse_query(query);
-  if (!parsed)
-    return {in_place_error,
-            "The address the login came back to is not a valid URL query; start the login again "
-            "and paste the whole address the browser shows"};
+  // Split and decoded here rather than with Boost.URL's params_view, whose decoding constructor
+  // the shared libboost_url of Boost 1.81 does not export.
   std::optional<std::string> code, state, iss, error, description;
-  urls::encoding_opts opt;
-  opt.space_as_plus = true;  // application/x-www-form-urlencoded (RFC 6749 appendix B)
-  for (auto p : urls::params_view(*parsed, opt)) {
+  for (std::string_view rest = query; !rest.empty();) {
+    std::string_view pair = rest.substr(0, rest.find('&'));
+    rest.remove_prefix(std::min(rest.size(), pair.size() + 1));
+    if (pair.empty()) continue;
+    std::size_t eq = pair.find('=');
+    auto key = form_decode(pair.substr(0, eq));
+    auto value = form_decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+    if (!key || !value)
+      return {in_place_error,
+              "The address the login came back to is not a valid URL query; start the login again "
+              "and paste the whole address the browser shows"};
     auto take = [&](std::optional<std::string>& field) {
-      if (!field) field = p.has_value ? p.value : std::string();
+      if (!field) field = std::move(*value);
     };
-    if (p.key == "code")
+    if (*key == "code")
       take(code);
-    else if (p.key == "state")
+    else if (*key == "state")
       take(state);
-    else if (p.key == "iss")
+    else if (*key == "iss")
       take(iss);
-    else if (p.key == "error")
+    else if (*key == "error")
       take(error);
-    else if (p.key == "error_description")
+    else if (*key == "error_description")
       take(description);
   }
   // The state first: a redirect that is not this login's answers nothing about it.
