@@ -11,6 +11,7 @@
 #include "daemon/config_write.h"
 #include "daemon/connectors.h"
 #include "daemon/server.h"
+#include "proto/mcp_api.h"
 #include "proto/mcp_results.h"
 
 #include <boost/json.hpp>
@@ -70,7 +71,7 @@ namespace {
 
 void consent_decide(Server& s, const proto::ConsentParams& p, bool approve, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
-  if (root.empty()) return reply.fail(needs_folder(approve ? "consent/approve" : "consent/deny"));
+  if (root.empty()) return reply.fail(needs_folder(approve ? proto::kConsentApprove : proto::kConsentDeny));
   if (approve && p.sha256.empty()) {
     // Consent is to what the user saw: the hash from mcp/get or mcp/list, never "whatever is there now".
     return reply.fail(error_of(ErrorCode::kInvalidParams, proto::kind::kInvalidParams,
@@ -108,7 +109,7 @@ void consent_deny(Server& s, const proto::ConsentParams& p, Reply reply, Client&
 
 void mcp_add(Server& s, const proto::McpAddParams& p, Reply reply, Client& client) {
   std::string root = request_root(p.cwd, client);
-  if (p.project && root.empty()) return reply.fail(needs_folder("mcp/add with project"));
+  if (p.project && root.empty()) return reply.fail(needs_folder(std::string(proto::kMcpAdd) + " with project"));
   auto def = check_definition(p.name, p.definition);
   if (!def) {
     return reply.fail(
