@@ -593,6 +593,9 @@ TEST_F(ConnectorFaults, ACommandThatIsNotExecutableIsNotInstalled) {
 
 TEST_F(ConnectorFaults, ReconnectOfOneWaitsForALoginAndOfAllTheUsualTime) {
   write_config(stdio("one", FAKE_MCP_SERVER, {"ok", home.root()}));
+  // Running first, from the daemon's own start: its program has written its pid before the
+  // reconnect's does (else the program a reconnect replaces may write its pid after the new one).
+  ASSERT_EQ(entry("one").at("state"), json::value("running"));
   ASSERT_EQ(oppx({"mcp", "reconnect", "one"}).exit_code, 0);
   EXPECT_NE(home.read_log().find("connector one: starting (start timeout 180 s)"), std::string::npos);
   // A program that stops after that is started again by oppx in the usual time, not the login's.
