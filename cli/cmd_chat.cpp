@@ -12,6 +12,7 @@
 #include "cli/agent_setup.h"
 #include "cli/browser.h"
 #include "cli/chat_front.h"
+#include "cli/connector_watcher.h"
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/line_editor.h"
@@ -88,110 +89,13 @@ std::vector<std::string> words(const std::string& line) {
   return w;
 }
 
-// A second connection subscribed to the daemon's mcp/changed: a connector that went down (with
-// its steps), came back or changed its tool list becomes a notice, shown at once at the prompt
-// (or after the turn), and the tool list is read again before the next turn.
-class Watcher {
- public:
-  explicit Watcher(const std::string& socket) {
-    auto c = connect_daemon(socket, Start::kNever);
-    if (!c) return;
-    client_.emplace(std::move(c->client));
-    auto r = client_->call(proto::kMcpSubscribe, json::object{}, kCallTimeout);
-    if (!r) return;
-    if (auto list = proto::decode<proto::McpListResult>(*r)) {
-      for (const auto& c : list->connectors) state_[c.name] = c.state;
-    }
-    thread_ = std::thread([this] { run(); });
-  }
-  ~Watcher() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  // What a connector's change is worth saying: a warning when it went down, else a line.
-  struct Notice {
-    std::string name;
-    bool down = false;
-    std::string text;
-    std::string shown() const { return down ? warning_text(text, terminal_columns()) : "  " + escape_controls(text); }
-  };
-  std::vector<Notice> take() {
-    std::lock_guard l(m_);
-    return std::exchange(notices_, {});
-  }
-  bool changed() { return changed_.exchange(false); }
-  // These connectors' start was said already: their notice, queued or next, is dropped.
-  void said(const std::vector<std::string>& names) {
-    std::lock_guard l(m_);
-    for (const auto& name : names) {
-      auto queued =
-          std::find_if(notices_.begin(), notices_.end(), [&](const Notice& n) { return n.name == name && !n.down; });
-      if (queued != notices_.end()) {
-        notices_.erase(queued);
-      } else {
-        said_.insert(name);
-      }
-    }
-  }
-
- private:
-  void run() {
-    while (!stop_) {
-      auto line = client_->read_line(std::chrono::milliseconds(200));
-      if (!line) {
-        if (line.error() == SyncClient::ReadFailure::kTimeout) continue;
-        return;  // the daemon went away; the next command says so
-      }
-      boost::system::error_code ec;
-      json::value v = json::parse(*line, ec);
-      const json::object* o = ec ? nullptr : v.if_object();
-      const json::value* method = o ? o->if_contains("method") : nullptr;
-      if (!method || !method->is_string() || method->get_string() != proto::kMcpChanged || !o->contains("params"))
-        continue;
-      if (auto entry = proto::decode<proto::ConnectorEntry>(o->at("params"))) note(*entry);
-    }
-  }
-  void note(const proto::ConnectorEntry& c) {
-    std::string was = state_[c.name];
-    const std::string& name = c.name;
-    const std::string& state = c.state;
-    state_[name] = state;
-    std::string text;
-    if (state == "failed" || state == "stopped") {
-      if (was == state) return;
-      text = fmt::format("{} is down: {}", name, c.reason);
-      int i = 0;
-      for (const auto& step : c.steps) text += fmt::format("\n    {}. {}", ++i, step);
-    } else if (state == "running" && was != "running") {
-      text = fmt::format("{} is {} ({})", name, was == "failed" || was == "stopped" ? "back" : "running",
-                         counted(c.tool_count, "tool", "tools"));
-    } else if (state == "running" && c.tools_changed.value_or(false)) {
-      text = fmt::format("{} changed its tool list ({})", name, counted(c.tool_count, "tool", "tools"));
-    } else if (state == "removed") {
-      text = fmt::format("{} was removed", name);
-    } else {
-      return;
-    }
-    changed_ = true;
-    std::lock_guard l(m_);
-    if (said_.erase(name) == 0) notices_.push_back({name, state == "failed" || state == "stopped", text});
-  }
-  std::optional<SyncClient> client_;
-  std::map<std::string, std::string> state_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false}, changed_{false};
-  std::mutex m_;
-  std::vector<Notice> notices_;
-  std::set<std::string> said_;
-};
-
 struct Chat {
   Context& ctx;
   AgentClient& agent;
   ChatFront& front;
   LineEditor& editor;
   std::string cwd;
-  std::unique_ptr<Watcher> watcher;
+  std::unique_ptr<ConnectorWatcher> watcher;
 
   // `said`: connectors whose going down the turn has told already.
   void show_notices(const std::vector<std::string>& said = {}) {
@@ -251,7 +155,7 @@ struct Chat {
       warn("could not connect again: " + why + "; the next message tries again");
       return false;
     }
-    watcher = std::make_unique<Watcher>(agent.socket());
+    watcher = std::make_unique<ConnectorWatcher>(agent.socket());
     watcher->take();
     fmt::print("  connected again; the conversation goes on{}\n",
                agent.state().conversation.empty() ? " (nothing was saved yet: a new one)" : "");
@@ -765,7 +669,7 @@ int chat_command(Context& ctx) {
   Chat chat{ctx, agent, front, editor, cwd, nullptr};
   // Subscribed once the agent has listed the connectors: what comes, goes or changes after it is
   // heard of, and its tools are read again before the next request.
-  chat.watcher = std::make_unique<Watcher>(ctx.socket);
+  chat.watcher = std::make_unique<ConnectorWatcher>(ctx.socket);
   chat.watcher->take();  // the welcome says what the listing has
   chat.welcome();
   for (const auto& n : opened->notices) chat.warn(n);
