@@ -89,8 +89,8 @@ boost::system::result<std::vector<proto::AgentConversation>, AgentClient::Failur
 }
 
 boost::system::result<proto::AgentOpenResult, AgentClient::Failure> AgentClient::open() {
-  // A connection of its own each time: a second open on one would replace the agent anyway, and a
-  // reconnect needs a new one.
+  // A new connection for every open but the first (which may use the one conversations() made):
+  // one that is being replaced, or that the daemon closed, is not reused.
   if (!conn_ || !alive() || opened_once_) {
     if (auto failed = connect()) return *failed;
   }
@@ -110,7 +110,6 @@ boost::system::result<proto::AgentOpenResult, AgentClient::Failure> AgentClient:
   }
   auto info = proto::decode<proto::AgentOpenResult>(*opened);
   if (!info) return Failure{"the daemon's answer to agent/open could not be read: " + info.error(), kExitFailed};
-  if (std::string why = update(); !why.empty()) return Failure{why, kExitNoDaemon};
   return std::move(*info);
 }
 
@@ -206,6 +205,7 @@ std::string AgentClient::reconnect() {
   if (!was.mode.empty()) params_.mode = was.mode;
   auto opened = open();
   if (!opened) return opened.error().message;
+  if (std::string why = update(); !why.empty()) return why;
   proto::AgentStateParams same;
   if (!was.sandbox.empty() && (was.sandbox != state_.sandbox || was.network != state_.network)) {
     same.sandbox = was.sandbox;

@@ -42,7 +42,7 @@ class AgentClient {
   AgentClient(const AgentClient&) = delete;  // its connection's handlers hold `this`
   AgentClient& operator=(const AgentClient&) = delete;
 
-  // Connects (starting a daemon when none runs) and opens the agent; state() is read after it.
+  // Connects (starting a daemon when none runs) and opens the agent; state() is not read (update()).
   boost::system::result<proto::AgentOpenResult, Failure> open();
   // This folder's saved conversations, the newest first (connecting first when it is not).
   boost::system::result<std::vector<proto::AgentConversation>, Failure> conversations(std::int64_t limit);

@@ -665,6 +665,10 @@ int chat_command(Context& ctx) {
     }
     return opened.error().exit_code;
   }
+  if (std::string why = agent.update(); !why.empty()) {
+    fmt::print(stderr, "oppx: the agent in the daemon did not answer: {}\n", escape_controls(why));
+    return kExitNoDaemon;
+  }
   agent_seen = &agent;
   Chat chat{ctx, agent, front, editor, cwd, nullptr};
   // Subscribed once the agent has listed the connectors: what comes, goes or changes after it is
