@@ -165,7 +165,43 @@ ConnectorDef unusable(std::string_view name, const json::value& v, std::string w
   return d;
 }
 
+// "oauth": {"clientId": "…", "clientSecret": "${VAR}", "scopes": ["…"], "callbackPort": N}
+boost::system::result<OAuthDef, std::string> parse_oauth(const json::value& v, const std::string& where) {
+  using Result = boost::system::result<OAuthDef, std::string>;
+  auto bad = [](std::string why) { return Result(boost::system::in_place_error, std::move(why)); };
+  if (!v.is_object()) return bad(where + ": expected an object");
+  OAuthDef out;
+  for (auto& [key, value] : v.as_object()) {
+    std::string at = fmt::format("{}.{}", where, std::string_view(key));
+    if (key == "clientId" || key == "clientSecret") {
+      if (!value.is_string() || value.as_string().empty()) return bad(at + ": expected a non-empty string");
+      (key == "clientId" ? out.client_id : out.client_secret) = std::string(value.as_string());
+    } else if (key == "scopes") {
+      if (!value.is_array()) return bad(at + ": expected an array of strings");
+      for (auto& s : value.as_array()) {
+        if (!s.is_string() || s.as_string().empty() || s.as_string().find(' ') != json::string::npos)
+          return bad(at + ": expected an array of scope names (strings without spaces)");
+        out.scopes.emplace_back(s.as_string());
+      }
+    } else if (key == "callbackPort") {
+      if (!value.is_int64() || value.as_int64() < 1 || value.as_int64() > 65535)
+        return bad(at + ": expected a port number (1 to 65535)");
+      out.callback_port = static_cast<int>(value.as_int64());
+    } else {
+      return bad(fmt::format("{}: unknown key; use clientId, clientSecret, scopes or callbackPort", at));
+    }
+  }
+  if (!out.client_secret.empty() && out.client_id.empty()) return bad(where + ".clientSecret: given without clientId");
+  return out;
+}
+
 }  // namespace
+
+bool logs_in_with_oauth(const ConnectorDef& def) {
+  if (def.kind != ConnectorDef::Kind::kHttp) return false;
+  return std::none_of(def.headers.begin(), def.headers.end(),
+                      [](const auto& h) { return lower(h.first) == "authorization"; });
+}
 
 boost::system::result<ConnectorDef, EntryError> parse_mcp_entry(std::string_view name, const json::value& v) {
   const std::string where = fmt::format("mcpServers.{}", name);
@@ -193,6 +229,11 @@ boost::system::result<ConnectorDef, EntryError> parse_mcp_entry(std::string_view
       auto headers = string_map(*h, where + ".headers");
       if (!headers) return EntryError{headers.error()};
       d.headers = std::move(*headers);
+    }
+    if (auto* a = o.if_contains("oauth")) {
+      auto oauth = parse_oauth(*a, where + ".oauth");
+      if (!oauth) return EntryError{oauth.error()};
+      d.oauth = std::move(*oauth);
     }
     return d;
   }
@@ -503,6 +544,8 @@ std::vector<std::string> referenced_variables(const ConnectorDef& def) {
   for (auto& [k, v] : def.env) scan(v);
   scan(def.url);
   for (auto& [k, v] : def.headers) scan(v);
+  scan(def.oauth.client_id);
+  scan(def.oauth.client_secret);
   return names;
 }
 

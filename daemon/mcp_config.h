@@ -17,6 +17,16 @@ namespace oppx::daemon {
 using EnvMap = std::map<std::string, std::string, std::less<>>;
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 
+// An HTTP connector's "oauth" block (as the peers' configs write it): a client registered with the
+// server beforehand, the scopes to ask for, the loopback port its redirect comes back to. Without
+// it, oppx finds the rest on the server (daemon/oauth.h).
+struct OAuthDef {
+  std::string client_id;      // "clientId": empty: oppx registers itself
+  std::string client_secret;  // "clientSecret": as written (normally a ${VAR}), expanded at login
+  std::vector<std::string> scopes;
+  int callback_port = 0;  // "callbackPort": 0: any free port
+};
+
 struct ConnectorDef {
   enum class Kind { kStdio, kHttp };
   std::string name;
@@ -26,6 +36,7 @@ struct ConnectorDef {
   Pairs env;
   std::string url;
   Pairs headers;
+  OAuthDef oauth;
   std::string cwd;        // "cwd" as written: a stdio program's folder, relative to the file's
   bool disabled = false;  // "disabled": true (as in Claude Desktop and Cline): it never starts
   // Why oppx cannot use the entry ("<file>:<line>:<col>: mcpServers.x.type: …") and what to do
@@ -37,6 +48,10 @@ struct ConnectorDef {
 
   bool never_starts() const { return disabled || !unsupported.empty(); }
 };
+
+// An HTTP connector without an Authorization header of its own logs in with OAuth when its
+// server asks for a login.
+bool logs_in_with_oauth(const ConnectorDef& def);
 
 // "/a/./b/../c" as "/a/c", without asking the file system (a symlink is not followed).
 std::string normal_path(std::string_view path);

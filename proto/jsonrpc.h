@@ -50,6 +50,9 @@ inline constexpr std::string_view kConfig = "config";               // its defin
 inline constexpr std::string_view kUnsupported = "unsupported";     // a transport oppx does not speak
 inline constexpr std::string_view kLogin = "login";                 // 401/403, "unauthorized", "token expired"
 inline constexpr std::string_view kUnreachable = "unreachable";     // connect refused, DNS, TLS, no route
+// An OAuth server's 403 insufficient_scope: the call needs a wider login (a step-up) than the one
+// given; only that call fails, and a new login with the wider scope lets it be repeated.
+inline constexpr std::string_view kStepUp = "step_up";
 // A client refused at the daemon's descriptor limit (a null id, then the connection closes).
 inline constexpr std::string_view kTooManyOpenFiles = "too_many_open_files";
 }  // namespace kind

@@ -30,6 +30,49 @@ Decoded<McpReconnectParams> decode(const json::value& v, std::type_identity<McpR
   return finish(r, std::move(p));
 }
 
+Decoded<McpLoginParams> decode(const json::value& v, std::type_identity<McpLoginParams>) {
+  FieldReader r(v, "params");
+  McpLoginParams p;
+  p.name = r.string("name", true).value_or("");
+  p.cwd = r.absolute_path("cwd");
+  return finish(r, std::move(p));
+}
+
+Decoded<McpLoginStart> decode(const json::value& v, std::type_identity<McpLoginStart>) {
+  FieldReader r(v, "result");
+  McpLoginStart s;
+  s.login = r.string("login", true).value_or("");
+  s.url = r.string("url", true).value_or("");
+  s.redirect_uri = r.string("redirect_uri", true).value_or("");
+  s.issuer = r.string("issuer", false).value_or("");
+  s.scope = r.string("scope", false).value_or("");
+  s.expires_in = r.integer("expires_in", false).value_or(0);
+  return finish(r, std::move(s));
+}
+
+Decoded<McpLoginWaitParams> decode(const json::value& v, std::type_identity<McpLoginWaitParams>) {
+  FieldReader r(v, "params");
+  McpLoginWaitParams p;
+  p.login = r.string("login", true).value_or("");
+  return finish(r, std::move(p));
+}
+
+Decoded<McpLoginRedirectParams> decode(const json::value& v, std::type_identity<McpLoginRedirectParams>) {
+  FieldReader r(v, "params");
+  McpLoginRedirectParams p;
+  p.login = r.string("login", true).value_or("");
+  p.url = r.string("url", true).value_or("");
+  return finish(r, std::move(p));
+}
+
+Decoded<McpLogoutResult> decode(const json::value& v, std::type_identity<McpLogoutResult>) {
+  FieldReader r(v, "result");
+  McpLogoutResult out;
+  out.name = r.string("name", true).value_or("");
+  out.forgotten = r.integer("forgotten", false).value_or(0);
+  return finish(r, std::move(out));
+}
+
 Decoded<McpGetParams> decode(const json::value& v, std::type_identity<McpGetParams>) {
   FieldReader r(v, "params");
   McpGetParams p;
@@ -107,6 +150,32 @@ void tag_invoke(json::value_from_tag, json::value& jv, const McpReconnectParams&
   put_if_set(o, "name", v.name);
   put_if_set(o, "cwd", v.cwd);
   jv = std::move(o);
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const McpLoginParams& v) {
+  json::object o{{"name", v.name}};
+  put_if_set(o, "cwd", v.cwd);
+  jv = std::move(o);
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const McpLoginStart& v) {
+  json::object o{{"login", v.login}, {"url", v.url}, {"redirect_uri", v.redirect_uri}};
+  put_if_set(o, "issuer", v.issuer);
+  put_if_set(o, "scope", v.scope);
+  o["expires_in"] = v.expires_in;
+  jv = std::move(o);
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const McpLoginWaitParams& v) {
+  jv = json::object{{"login", v.login}};
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const McpLoginRedirectParams& v) {
+  jv = json::object{{"login", v.login}, {"url", v.url}};
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const McpLogoutResult& v) {
+  jv = json::object{{"name", v.name}, {"forgotten", v.forgotten}};
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const McpGetParams& v) {

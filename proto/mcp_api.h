@@ -34,6 +34,33 @@ struct McpReconnectParams {
   std::string name;  // empty: every connector
   std::string cwd;
 };
+// mcp/login: starts the OAuth login of connector `name`; mcp/logout forgets its tokens.
+struct McpLoginParams {
+  std::string name, cwd;
+};
+// What the user's browser opens, and where its redirect comes back (mcp/login's result).
+struct McpLoginStart {
+  std::string login;            // names it to mcp/login/wait and mcp/login/redirect
+  std::string url;              // the authorization URL
+  std::string redirect_uri;     // http://127.0.0.1:<port>/callback
+  std::string issuer;           // the authorization server
+  std::string scope;            // asked for (empty: none)
+  std::int64_t expires_in = 0;  // seconds the login waits for the redirect
+};
+// mcp/login/wait: answers once the login ended (an McpListResult of the connector, as after
+// mcp/reconnect), or fails with kind login and why.
+struct McpLoginWaitParams {
+  std::string login;
+};
+// mcp/login/redirect: the address the browser was sent to, pasted by the user (the browser is on
+// another machine); the waiting mcp/login/wait then ends with it.
+struct McpLoginRedirectParams {
+  std::string login, url;
+};
+struct McpLogoutResult {
+  std::string name;
+  std::int64_t forgotten = 0;  // tokens forgotten
+};
 struct McpGetParams {
   std::string name, cwd;
   bool show_values = false;  // values as written in the file, unmasked
@@ -62,6 +89,11 @@ struct ToolsCallParams {
 Decoded<McpListParams> decode(const boost::json::value& v, std::type_identity<McpListParams>);
 Decoded<McpToolsParams> decode(const boost::json::value& v, std::type_identity<McpToolsParams>);
 Decoded<McpReconnectParams> decode(const boost::json::value& v, std::type_identity<McpReconnectParams>);
+Decoded<McpLoginParams> decode(const boost::json::value& v, std::type_identity<McpLoginParams>);
+Decoded<McpLoginStart> decode(const boost::json::value& v, std::type_identity<McpLoginStart>);
+Decoded<McpLoginWaitParams> decode(const boost::json::value& v, std::type_identity<McpLoginWaitParams>);
+Decoded<McpLoginRedirectParams> decode(const boost::json::value& v, std::type_identity<McpLoginRedirectParams>);
+Decoded<McpLogoutResult> decode(const boost::json::value& v, std::type_identity<McpLogoutResult>);
 Decoded<McpGetParams> decode(const boost::json::value& v, std::type_identity<McpGetParams>);
 Decoded<McpAddParams> decode(const boost::json::value& v, std::type_identity<McpAddParams>);
 Decoded<McpRemoveParams> decode(const boost::json::value& v, std::type_identity<McpRemoveParams>);
@@ -71,6 +103,11 @@ Decoded<ToolsCallParams> decode(const boost::json::value& v, std::type_identity<
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpListParams& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpToolsParams& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpReconnectParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpLoginParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpLoginStart& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpLoginWaitParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpLoginRedirectParams& v);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpLogoutResult& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpGetParams& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpAddParams& v);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const McpRemoveParams& v);
@@ -86,6 +123,10 @@ inline constexpr std::string_view kMcpAdd = "mcp/add";
 inline constexpr std::string_view kMcpRemove = "mcp/remove";
 inline constexpr std::string_view kMcpReconnect = "mcp/reconnect";
 inline constexpr std::string_view kMcpSubscribe = "mcp/subscribe";
+inline constexpr std::string_view kMcpLogin = "mcp/login";
+inline constexpr std::string_view kMcpLoginWait = "mcp/login/wait";
+inline constexpr std::string_view kMcpLoginRedirect = "mcp/login/redirect";
+inline constexpr std::string_view kMcpLogout = "mcp/logout";
 inline constexpr std::string_view kMcpUnsubscribe = "mcp/unsubscribe";
 inline constexpr std::string_view kConsentApprove = "consent/approve";
 inline constexpr std::string_view kConsentDeny = "consent/deny";

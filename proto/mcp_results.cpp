@@ -31,6 +31,26 @@ void tag_invoke(json::value_from_tag, json::value& jv, const RunFile& v) {
   jv = json::object{{"path", v.path}, {"sha256", v.sha256}};
 }
 
+Decoded<LoginState> decode(const json::value& v, std::type_identity<LoginState>) {
+  FieldReader r(v, "result");
+  LoginState l;
+  l.logged_in = r.boolean("logged_in", true).value_or(false);
+  l.issuer = r.string("issuer", false).value_or("");
+  l.expires_at = r.integer("expires_at", false).value_or(0);
+  l.refreshes = r.boolean("refreshes", false).value_or(false);
+  l.scope = r.string("scope", false).value_or("");
+  return finish(r, std::move(l));
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, const LoginState& v) {
+  json::object o{{"logged_in", v.logged_in}};
+  put_if_set(o, "issuer", v.issuer);
+  if (v.expires_at) o["expires_at"] = v.expires_at;
+  if (v.logged_in) o["refreshes"] = v.refreshes;
+  put_if_set(o, "scope", v.scope);
+  jv = std::move(o);
+}
+
 Decoded<ConnectorEntry> decode(const json::value& v, std::type_identity<ConnectorEntry>) {
   FieldReader r(v, "result");
   ConnectorEntry c;
@@ -71,6 +91,7 @@ Decoded<ConnectorEntry> decode(const json::value& v, std::type_identity<Connecto
   c.pid = r.integer("pid", false).value_or(0);
   if (auto hides = r.nested<ConnectorEntry>("hides")) c.hides = std::make_shared<const ConnectorEntry>(*hides);
   c.tools_changed = r.boolean("tools_changed", false);
+  c.login = r.nested<LoginState>("login");
   return finish(r, std::move(c));
 }
 
@@ -114,6 +135,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const ConnectorEntry& v) 
   if (v.pid) o["pid"] = v.pid;
   if (v.hides) o["hides"] = json::value_from(*v.hides);
   if (v.tools_changed) o["tools_changed"] = *v.tools_changed;
+  if (v.login) o["login"] = json::value_from(*v.login);
   jv = std::move(o);
 }
 

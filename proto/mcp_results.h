@@ -28,6 +28,17 @@ struct RunFile {
 
 // One connector: an mcp/list entry, the answer of mcp/get, mcp/tools and consent/…, and the
 // params of mcp/changed.
+// An OAuth connector's login as mcp/list and mcp/get show it: never the token itself.
+struct LoginState {
+  bool logged_in = false;
+  std::string issuer;           // the authorization server that issued it
+  std::int64_t expires_at = 0;  // Unix seconds; 0: not said
+  bool refreshes = false;       // it has a refresh token: oppxd renews it before it expires
+  std::string scope;
+};
+Decoded<LoginState> decode(const boost::json::value& v, std::type_identity<LoginState>);
+void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, const LoginState& v);
+
 struct ConnectorEntry {
   std::string name;
   std::string source;  // user | project | browser
@@ -59,6 +70,7 @@ struct ConnectorEntry {
   std::int64_t pid = 0;                         // the session's browser: its server's pid
   std::shared_ptr<const ConnectorEntry> hides;  // mcp/get: the repository's one this one hides
   std::optional<bool> tools_changed;            // mcp/changed: its tool list changed
+  std::optional<LoginState> login;              // http: it logs in with OAuth (no Authorization header)
 
   bool is_project() const { return source == "project"; }
 };
