@@ -41,6 +41,8 @@ std::string_view state_name(ConnectorState s) {
       return "running";
     case ConnectorState::kFailed:
       return "failed";
+    case ConnectorState::kLogin:
+      return "login";
     case ConnectorState::kStopped:
       return "stopped";
     case ConnectorState::kWaiting:
@@ -74,12 +76,12 @@ std::chrono::milliseconds unreachable_retry() {
 // A call that lost its program waits this long for the exit (and its reason) before answering.
 constexpr auto kExitWait = std::chrono::seconds(5);
 
+}  // namespace
+
 std::string duration_text(std::chrono::milliseconds limit) {
   auto ms = limit.count();
   return ms % 1000 ? fmt::format("{} ms", ms) : fmt::format("{} s", ms / 1000);
 }
-
-}  // namespace
 
 proto::RpcError start_outlasted_call(const std::string& connector, std::chrono::milliseconds limit) {
   auto e = RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
@@ -233,6 +235,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       kind = std::move(d.kind);
       steps = std::move(d.steps);
       log::warn("connector {}: {}", def.name, reason);
+      if (kind == proto::kind::kLogin && logs_in_with_oauth(def)) state = ConnectorState::kLogin;
     } else {
       reason = std::move(why);
       kind = std::string(k);
@@ -391,7 +394,8 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   // Its program stopped on its own: the reason from its exit status and last stderr lines, and
   // a restart with backoff unless it is given up on.
   void program_stopped(ProgramStop stop) {
-    if (state == ConnectorState::kStopped || state == ConnectorState::kWaiting || state == ConnectorState::kFailed)
+    if (state == ConnectorState::kStopped || state == ConnectorState::kWaiting || state == ConnectorState::kFailed ||
+        state == ConnectorState::kLogin)
       return;
     const auto& status = stop.status;
     std::string how = !status            ? "its exit status could not be read"
@@ -565,7 +569,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
                   r.error().message);
       if (!r && r.error().kind == proto::kind::kDisconnected) return self->lost_during_call(pc, ro);
       if (!r) self->check_login(r.error());
-      if (!r && self->state == ConnectorState::kFailed) {
+      if (!r && (self->state == ConnectorState::kFailed || self->state == ConnectorState::kLogin)) {
         return finish(w, *pc,
                       self->down_error(fmt::format("{}.{} failed: {}", self->def.name, pc->tool, self->reason)));
       }

@@ -29,7 +29,9 @@ namespace oppx::daemon {
 
 // kWaiting: a repository's connector that has not been approved (daemon/consent.h); it never runs.
 // kDisabled ("disabled": true) and kUnsupported (an entry oppx cannot use) never run either.
-enum class ConnectorState { kStarting, kRunning, kFailed, kStopped, kWaiting, kDisabled, kUnsupported };
+// kLogin: an HTTP connector whose server wants an OAuth login (or a wider one) that only the
+// user can give (`oppx mcp login`); it is not started again until then.
+enum class ConnectorState { kStarting, kRunning, kFailed, kLogin, kStopped, kWaiting, kDisabled, kUnsupported };
 std::string_view state_name(ConnectorState s);
 
 // What stopped a connector, as the diagnosis names it (docs/protocol.md, `mcp/list`: reason_kind),
@@ -37,6 +39,8 @@ std::string_view state_name(ConnectorState s);
 // kUnsupported, kLogin, kUnreachable.
 
 inline constexpr std::chrono::milliseconds kStartTimeout{30'000};
+// "30 s", or "1500 ms" when not whole seconds: a limit as messages say it.
+std::string duration_text(std::chrono::milliseconds limit);
 // The start limit for a client's environment: OPPX_MCP_START_TIMEOUT_MS there, else kStartTimeout.
 std::chrono::milliseconds start_timeout(const EnvMap& env);
 // A duration in milliseconds from the variable `name` of a client's environment: `fallback` when

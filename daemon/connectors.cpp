@@ -80,12 +80,43 @@ Connectors::Connectors(boost::asio::io_context& io, std::string state_dir)
         return true;
       },
       [](bool) {});
+  oauth_ = std::make_unique<OAuth>(io_, state_dir_, &worker_);
+  oauth_->on_logged_in([this](const std::string& name) { logged_in(name); });
 }
 
 Connectors::~Connectors() { stop_all(); }
 
+// make_link, with the OAuth of the connector's URL for one that logs in.
+LinkFactory Connectors::link_factory() {
+  return [this](boost::asio::io_context& io, const ConnectorDef& def, const EnvMap& env, LinkContext context) {
+    context.auth_for = [this, def, env](const std::string& url) { return oauth_->auth_for(def, url, env); };
+    return make_link(io, def, env, std::move(context));
+  };
+}
+
+std::string Connectors::url_of(const Connector& c) const {
+  auto url = expand(c.def().url, c.last_env());
+  return url ? *url : std::string();
+}
+
+void Connectors::logged_in(const std::string& name) {
+  auto again = [this](Connector& c) {
+    if (c.state() == ConnectorState::kRunning || c.state() == ConnectorState::kWaiting ||
+        c.state() == ConnectorState::kStarting)
+      return;
+    const EnvMap& env = c.last_env();
+    envs_.start(c, env, start_timeout(env));
+  };
+  if (auto it = user_.connectors.find(name); it != user_.connectors.end()) again(*it->second);
+  for (auto& [root, repo] : repos_) {
+    auto it = repo.connectors.find(name);
+    if (it != repo.connectors.end() && !user_.connectors.contains(name)) again(*it->second);
+  }
+}
+
 // Shutting down: subscribers see the end of their stream, not a removal.
 void Connectors::stop_all() {
+  if (oauth_) oauth_->stop();
   for (auto& [name, c] : user_.connectors) removed(*c, false);
   user_.connectors.clear();
   for (auto& [root, repo] : repos_) {
@@ -165,7 +196,7 @@ void Connectors::replace_connectors(Source& src, const std::string& root) {
       next.emplace(def.name, it->second);
       continue;
     }
-    auto c = Connector::create(io_, def, log_path(def, root));
+    auto c = Connector::create(io_, def, log_path(def, root), link_factory());
     adopt(c, root);
     if (!root.empty()) c->hold(waiting_reason(def.name, root, Consent::kNone));
     next.emplace(def.name, c);
@@ -451,6 +482,9 @@ proto::ConnectorEntry Connectors::entry(const ConnectorDef& d, const Connector* 
   e.requests_waiting = c ? static_cast<std::int64_t>(c->calls_waiting()) : 0;
   e.tool_count = c ? static_cast<std::int64_t>(tools_of(*c, &e.cached).size()) : 0;
   if (d.kind == ConnectorDef::Kind::kHttp) {
+    if (c && logs_in_with_oauth(d)) {
+      if (std::string url = url_of(*c); !url.empty()) e.login = oauth_->state_of(url);
+    }
     e.url = as_written ? d.url : mask_url(d.url);
     for (auto& [k, v] : d.headers) e.headers[k] = value(v);
   } else {

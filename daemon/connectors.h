@@ -10,6 +10,7 @@
 #include "daemon/connector_env.h"
 #include "daemon/consent.h"
 #include "daemon/mcp_config.h"
+#include "daemon/oauth.h"
 #include "daemon/subscriptions.h"
 #include "daemon/tools_cache.h"
 #include "daemon/worker.h"
@@ -90,6 +91,11 @@ class Connectors {
   ConsentStore& consent() { return consent_; }
   // The daemon's thread for blocking work (worker.h), for the other stores that write through it.
   Worker& worker() { return worker_; }
+  // The OAuth logins of the connectors that log in (daemon/oauth.h).
+  OAuth& oauth() { return *oauth_; }
+  // The URL connector `c` was (or will be) started with, expanded for its last client; empty when
+  // a variable of it is unset.
+  std::string url_of(const Connector& c) const;
   // Where the user's connectors file is for this client (the last one read).
   const std::string& user_config_path() const { return user_.path; }
 
@@ -159,6 +165,9 @@ class Connectors {
   Subscriptions subscriptions_;
   std::map<const Connector*, Seen> seen_;  // erased when the connector is removed
   ConnectorEnv envs_;                      // the environment each one started with
+  std::unique_ptr<OAuth> oauth_;           // before the connectors go (stop_all) it stays
+  LinkFactory link_factory();
+  void logged_in(const std::string& name);  // starts the connectors of that name waiting for it
 };
 
 }  // namespace oppx::daemon

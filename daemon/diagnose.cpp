@@ -92,7 +92,11 @@ std::string file_or_default(const ConnectorDef& def) { return def.file.empty() ?
 
 // The step that saves a new literal token in an HTTP connector's definition: the add line, or,
 // when it cannot be written without losing a value (the URL's own secret too), an edit of the file.
-std::string new_token_step(const ConnectorDef& def, const std::pair<std::string, std::string>* h) {
+// `alternative`: said after the OAuth login step, as the other way in.
+std::string new_token_step(const ConnectorDef& def, const std::pair<std::string, std::string>* h,
+                           bool alternative = false) {
+  const char* no_token = alternative ? "Or, if its service gives you a token instead"
+                                     : "It asks for a login but sends no token: get one from its service";
   std::string header = h ? h->first : "Authorization";
   std::string scheme = "Bearer ";
   if (h) {
@@ -103,10 +107,8 @@ std::string new_token_step(const ConnectorDef& def, const std::pair<std::string,
   std::string line = mask_url(def.url) == def.url ? add_line(def, def.url, h, token) : "";
   if (line.empty()) {
     if (!h) {
-      return fmt::format(
-          "It asks for a login but sends no token: get one from its service, add it as the header "
-          "Authorization of {} in {}, then run {}.",
-          def.name, file_or_default(def), reconnect(def));
+      return fmt::format("{}, add it as the header Authorization of {} in {}, then run {}.", no_token, def.name,
+                         file_or_default(def), reconnect(def));
     }
     return fmt::format(
         "Get a new token and put it in the header {} of {} in {} in place of the old one (edit only "
@@ -115,7 +117,12 @@ std::string new_token_step(const ConnectorDef& def, const std::pair<std::string,
   }
   if (!h) {
     line += " -H " + shell_word(token);
-    return "It asks for a login but sends no token: get one from its service and add it with `" + line + " --force`.";
+    return fmt::format("{} add it with `{} --force`.",
+                       alternative ? "Or, if its service gives you a token instead,"
+                                   : "It asks for a login but sends "
+                                     "no token: get one from its "
+                                     "service and",
+                       line);
   }
   return "Get a new token and save it in its definition: `" + line + " --force`.";
 }
@@ -153,6 +160,12 @@ std::vector<std::string> login_steps(const ConnectorDef& def, std::string_view l
           fmt::format("Its token is read from the environment variable {} (header {}): put a new token in {} "
                       "in the shell you run oppx from, then run {} from that shell.",
                       var, h->first, var, reconnect(def))};
+    }
+    if (logs_in_with_oauth(def)) {
+      return {fmt::format("Log in: run `oppx mcp login {0}` (in the chat: /mcp auth {0}); it opens the server's "
+                          "login page in your browser and waits 3 minutes for you to log in.",
+                          def.name),
+              new_token_step(def, h, true)};
     }
     return {new_token_step(def, h)};
   }

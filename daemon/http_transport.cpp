@@ -16,6 +16,7 @@
 #include "common/http_client.h"
 #include "common/log.h"
 #include "common/sse.h"
+#include "daemon/oauth_discovery.h"
 #include "common/text.h"
 #include "proto/jsonrpc.h"
 
@@ -104,6 +105,7 @@ struct HttpAsk {
   // tools/call (the tool may work long first), the server stream's GET and a stream's resumption
   // (a server may send their headers only with the next event).
   bool slow_first_byte = false;
+  std::string token;  // the OAuth token it carried (open() sets it)
 };
 
 // The session, shared by every exchange of one connector.
@@ -168,11 +170,16 @@ struct State : std::enable_shared_from_this<State> {
 
 // Opens one exchange with the MCP endpoint: the configured headers (to its origin only), the
 // session's, and the answer's headers read; the body is left for the caller.
-awaitable<Outcome<Answer>> open(std::shared_ptr<State> st, HttpAsk ask, Clock::time_point deadline) {
+awaitable<Outcome<Answer>> open(std::shared_ptr<State> st, HttpAsk& ask, Clock::time_point deadline) {
   http::Request req;
   req.method = ask.method;
   req.url = st->target.url;
   for (auto& [k, v] : st->opt.headers) req.headers.push_back({k, v, {}});
+  // A token goes only to the origin it was issued for: never after a redirect elsewhere.
+  if (st->opt.auth) {
+    ask.token = st->opt.auth->token();
+    if (!ask.token.empty()) req.headers.push_back({"Authorization", "Bearer " + ask.token, st->target.origin});
+  }
   req.headers.push_back(
       {"Accept", ask.method == "GET" ? "text/event-stream" : "application/json, text/event-stream", "*"});
   if (!ask.initialize && !st->session_id.empty())
@@ -269,7 +276,23 @@ bool take_messages(State& st, std::string_view text, AnswerSeen& w, bool deliver
   return true;
 }
 
-awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool deliver, bool may_reinit);
+awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool deliver, bool may_reinit,
+                                  bool may_reauth = true);
+
+// What the connector's OAuth says of a 401 or 403: whether to send the request again (with a new
+// token), and why not.
+awaitable<std::pair<bool, std::string>> ask_auth(std::shared_ptr<State> st, const Answer& a, std::string sent) {
+  HttpAuth::Refusal r{a.status, a.ex->head().header("WWW-Authenticate"), std::move(sent)};
+  auto verdict = std::make_shared<std::optional<std::pair<bool, std::string>>>();
+  auto woken = std::make_shared<asio::steady_timer>(st->io, Clock::time_point::max());
+  st->opt.auth->refused(std::move(r), [verdict, woken](bool again, std::string why) {
+    *verdict = std::make_pair(again, std::move(why));
+    woken->cancel();
+  });
+  if (!*verdict) (void)co_await woken->async_wait(kTuple);
+  if (st->stopped || !*verdict) co_return std::make_pair(false, std::string("the connector was stopped"));
+  co_return **verdict;
+}
 
 // A request that went out before its connection closed unanswered may have run, and its
 // error says so (whatever came after: a refused new connection reads as if it never arrived).
@@ -404,7 +427,8 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Answer
 
 // One message out and its whole answer in. `deliver` false: the answer is consumed here (the
 // re-initialize that the peer never sees).
-awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool deliver, bool may_reinit) {
+awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool deliver, bool may_reinit,
+                                  bool may_reauth) {
   auto deadline = Clock::now() + st->opt.timeouts.total;
   HttpAsk ask;
   ask.body = m.text;
@@ -451,6 +475,14 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool del
       co_return fail("protocol",
                      fmt::format("{} forgot the session (HTTP {}) and starting a new one failed", origin, a.status),
                      a.status);
+    }
+    if ((a.status == 401 || a.status == 403) && st->opt.auth) {
+      auto verdict = co_await ask_auth(st, a, ask.token);
+      if (verdict.first && may_reauth) co_return co_await exchange(st, std::move(m), deliver, may_reinit, false);
+      auto challenge = oauth::parse_bearer_challenge(a.ex->head().header("WWW-Authenticate"));
+      bool step_up = a.status == 403 && challenge && challenge->error == "insufficient_scope";
+      co_return fail(step_up ? proto::kind::kStepUp : proto::kind::kLogin,
+                     fmt::format("{} answered HTTP {}: {}", origin, a.status, verdict.second), a.status);
     }
     if (a.status == 401 || a.status == 403)
       co_return fail(proto::kind::kLogin,

@@ -26,6 +26,24 @@ class io_context;
 
 namespace oppx::daemon {
 
+// The OAuth side of a connector that logs in (daemon/oauth.h), as its transport sees it.
+class HttpAuth {
+ public:
+  virtual ~HttpAuth() = default;
+  // The access token to send now, as "Authorization: Bearer …" and to the connector's origin
+  // only; empty before a login.
+  virtual std::string token() = 0;
+  // The server answered 401 or 403: `challenge` is its WWW-Authenticate, `sent` the token the
+  // request carried (empty: none). `done(true, "")` when the request is worth sending again with
+  // token() (a refresh gave a new one: this call's, or one already under way for another);
+  // else `done(false, why)`, with why in words for the user.
+  struct Refusal {
+    unsigned status = 0;
+    std::string challenge, sent;
+  };
+  virtual void refused(Refusal r, std::function<void(bool again, std::string why)> done) = 0;
+};
+
 // The connect/headers/idle/total limits of common/http.h (defaults 10 s, 15 s, 300 s, 30 min), and
 // how long the messages after notifications/initialized wait for the server stream's GET to be
 // answered (a server may send its headers only with its first event: they then go ahead).
@@ -50,6 +68,8 @@ struct HttpOptions {
   // Called once when the server stream of a session opens after messages went ahead without it
   // (it was slow or failed first): what the server announced meanwhile (list_changed) was lost.
   std::function<void()> on_late_stream;
+  // Set when the connector logs in with OAuth (it has no Authorization header of its own).
+  std::shared_ptr<HttpAuth> auth;
 };
 
 // Overrides from a spec like "connect=500,headers=1000,idle=2000,total=5000,stream=200" (milliseconds; any

@@ -26,6 +26,8 @@ class io_context;
 
 namespace oppx::daemon {
 
+class HttpAuth;
+
 // Why a link could not be made, opened, or went away: a proto::kind value and the words for diagnose().
 struct LinkFailure {
   std::string_view kind;
@@ -74,6 +76,8 @@ struct LinkContext {
   std::vector<std::string> secrets;  // of this start (secrets_of)
   // The HTTP server stream opened late: what it announced meanwhile (list_changed) was lost.
   std::function<void()> on_late_stream;
+  // An HTTP connector that logs in with OAuth: its auth, for the URL it is started with.
+  std::function<std::shared_ptr<HttpAuth>(const std::string& url)> auth_for;
 };
 
 // Builds the link of `def` for a start by a client with environment `env`: ${VAR}s expanded,

@@ -214,6 +214,7 @@ LinkResult make_http_link(asio::io_context& io, const ConnectorDef& def, const E
       return LinkFailure{proto::kind::kConfig, "OPPX_HTTP_TIMEOUTS is unusable: " + r.error()};
   }
   o.on_late_stream = std::move(context.on_late_stream);
+  if (context.auth_for && logs_in_with_oauth(def)) o.auth = context.auth_for(o.url);
   auto t = make_http_transport(io, std::move(o));
   if (!t) {
     return LinkFailure{proto::kind::kConfig, fmt::format("{}; correct \"url\" or \"headers\" of {} in {}", t.error(),
@@ -256,6 +257,7 @@ std::vector<std::string> secrets_of(const ConnectorDef& def, const EnvMap& env) 
     if (auto it = env.find(var); it != env.end() && !everyones) keep(it->second);
   }
   for (auto& h : def.headers) keep(expanded(h.second));
+  keep(expanded(def.oauth.client_secret));
   for (auto& [k, v] : def.env) {
     if (secret_word(k)) keep(expanded(v));
   }

@@ -34,7 +34,13 @@ constexpr int kMaxToolPages = 50;
 
 // The HTTP link turns a lost login or an unreachable server into an error of that kind; those
 // take the connector down. Anything else (a timeout, a bad answer) fails one call.
-bool takes_it_down(const RpcError& e) { return e.kind == proto::kind::kLogin || e.kind == proto::kind::kUnreachable; }
+// At start, a step-up is a login like any other: without it the connector cannot work at all.
+bool takes_it_down(const RpcError& e) {
+  return e.kind == proto::kind::kLogin || e.kind == proto::kind::kUnreachable || e.kind == proto::kind::kStepUp;
+}
+std::string_view down_kind(const RpcError& e) {
+  return e.kind == proto::kind::kStepUp ? proto::kind::kLogin : std::string_view(e.kind);
+}
 
 }  // namespace
 
@@ -148,7 +154,7 @@ void McpClient::initialized(CallResult r) {
   // A program's output ended: its link reports the stop, with its exit status and last stderr lines.
   if (!r && r.error().kind == proto::kind::kDisconnected && options_.quiet_on_disconnect) return;
   if (!r && (takes_it_down(r.error()) || r.error().kind == proto::kind::kTimeout))
-    return failed(r.error().kind, r.error().message);
+    return failed(down_kind(r.error()), r.error().message);
   if (!r && !r.error().received) {
     // The link's own error (never a server's claim) with the status the URL answered.
     // A copy kept: result::error() returns one, and a pointer into a temporary would dangle.
@@ -201,7 +207,7 @@ void McpClient::page(std::shared_ptr<Pages> acc, CallResult r) {
   }
   if (!r || !r->is_object() || !r->as_object().contains("tools") || !r->as_object().at("tools").is_array()) {
     fetching_ = false;
-    if (!r && takes_it_down(r.error())) return failed(r.error().kind, r.error().message);
+    if (!r && takes_it_down(r.error())) return failed(down_kind(r.error()), r.error().message);
     return failed(proto::kind::kStopped,
                   "its tools/list answer was unusable" + (r ? std::string() : ": " + r.error().message));
   }

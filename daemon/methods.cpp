@@ -12,6 +12,7 @@
 #include "daemon/connectors.h"
 #include "daemon/methods_browser.h"
 #include "daemon/methods_config.h"
+#include "daemon/methods_oauth.h"
 #include "daemon/methods_permissions.h"
 #include "daemon/permissions.h"
 #include "daemon/status_waits.h"
@@ -217,6 +218,10 @@ void register_methods(Router& r, Server& s) {
   method(proto::kMcpAdd, mcp_add);
   method(proto::kMcpRemove, mcp_remove);
   method(proto::kMcpReconnect, mcp_reconnect);
+  method(proto::kMcpLogin, mcp_login);
+  method(proto::kMcpLoginWait, mcp_login_wait);
+  method(proto::kMcpLoginRedirect, mcp_login_redirect);
+  method(proto::kMcpLogout, mcp_logout);
   method(proto::kMcpSubscribe, mcp_subscribe);
   method(proto::kMcpUnsubscribe, mcp_unsubscribe);
   method(proto::kConsentApprove, consent_approve);

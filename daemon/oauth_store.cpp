@@ -19,6 +19,23 @@ std::string text_of(const json::object& o, std::string_view key) {
   return v && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
+std::optional<OAuthStore::Token> token_of(const json::object& o) {
+  OAuthStore::Token out;
+  out.access_token = text_of(o, "access_token");
+  if (out.access_token.empty()) return std::nullopt;
+  out.refresh_token = text_of(o, "refresh_token");
+  out.scope = text_of(o, "scope");
+  if (const json::value* at = o.if_contains("expires_at"); at && at->is_int64())
+    out.expires_at = OAuthStore::Clock::time_point(std::chrono::seconds(at->get_int64()));
+  if (const json::value* life = o.if_contains("lifetime"); life && life->is_int64())
+    out.lifetime = std::chrono::seconds(life->get_int64());
+  out.server_url = text_of(o, "server_url");
+  out.token_endpoint = text_of(o, "token_endpoint");
+  out.client_id = text_of(o, "client_id");
+  out.auth_method = text_of(o, "auth_method");
+  return out;
+}
+
 }  // namespace
 
 OAuthStore::OAuthStore(const std::string& state_dir, Worker* worker)
@@ -33,7 +50,7 @@ std::optional<OAuthStore::Client> OAuthStore::client(const std::string& issuer) 
   const json::value* c = all ? all->if_contains(issuer) : nullptr;
   if (!c || !c->is_object()) return std::nullopt;
   Client out{text_of(c->get_object(), "client_id"), text_of(c->get_object(), "client_secret"),
-             text_of(c->get_object(), "auth_method")};
+             text_of(c->get_object(), "auth_method"), text_of(c->get_object(), "redirect_uri")};
   if (out.client_id.empty()) return std::nullopt;
   return out;
 }
@@ -42,6 +59,7 @@ void OAuthStore::put_client(const std::string& issuer, const Client& c, StateFil
   clients_.load();
   json::object entry{{"client_id", c.client_id}, {"auth_method", c.auth_method.empty() ? "none" : c.auth_method}};
   if (!c.client_secret.empty()) entry["client_secret"] = c.client_secret;
+  if (!c.redirect_uri.empty()) entry["redirect_uri"] = c.redirect_uri;
   (*clients_.section(true))[issuer] = std::move(entry);
   clients_.save(std::move(done));
 }
@@ -54,11 +72,21 @@ std::optional<OAuthStore::Token> OAuthStore::token(const std::string& issuer, co
   const json::object& o = t->get_object();
   // Kept with the key too: a hand-edited entry under another key is not taken for this one.
   if (text_of(o, "issuer") != issuer || text_of(o, "resource") != resource) return std::nullopt;
-  Token out{text_of(o, "access_token"), text_of(o, "refresh_token"), text_of(o, "scope"), std::nullopt};
-  if (out.access_token.empty()) return std::nullopt;
-  if (const json::value* at = o.if_contains("expires_at"); at && at->is_int64())
-    out.expires_at = Clock::time_point(std::chrono::seconds(at->get_int64()));
-  return out;
+  return token_of(o);
+}
+
+std::optional<OAuthStore::Grant> OAuthStore::token_for_server(const std::string& server_url) {
+  tokens_.load();
+  const json::object* all = tokens_.section(false);
+  if (!all) return std::nullopt;
+  for (auto& [key, v] : *all) {
+    if (!v.is_object() || text_of(v.get_object(), "server_url") != server_url) continue;
+    const json::object& o = v.get_object();
+    std::string issuer = text_of(o, "issuer"), resource = text_of(o, "resource");
+    if (key != token_key(issuer, resource)) continue;
+    if (auto t = token_of(o)) return Grant{issuer, resource, std::move(*t)};
+  }
+  return std::nullopt;
 }
 
 void OAuthStore::put_token(const std::string& issuer, const std::string& resource, const Token& t,
@@ -69,6 +97,13 @@ void OAuthStore::put_token(const std::string& issuer, const std::string& resourc
   if (!t.scope.empty()) entry["scope"] = t.scope;
   if (t.expires_at)
     entry["expires_at"] = std::chrono::duration_cast<std::chrono::seconds>(t.expires_at->time_since_epoch()).count();
+  if (t.lifetime) entry["lifetime"] = t.lifetime->count();
+  for (auto [key, value] : {std::pair<const char*, const std::string*>{"server_url", &t.server_url},
+                            {"token_endpoint", &t.token_endpoint},
+                            {"client_id", &t.client_id},
+                            {"auth_method", &t.auth_method}}) {
+    if (!value->empty()) entry[key] = *value;
+  }
   (*tokens_.section(true))[token_key(issuer, resource)] = std::move(entry);
   tokens_.save(std::move(done));
 }

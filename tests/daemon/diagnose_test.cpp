@@ -108,8 +108,12 @@ TEST(Diagnose, TheAddLineForALiteralTokenKeepsEveryOtherHeader) {
             std::string::npos);
   // No header yet: the line adds one and keeps the URL.
   Diagnosis none = diagnose(proto::kind::kLogin, "HTTP 401", http("h", "https://h.example/mcp", {}), "/l");
+  ASSERT_EQ(none.steps.size(), 2u) << joined(none);
   EXPECT_EQ(none.steps[0],
-            "It asks for a login but sends no token: get one from its service and add it with `oppx mcp add h --url "
+            "Log in: run `oppx mcp login h` (in the chat: /mcp auth h); it opens the server's login page in your "
+            "browser and waits 3 minutes for you to log in.");
+  EXPECT_EQ(none.steps[1],
+            "Or, if its service gives you a token instead, add it with `oppx mcp add h --url "
             "https://h.example/mcp -H 'Authorization: Bearer <new token>' --force`.");
 }
 
