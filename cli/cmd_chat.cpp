@@ -69,7 +69,7 @@ constexpr std::string_view kHelp =
     "  /mcp add <name> …         add a connector (as `oppx mcp add`); the tool list is read again\n"
     "  /mcp remove <name>        remove one (as `oppx mcp remove`)\n"
     "  /mcp reconnect [name]     start one, or all, again\n"
-    "  /mcp auth <name>          start one again with 3 minutes to log in\n"
+    "  /mcp auth <name>          log in to one (OAuth, in your browser; 3 minutes)\n"
     "  /status                   the model server, the daemon and this session\n"
     "  /sandbox [MODE|network X] how commands run: read-only, workspace-write or off; network on|off\n"
     "  /context                  what the context holds, in tokens, and what is free\n"
@@ -518,7 +518,7 @@ struct Chat {
     } else if (cmd == "/mcp") {
       std::vector<std::string> args(w.begin() + 1, w.end());
       std::string sub = args.empty() ? "list" : args[0];
-      if (sub == "auth") args[0] = "reconnect";
+      if (sub == "auth") args[0] = "login";
       if (args.empty()) args = {"list"};
       args.insert(args.begin(), "mcp");
       if (sub == "add" || sub == "reconnect" || sub == "auth") {

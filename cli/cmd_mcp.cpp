@@ -4,6 +4,7 @@
 // cli/output.h escapes it on the way to the terminal.
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
+#include "cli/mcp_login.h"
 #include "cli/output.h"
 #include "cli/probe.h"
 #include "proto/mcp_api.h"
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
@@ -93,9 +95,11 @@ std::string waited_for(std::string_view method, const json::object& params) {
 // Runs one method; prints --json or hands the result to `show`. Notifications go to `on_note`.
 // With --json the exit status is `json_status`'s (the same as the text's, where it varies).
 // `complete` adds to a result what the client asks elsewhere (the probe's share), before either is printed.
+// `intercept` sees an error first: when it returns an exit status, nothing is printed.
+using Intercept = std::function<std::optional<int>(const proto::RpcError&)>;
 int run(Context& ctx, const Command& self, std::string_view method, json::object params, bool as_json, const Show& show,
         NoteHandler on_note = {}, std::chrono::milliseconds timeout = kMcpTimeout, const Show& json_status = {},
-        const std::function<void(json::value&)>& complete = {}) {
+        const std::function<void(json::value&)>& complete = {}, const Intercept& intercept = {}) {
   auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
   if (!conn) {
     fmt::print(stderr, "oppx: {}\n", conn.error().message);
@@ -107,6 +111,9 @@ int run(Context& ctx, const Command& self, std::string_view method, json::object
   auto r = conn->client.call(method, params, timeout);
   waiting.reset();
   if (r && complete) complete(*r);
+  if (!r && intercept) {
+    if (auto handled = intercept(r.error())) return *handled;
+  }
   if (!r) {
     fmt::print(stderr, "oppx: {}\n", r.error().message);
     // A connector that is down says why and what to do (data.reason, data.steps).
@@ -174,6 +181,7 @@ void print_details(const proto::ConnectorEntry& c) {
     if (std::string r = reads(c); !r.empty()) fmt::print("    reads: {}\n", r);
     if (std::string r = runs(c); !r.empty()) fmt::print("    runs: {}\n", r);
   }
+  if (c.login && c.login->logged_in) fmt::print("    {}\n", login_text(*c.login));
   if (!c.reason.empty()) fmt::print("    {}\n", c.reason);
   print_steps(stdout, c.steps, "    ");
 }
@@ -205,6 +213,7 @@ void print_definition(const proto::ConnectorEntry& c, bool with_reason = true) {
   if (c.type == "http") {
     fmt::print("  url:      {}\n", c.url);
     if (std::string h = pairs(c.headers, ": "); !h.empty()) fmt::print("  headers:  {}\n", h);
+    if (c.login) fmt::print("  login:    {}\n", login_text(*c.login));
   } else {
     fmt::print("  command:  {}\n", what_runs(c));
     if (!c.cwd.empty()) fmt::print("  cwd:      {}\n", escape_controls(c.cwd));
@@ -405,12 +414,45 @@ int call(Context& ctx) {
     auto r = proto::decode<proto::ToolsCallResult>(v);
     return !r || r->is_error ? kExitFailed : kExitOk;
   };
-  return run(ctx, self, proto::kToolsCall, json::value_from(params).as_object(), as_json,
-             typed<proto::ToolsCallResult>([](const proto::ToolsCallResult& r) {
-               fmt::print("{}\n", r.text);
-               return r.is_error ? kExitFailed : kExitOk;
-             }),
-             progress, limit + std::chrono::seconds(15), status);
+  // A tool that needs a wider login (a step-up, HTTP 403 insufficient_scope): logged in again in
+  // place, asked first on a terminal, without asking when $BROWSER names the browser to use; then
+  // the call is repeated. At most kMaxStepUps times for one call.
+  constexpr int kMaxStepUps = 2;
+  std::optional<std::string> step_up;
+  auto intercept = [&step_up](const proto::RpcError& e) -> std::optional<int> {
+    if (e.kind != proto::kind::kStepUp) return std::nullopt;
+    step_up = e.message;
+    return kExitFailed;
+  };
+  for (int round = 0;; ++round) {
+    step_up.reset();
+    int code = run(ctx, self, proto::kToolsCall, json::value_from(params).as_object(), as_json,
+                   typed<proto::ToolsCallResult>([](const proto::ToolsCallResult& r) {
+                     fmt::print("{}\n", r.text);
+                     return r.is_error ? kExitFailed : kExitOk;
+                   }),
+                   progress, limit + std::chrono::seconds(15), status, {},
+                   round < kMaxStepUps ? Intercept(intercept) : Intercept());
+    if (!step_up) return code;
+    fmt::print(stderr, "oppx: {}\n", *step_up);
+    bool asked = ::isatty(0) == 1 && ::isatty(2) == 1;
+    const char* browser = std::getenv("BROWSER");
+    if (asked) {
+      fmt::print(stderr, "Log in to {} again with the wider permission, then repeat the call? [Y/n] ",
+                 params.connector);
+      std::fflush(stderr);
+      std::string answer;
+      for (int c = std::getchar(); c != EOF && c != '\n'; c = std::getchar()) answer += static_cast<char>(c);
+      if (!answer.empty() && answer[0] != 'y' && answer[0] != 'Y') return kExitFailed;
+    } else if (!browser || !*browser) {
+      fmt::print(stderr, "  1. Run `oppx mcp login {}`, then call the tool again.\n", params.connector);
+      return kExitFailed;
+    } else {
+      fmt::print(stderr, "oppx: logging in to {} again with the wider permission ($BROWSER opens the page)\n",
+                 params.connector);
+    }
+    if (int login = login_flow(ctx, params.connector, false, stderr); login != kExitOk) return login;
+  }
 }
 
 int reconnect(Context& ctx) {
@@ -426,7 +468,8 @@ int reconnect(Context& ctx) {
   };
   auto failed = [name, concerned](const proto::McpListResult& l) {
     for (auto& c : l.connectors) {
-      if (concerned(c) && (name.empty() ? c.state == "failed" : c.state != "running")) return kExitFailed;
+      if (concerned(c) && (name.empty() ? c.state == "failed" || c.state == "login" : c.state != "running"))
+        return kExitFailed;
     }
     return kExitOk;
   };
@@ -450,6 +493,34 @@ int send_add(Context& ctx, const Command& self, const std::string& name, json::o
              complete_probe);
 }
 
+// One of `mcp add`'s OAuth options into the entry's "oauth" block; why not, or empty. A client
+// secret is never written into the file: only a ${VAR} reference to where the user keeps it.
+std::string add_oauth_flag(json::object& oauth, const std::string& flag, const std::string& value) {
+  if (flag == "--client-id") {
+    oauth["clientId"] = value;
+  } else if (flag == "--client-secret") {
+    bool reference = value.size() > 3 && value.starts_with("${") && value.ends_with("}") &&
+                     value.find_first_of("${} ", 2) == value.size() - 1;
+    if (!reference) {
+      return "--client-secret takes a reference to an environment variable, not the secret itself (a file is no "
+             "place for it): put it in a variable (e.g. `export MY_CLIENT_SECRET=…` in your shell's profile) and "
+             "give --client-secret '${MY_CLIENT_SECRET}' in single quotes";
+    }
+    oauth["clientSecret"] = value;
+  } else if (flag == "--scope") {
+    if (value.find(' ') != std::string::npos) return "--scope takes one scope; repeat it for more";
+    if (!oauth.contains("scopes")) oauth["scopes"] = json::array();
+    oauth["scopes"].as_array().emplace_back(value);
+  } else {
+    int port = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), port);
+    if (ec != std::errc() || end != value.data() + value.size() || port < 1 || port > 65535)
+      return "--callback-port takes a port number (1 to 65535)";
+    oauth["callbackPort"] = port;
+  }
+  return "";
+}
+
 int add(Context& ctx) {
   const Command& self = *find_command("mcp", "add");
   std::vector<std::string> before, command;
@@ -460,7 +531,7 @@ int add(Context& ctx) {
   bool project = take_flag(before, "--project");
   bool force = take_flag(before, "--force");
   std::string name, url;
-  json::object env, headers;
+  json::object env, headers, oauth;
   for (std::size_t i = 0; i < before.size(); ++i) {
     const std::string& a = before[i];
     auto value = [&](std::string_view flag) -> std::optional<std::string> {
@@ -489,6 +560,10 @@ int add(Context& ctx) {
       auto u = value(a);
       if (!u) return usage_error(self, "--url takes a URL");
       url = *u;
+    } else if (a == "--client-id" || a == "--client-secret" || a == "--scope" || a == "--callback-port") {
+      auto v = value(a);
+      if (!v || v->empty()) return usage_error(self, a + " takes a value");
+      if (auto bad = add_oauth_flag(oauth, a, *v); !bad.empty()) return usage_error(self, bad);
     } else if (!a.empty() && a[0] == '-') {
       return usage_error(self, "unknown option " + a);
     } else if (name.empty()) {
@@ -504,9 +579,15 @@ int add(Context& ctx) {
     if (!env.empty()) return usage_error(self, "-e is for a command's environment; use -H for an HTTP connector");
     def = {{"type", "http"}, {"url", url}};
     if (!headers.empty()) def["headers"] = headers;
+    if (!oauth.empty()) {
+      if (oauth.contains("clientSecret") && !oauth.contains("clientId"))
+        return usage_error(self, "--client-secret needs --client-id");
+      def["oauth"] = oauth;
+    }
   } else {
     if (command.empty()) return usage_error(self, "give the command after --, or --url <url>");
     if (!headers.empty()) return usage_error(self, "-H is for an HTTP connector (--url)");
+    if (!oauth.empty()) return usage_error(self, "the OAuth options are for an HTTP connector (--url)");
     def = {{"command", command[0]}};
     if (command.size() > 1) {
       json::array args;
@@ -597,6 +678,11 @@ std::vector<Command> mcp_commands() {
       {"mcp", "add", "<name> [--project] [--force] [--json] [-e KEY=VALUE]... -- <command> [args...]",
        "Add a connector (a command over stdio, or --url <url> [-H 'Name: value']... over HTTP).",
        "Also: oppx mcp add <name> [--project] [--force] --url <https://…> [-H 'Name: value']...\n"
+       "      [--client-id ID] [--client-secret '${VAR}'] [--scope S]... [--callback-port N]\n"
+       "An HTTP connector without an Authorization header logs in with OAuth when its server asks\n"
+       "(`oppx mcp login <name>`); the OAuth options name a client registered with the server\n"
+       "beforehand (its secret only as a ${VAR} reference), the scopes to ask for, and the local\n"
+       "port the browser comes back to.\n"
        "Saved to your mcp.json (0600), or with --project to the repository's .mcp.json, which\n"
        "counts as your consent to exactly that definition. --force replaces one of the same name.\n"
        "Values are written as given: single-quote '${VAR}' so that it stays a reference, expanded\n"
@@ -638,8 +724,21 @@ std::vector<Command> mcp_commands() {
        "Call one tool and print its result.",
        "Progress the server reports is printed to stderr while the call runs (`oppx: <tool>: 2/5 …`).\n"
        "--timeout gives the tool up to SECONDS (1 to 3600; default 120) to answer; then the call is\n"
-       "cancelled on the server. Exit status 1 when the tool reports an error (isError) or fails.",
+       "cancelled on the server. Exit status 1 when the tool reports an error (isError) or fails.\n"
+       "A tool that needs a wider OAuth login (a step-up) is logged in again in place and called\n"
+       "again: asked first on a terminal; without asking when $BROWSER is set; at most twice.",
        call},
+      {"mcp", "login", "<name> [--json]", "Log in to an HTTP connector with OAuth, in your browser.",
+       "oppxd finds the server's authorization server, registers itself there when it has to, and\n"
+       "prints the login page's address; $BROWSER (a command given the address) opens it, else\n"
+       "xdg-open when there is a display. The browser comes back to http://127.0.0.1:<port>/callback\n"
+       "within 3 minutes; on a terminal you may paste the address it was sent to instead (when the\n"
+       "browser runs on another machine). The tokens are kept by oppxd (0600, in its state folder),\n"
+       "renewed before they expire, shared by every session and kept across restarts. Exit status 1\n"
+       "when the login fails, or when the connector does not run after it.",
+       mcp_login},
+      {"mcp", "logout", "<name> [--json]", "Forget the OAuth tokens of an HTTP connector.",
+       "Its session ends, and it waits for `oppx mcp login <name>` again.", mcp_logout},
       {"mcp", "reconnect", "[name] [--json]", "Start one connector again, or all of them.",
        "A named connector gets 3 minutes to start, time enough to log in in the browser (mcp-remote);\n"
        "all of them get 30 s each. Exit status 1 when the named one is not running afterwards, or\n"

@@ -69,9 +69,9 @@ void tell_not_offered(const std::vector<chat::ConnectorNote>& notes) {
       fmt::print(stderr, "oppx: {} (this repository's connector) waits for your consent and is not offered{}\n",
                  escape_controls(c.name),
                  c.approve.empty() ? std::string() : ": run `" + escape_controls(c.approve) + "` to approve it");
-    } else if (c.state == "failed" || c.state == "stopped") {
-      fmt::print(stderr, "oppx: {} is {} and not offered: {}\n", escape_controls(c.name), c.state,
-                 escape_controls(c.reason));
+    } else if (c.state == "failed" || c.state == "stopped" || c.state == "login") {
+      fmt::print(stderr, "oppx: {} is {} and not offered: {}\n", escape_controls(c.name),
+                 c.state == "login" ? "waiting for a login" : c.state, escape_controls(c.reason));
     } else if (c.state == "starting") {
       fmt::print(stderr, "oppx: {} is still starting and not offered yet; it joins once it runs\n",
                  escape_controls(c.name));

@@ -79,14 +79,16 @@ void ConnectorWatcher::note(const proto::ConnectorEntry& c) {
   const std::string& state = c.state;
   state_[name] = state;
   std::string text;
-  if (state == "failed" || state == "stopped") {
+  bool down = state == "failed" || state == "stopped" || state == "login";
+  if (down) {
     if (was == state) return;
-    text = fmt::format("{} is down: {}", name, c.reason);
+    text = fmt::format("{} {}: {}", name, state == "login" ? "needs a login" : "is down", c.reason);
     int i = 0;
     for (const auto& step : c.steps) text += fmt::format("\n    {}. {}", ++i, step);
   } else if (state == "running" && was != "running") {
-    text = fmt::format("{} is {} ({})", name, was == "failed" || was == "stopped" ? "back" : "running",
-                       counted(c.tool_count, "tool", "tools"));
+    text =
+        fmt::format("{} is {} ({})", name, was == "failed" || was == "stopped" || was == "login" ? "back" : "running",
+                    counted(c.tool_count, "tool", "tools"));
   } else if (state == "running" && c.tools_changed.value_or(false)) {
     text = fmt::format("{} changed its tool list ({})", name, counted(c.tool_count, "tool", "tools"));
   } else if (state == "removed") {
@@ -96,7 +98,7 @@ void ConnectorWatcher::note(const proto::ConnectorEntry& c) {
   }
   changed_ = true;
   std::lock_guard l(m_);
-  if (said_.erase(name) == 0) notices_.push_back({name, state == "failed" || state == "stopped", text});
+  if (said_.erase(name) == 0) notices_.push_back({name, down, text});
 }
 
 }  // namespace oppx::cli
