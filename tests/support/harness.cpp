@@ -77,11 +77,11 @@ void TempHome::stop_daemon() const {
   }
 }
 
-std::optional<SyncClient> hello_client(const TempHome& home) {
+std::optional<SyncClient> hello_client(const TempHome& home, const EnvPairs& extra) {
   if (!SyncClient::connect(home.socket())) {
     EXPECT_EQ(oppx({"daemon", "start"}).exit_code, 0);
   }
-  return hello_client(home.socket());
+  return hello_client(home.socket(), extra);
 }
 
 void connectors_settled(const TempHome& home, const std::string& cwd) {
@@ -272,7 +272,7 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-std::optional<SyncClient> hello_client(const std::string& socket) {
+std::optional<SyncClient> hello_client(const std::string& socket, const EnvPairs& extra) {
   auto c = SyncClient::connect(socket);
   if (!c) {
     ADD_FAILURE() << c.error().message;
@@ -284,6 +284,7 @@ std::optional<SyncClient> hello_client(const std::string& socket) {
     auto eq = kv.find('=');
     if (eq != std::string_view::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
+  for (auto& [k, v] : extra) env[k] = v;
   auto r = c->call("hello", json::object{{"protocol", proto::kProtocolVersion}, {"env", env}}, 5s);
   if (!r) {
     ADD_FAILURE() << r.error().message;

@@ -105,11 +105,12 @@ std::optional<std::int64_t> daemon_pid(const std::string& socket);  // nullopt w
 using WriteCall = std::function<std::string(SyncClient& client, int i)>;  // "" or the error
 std::string kill_daemon_mid_writes(SyncClient client, pid_t pid, int writes, const WriteCall& write);
 
-// A client on the socket that said hello with this process's environment; fails the test when
-// none answers.
-std::optional<SyncClient> hello_client(const std::string& socket);
+// A client on the socket that said hello with this process's environment and `extra` over it;
+// fails the test when none answers.
+using EnvPairs = std::vector<std::pair<std::string, std::string>>;
+std::optional<SyncClient> hello_client(const std::string& socket, const EnvPairs& extra = {});
 // The same for the test's daemon, started first when none answers, as the CLI does.
-std::optional<SyncClient> hello_client(const TempHome& home);
+std::optional<SyncClient> hello_client(const TempHome& home, const EnvPairs& extra = {});
 // Starts the daemon when none runs and returns once none of the connectors that apply in `cwd`
 // is still starting (mcp/list with wait). A session starts with what runs and never waits for
 // one still starting: the chat's and the agent's tests wait for theirs first, as a user's daemon
