@@ -1,17 +1,55 @@
 #!/bin/sh
 # The client under test of the MCP conformance harness (run.sh): oppx driven as a user would. The
-# harness appends its test server's URL and names the scenario in MCP_CONFORMANCE_SCENARIO.
+# harness appends its test server's URL, names the scenario in MCP_CONFORMANCE_SCENARIO and, for
+# some, gives what a user would know beforehand in MCP_CONFORMANCE_CONTEXT (a JSON object).
 #   usage: client.sh OPPX URL
 set -eu
 oppx=$1
 url=$2
-"$oppx" mcp add conformance --force --url "$url"
-case "${MCP_CONFORMANCE_SCENARIO:-}" in
-  initialize) "$oppx" mcp tools conformance ;;
-  tools_call) "$oppx" mcp call conformance add_numbers '{"a":2,"b":40}' ;;
-  sse-retry) "$oppx" mcp call conformance test_reconnection '{}' ;;
+here=$(cd "$(dirname "$0")" && pwd)
+scenario=${MCP_CONFORMANCE_SCENARIO:-}
+
+# A member of the context, or empty.
+context() {
+  node -e 'const c = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}"); process.stdout.write(String(c[process.argv[1]] ?? ""))' "$1"
+}
+
+case "$scenario" in
+  initialize)
+    "$oppx" mcp add conformance --force --url "$url"
+    "$oppx" mcp tools conformance
+    ;;
+  tools_call)
+    "$oppx" mcp add conformance --force --url "$url"
+    "$oppx" mcp call conformance add_numbers '{"a":2,"b":40}'
+    ;;
+  sse-retry)
+    "$oppx" mcp add conformance --force --url "$url"
+    "$oppx" mcp call conformance test_reconnection '{}'
+    ;;
+  auth/*)
+    # The browser: a page that logs the user in at once and redirects back (the harness's
+    # authorization server does), so fetching it with its redirects followed is the whole login.
+    export BROWSER="node $here/browser.js"
+    # A client ID metadata document the user has published (basic-cimd checks this URL).
+    export OPPX_OAUTH_CLIENT_METADATA_URL=https://conformance-test.local/client-metadata.json
+    client_id=$(context client_id)
+    if [ -n "$client_id" ]; then
+      # A client registered beforehand: its secret kept in the environment, referenced by name.
+      OPPX_CONFORMANCE_CLIENT_SECRET=$(context client_secret)
+      export OPPX_CONFORMANCE_CLIENT_SECRET
+      # shellcheck disable=SC2016 # the reference is written as it is, expanded by oppxd
+      "$oppx" mcp add conformance --force --url "$url" --client-id "$client_id" \
+        --client-secret '${OPPX_CONFORMANCE_CLIENT_SECRET}'
+    else
+      "$oppx" mcp add conformance --force --url "$url"
+    fi
+    "$oppx" mcp login conformance
+    "$oppx" mcp tools conformance
+    "$oppx" mcp call conformance test-tool '{}'
+    ;;
   *)
-    echo "client.sh: no steps for scenario \"${MCP_CONFORMANCE_SCENARIO:-}\"" >&2
+    echo "client.sh: no steps for scenario \"$scenario\"" >&2
     exit 2
     ;;
 esac

