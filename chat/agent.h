@@ -30,7 +30,9 @@ struct Answer {
 };
 
 struct Question {
-  std::string action;   // "<connector>.<tool>", "run", or "browser" (start the session's browser)
+  // "<connector>.<tool>", "run", "browser" (start the session's browser), or "login" (log in to
+  // arguments.connector again with a wider permission, `why` says which, then repeat the call)
+  std::string action;
   std::string command;  // for run
   boost::json::object arguments;
   bool read_only = false;

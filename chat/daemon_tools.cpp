@@ -186,6 +186,7 @@ DaemonTools::CallResult DaemonTools::call(const ToolInfo& tool, const json::obje
   }
   const proto::RpcError& e = r.error();
   out.text = e.message;
+  out.step_up = e.kind == proto::kind::kStepUp;
   if (e.kind == proto::kind::kConnectorDown) {
     out.down = true;
     auto down = proto::decode<proto::ConnectorDown>(e.data);

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/line_editor.h"
+#include "cli/mcp_login.h"
 #include "cli/run_self.h"
 #include "cli/output.h"
 #include "cli/probe.h"
@@ -174,6 +175,7 @@ struct Chat {
     for (const auto& c : order) rows.push_back({escape_controls(c), "running, " + counted(counts[c], "tool", "tools")});
     for (const auto& n : agent.state().not_offered) {
       std::string why = n.state == "waiting" ? "waiting for your consent"
+                        : n.state == "login" ? "needs a login: /mcp auth " + escape_controls(n.name)
                         : n.reason.empty()   ? escape_controls(n.state)
                                              : escape_controls(n.state) + ": " + first_line(n.reason, reason_cap);
       rows.push_back({escape_controls(n.name), why});
@@ -251,7 +253,34 @@ struct Chat {
     return r.kind == EditResult::kLine ? r.text : std::string();
   }
 
+  // /mcp auth NAME, and a wider login asked for in a turn: run here, the paste read from this
+  // keyboard (Ctrl-C stops waiting); true once logged in and running.
+  bool log_in(const std::string& name) {
+    fmt::print("\n");
+    ReadKey keys = [](int ms) { return LineEditor::read_key(ms); };
+    return login_flow(ctx, name, false, stdout, &keys) == kExitOk;
+  }
+
+  // A stdio connector, as the daemon defines it for this folder.
+  bool runs_a_program(const std::string& name) {
+    auto conn = connect_daemon(ctx.socket, Start::kNever);
+    if (!conn) return false;
+    auto r = conn->client.call(proto::kMcpGet, json::value_from(proto::McpGetParams{name}), kCallTimeout);
+    if (!r) return false;
+    auto e = proto::decode<proto::ConnectorEntry>(*r);
+    return e && e->type == "stdio";
+  }
+
   chat::Answer ask(const chat::Question& q) {
+    if (q.action == "login") {
+      std::string name;
+      if (const auto* c = q.arguments.if_contains("connector"); c && c->is_string()) name = c->as_string();
+      fmt::print("\n  ? {}: {}\n    Log in to it again in your browser, then repeat the call?\n    [y] yes · [N] no\n",
+                 escape_controls(name), escape_controls(q.why));
+      std::string a = ask_line("  answer › ");
+      if ((a == "y" || a == "Y" || a == "yes") && log_in(name)) return {chat::Answer::kYes, ""};
+      return {chat::Answer::kNo, ""};
+    }
     if (q.action == "browser") {
       fmt::print(
           "\n  ? Start a headless browser (Playwright) for this session?\n"
@@ -518,10 +547,19 @@ struct Chat {
     } else if (cmd == "/mcp") {
       std::vector<std::string> args(w.begin() + 1, w.end());
       std::string sub = args.empty() ? "list" : args[0];
-      if (sub == "auth") args[0] = "login";
       if (args.empty()) args = {"list"};
       args.insert(args.begin(), "mcp");
-      if (sub == "add" || sub == "reconnect" || sub == "auth") {
+      if (sub == "auth" && args.size() != 3) {
+        fmt::print("usage: /mcp auth <name> (log in to one connector in your browser)\n");
+      } else if (sub == "auth" && runs_a_program(args[2])) {
+        // A program logs in its own way at its start (mcp-remote opens the browser): started
+        // again, with time for that.
+        fmt::print("{} runs a program, which logs in at its start: starting it again (3 minutes for its login)\n",
+                   escape_controls(args[2]));
+        waited_for({"mcp", "reconnect", args[2]});
+      } else if (sub == "auth") {
+        log_in(args[2]);
+      } else if (sub == "add" || sub == "reconnect") {
         waited_for(args);
       } else {
         run_self(ctx.self, args);

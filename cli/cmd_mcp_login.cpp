@@ -5,6 +5,7 @@
 #include "cli/mcp_login.h"
 
 #include "cli/daemon_client.h"
+#include "cli/line_editor.h"
 #include "cli/output.h"
 #include "common/text.h"
 #include "proto/mcp_api.h"
@@ -19,8 +20,10 @@
 #include <fcntl.h>
 #include <cstdlib>
 #include <ctime>
+#include <memory>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include <poll.h>
 #include <spawn.h>
@@ -119,23 +122,91 @@ int show_after(const std::string& name, const json::value& v, std::FILE* say) {
   return kExitOk;
 }
 
-// The wait, on a thread, so that the main thread can read a pasted address meanwhile.
+// The wait, on a thread, so that the main thread can read a pasted address meanwhile. Shared with
+// that thread, which may outlive a wait the user stopped (Ctrl-C in the chat).
 struct LoginWait {
+  std::optional<Connection> conn;
   std::atomic<bool> done{false};
   boost::system::result<json::value, proto::RpcError> answer{json::value()};
   int wake[2] = {-1, -1};
+  ~LoginWait() {
+    for (int fd : wake) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
 };
+
+// A pasted address, sent to the daemon on a connection of its own; false when it was not taken.
+void send_paste(const std::string& socket, const std::string& login, std::string pasted) {
+  pasted.erase(0, pasted.find_first_not_of(" \t\r"));
+  pasted.erase(pasted.find_last_not_of(" \t\r") + 1);
+  if (pasted.empty()) return;
+  auto other = connect_daemon(socket, Start::kNever);
+  if (!other) {
+    fmt::print(stderr, "oppx: {}\n", other.error().message);
+    return;
+  }
+  auto r = other->client.call(proto::kMcpLoginRedirect, json::value_from(proto::McpLoginRedirectParams{login, pasted}),
+                              kCallTimeout);
+  if (!r) fmt::print(stderr, "oppx: that address was not taken: {}\n", r.error().message);
+}
+
+// Reads pasted lines from stdin until the wait ends (or stdin does).
+void paste_from_stdin(const std::string& socket, const std::string& login, LoginWait& w) {
+  std::string line;
+  while (!w.done) {
+    pollfd fds[2] = {{0, POLLIN, 0}, {w.wake[0], POLLIN, 0}};
+    if (::poll(fds, w.wake[0] >= 0 ? 2 : 1, -1) < 0) continue;
+    if (!(fds[0].revents & (POLLIN | POLLHUP))) continue;
+    char buf[4096];
+    ssize_t n = ::read(0, buf, sizeof buf);
+    if (n <= 0) return;  // the terminal closed: the browser's redirect may still come
+    line.append(buf, static_cast<std::size_t>(n));
+    for (auto nl = line.find('\n'); nl != std::string::npos; nl = line.find('\n')) {
+      send_paste(socket, login, line.substr(0, nl));
+      line.erase(0, nl + 1);
+    }
+  }
+}
+
+// The same from the chat's keyboard (a terminal in raw mode: the keys echoed here, Enter ends the
+// line); false when the user pressed Ctrl-C.
+bool paste_from_keys(const std::string& socket, const std::string& login, LoginWait& w, const ReadKey& keys) {
+  std::string line;
+  while (!w.done) {
+    std::string k = keys(100);
+    if (k == LineEditor::kEndOfInput) return true;  // the terminal closed: the browser's redirect may still come
+    if (k.empty() || k[0] == '\x1b') continue;      // a key of no use here, or a paste's bracket
+    for (char c : k) {
+      if (c == '\x03') return false;
+      if (c == '\r' || c == '\n') {
+        std::fputs("\n", stdout);
+        send_paste(socket, login, std::exchange(line, {}));
+      } else if ((c == '\x7f' || c == '\b') && !line.empty()) {
+        line.pop_back();
+        std::fputs("\b \b", stdout);
+      } else if (static_cast<unsigned char>(c) >= 0x20 && c != '\x7f') {
+        line += c;
+        std::fputc(c, stdout);
+      }
+    }
+    std::fflush(stdout);
+  }
+  return true;
+}
 
 }  // namespace
 
-int login_flow(Context& ctx, const std::string& name, bool as_json, std::FILE* say) {
+int login_flow(Context& ctx, const std::string& name, bool as_json, std::FILE* say, const ReadKey* keys) {
+  auto w = std::make_shared<LoginWait>();
   auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
   if (!conn) {
     fmt::print(stderr, "oppx: {}\n", conn.error().message);
     return conn.error().exit_code;
   }
+  w->conn.emplace(std::move(*conn));
   auto started =
-      conn->client.call(proto::kMcpLogin, json::value_from(proto::McpLoginParams{name, ""}), kCallTimeout * 6);
+      w->conn->client.call(proto::kMcpLogin, json::value_from(proto::McpLoginParams{name, ""}), kCallTimeout * 6);
   if (!started) {
     fmt::print(stderr, "oppx: cannot log in to {}: {}\n", name, started.error().message);
     if (as_json) fmt::print("{}", json_line(json::object{{"error", started.error().to_json()}}));
@@ -144,64 +215,43 @@ int login_flow(Context& ctx, const std::string& name, bool as_json, std::FILE* s
   auto s = proto::decode<proto::McpLoginStart>(*started);
   if (!s) return unreadable_answer(s.error());
   if (as_json) say = stderr;  // stdout is the answer's
-  fmt::print(say, "Log in to {} at {} in your browser:\n  {}\n", name, s->issuer, s->url);
+  fmt::print(say, "Log in to {} at {} in your browser:\n  {}\n", name, escape_controls(s->issuer),
+             escape_controls(s->url));
   std::string opened = open_browser(s->url);
-  bool paste = ::isatty(0) == 1;
+  bool paste = keys || ::isatty(0) == 1;
   fmt::print(say, "{}Waiting up to {} for the login{}.\n", opened.empty() ? "" : "Opened " + opened + ". ",
              s->expires_in >= 120 ? fmt::format("{} minutes", s->expires_in / 60) : fmt::format("{} s", s->expires_in),
              paste ? fmt::format("; if the browser is on another machine, paste here the address it was sent to "
-                                 "(it starts with {})",
-                                 s->redirect_uri)
+                                 "(it starts with {}){}",
+                                 s->redirect_uri, keys ? ", or press Ctrl-C to stop waiting" : "")
                    : "");
   std::fflush(say);
 
-  LoginWait w;
-  if (::pipe(w.wake) != 0) w.wake[0] = w.wake[1] = -1;
+  if (::pipe(w->wake) != 0) w->wake[0] = w->wake[1] = -1;
   auto limit = std::chrono::seconds(s->expires_in) + kWaitMargin;
-  std::thread waiter([&w, &conn, login = s->login, limit] {
-    w.answer = conn->client.call(proto::kMcpLoginWait, json::value_from(proto::McpLoginWaitParams{login}), limit);
-    w.done = true;
-    if (w.wake[1] >= 0) (void)!::write(w.wake[1], "x", 1);
+  std::thread waiter([w, login = s->login, limit] {
+    w->answer = w->conn->client.call(proto::kMcpLoginWait, json::value_from(proto::McpLoginWaitParams{login}), limit);
+    w->done = true;
+    if (w->wake[1] >= 0) (void)!::write(w->wake[1], "x", 1);
   });
-  std::string line;
-  while (paste && !w.done) {
-    pollfd fds[2] = {{0, POLLIN, 0}, {w.wake[0], POLLIN, 0}};
-    if (::poll(fds, w.wake[0] >= 0 ? 2 : 1, -1) < 0) continue;
-    if (!(fds[0].revents & (POLLIN | POLLHUP))) continue;
-    char buf[4096];
-    ssize_t n = ::read(0, buf, sizeof buf);
-    if (n <= 0) break;  // the terminal closed: the browser's redirect may still come
-    line.append(buf, static_cast<std::size_t>(n));
-    for (auto nl = line.find('\n'); nl != std::string::npos; nl = line.find('\n')) {
-      std::string pasted = line.substr(0, nl);
-      pasted.erase(0, pasted.find_first_not_of(" \t\r"));
-      pasted.erase(pasted.find_last_not_of(" \t\r") + 1);
-      line.erase(0, nl + 1);
-      if (pasted.empty()) continue;
-      auto other = connect_daemon(ctx.socket, Start::kNever);
-      if (!other) {
-        fmt::print(stderr, "oppx: {}\n", other.error().message);
-        continue;
-      }
-      auto r = other->client.call(proto::kMcpLoginRedirect,
-                                  json::value_from(proto::McpLoginRedirectParams{s->login, pasted}), kCallTimeout);
-      if (!r) fmt::print(stderr, "oppx: that address was not taken: {}\n", r.error().message);
-    }
+  if (keys && !paste_from_keys(ctx.socket, s->login, *w, *keys)) {
+    // The wait goes on in the daemon until its limit; the thread ends with it, on its own.
+    waiter.detach();
+    fmt::print(say, "Stopped waiting for the login of {}; `oppx mcp login {}` starts another.\n", name, name);
+    return kExitFailed;
   }
+  if (!keys && paste) paste_from_stdin(ctx.socket, s->login, *w);
   waiter.join();
-  for (int fd : w.wake) {
-    if (fd >= 0) ::close(fd);
-  }
-  if (!w.answer) {
-    fmt::print(stderr, "oppx: the login of {} failed: {}\n", name, w.answer.error().message);
-    if (as_json) fmt::print("{}", json_line(json::object{{"error", w.answer.error().to_json()}}));
+  if (!w->answer) {
+    fmt::print(stderr, "oppx: the login of {} failed: {}\n", name, w->answer.error().message);
+    if (as_json) fmt::print("{}", json_line(json::object{{"error", w->answer.error().to_json()}}));
     return kExitFailed;
   }
   if (as_json) {
-    fmt::print("{}", json_line(*w.answer));
+    fmt::print("{}", json_line(*w->answer));
     return kExitOk;
   }
-  return show_after(name, *w.answer, say);
+  return show_after(name, *w->answer, say);
 }
 
 std::string login_text(const proto::LoginState& l) {

@@ -7,6 +7,7 @@
 #include "proto/mcp_results.h"
 
 #include <cstdio>
+#include <functional>
 #include <string>
 
 namespace oppx::cli {
@@ -16,7 +17,10 @@ namespace oppx::cli {
 // (on a terminal the user may paste the address it was sent to instead). Exit status 0 once the
 // login is kept and the connector runs. What it says goes to `say` (stderr when the command's
 // stdout is for something else: --json, or the result of `oppx mcp call`).
-int login_flow(Context& ctx, const std::string& name, bool as_json, std::FILE* say = stdout);
+// `keys` (the chat's: a terminal in raw mode) reads the paste key by key, and Ctrl-C stops waiting.
+using ReadKey = std::function<std::string(int timeout_ms)>;
+int login_flow(Context& ctx, const std::string& name, bool as_json, std::FILE* say = stdout,
+               const ReadKey* keys = nullptr);
 
 // Who is logged in and until when, in words ("logged in at https://as.example until 14:05,
 // renewed automatically"); never a token.

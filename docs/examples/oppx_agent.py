@@ -78,6 +78,12 @@ class Daemon:
 
 
 def ask_user(question, policy):
+    if question["action"] == "login":
+        # A wider login for a connector: this example runs no browser login; `oppx mcp login NAME`
+        # does it, then ask again.
+        name = question.get("arguments", {}).get("connector", "")
+        print("\n[oppx] %s: %s; run `oppx mcp login %s`" % (name, question.get("why", ""), name), file=sys.stderr)
+        return {"answer": "no"}
     what = question.get("command") or question["action"]
     print("\n[oppx asks] %s: %s" % (what, question.get("why", "")), file=sys.stderr)
     if policy == "yes":

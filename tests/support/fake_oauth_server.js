@@ -2,13 +2,15 @@
 // for the OAuth login tests (tests/daemon/oauth_login_test.cpp). Node built-ins only. Listens on
 // port 0 of 127.0.0.1 (and a second origin for the redirect test) and prints "ports N M ready".
 //   usage: node fake_oauth_server.js [--lifetime=S] [--no-refresh] [--rotate] [--reject-refresh]
-//          [--refresh-delay=MS] [--no-session] [--redirect-mcp] [--port=N]
+//          [--refresh-delay=MS] [--no-session] [--redirect-mcp] [--admin-tool] [--port=N]
 //   --lifetime=S: access tokens expire after S seconds (expires_in; default 3600).
 //   --no-refresh: no refresh token is issued. --rotate: each refresh gives a new refresh token
 //   and the old one stops working. --reject-refresh: every refresh_token grant gets 400
 //   invalid_grant. --refresh-delay=MS: a refresh is answered after MS (concurrent 401s overlap).
 //   --no-session: initialize gives no Mcp-Session-Id. --redirect-mcp: POST /mcp answers 307 to the
 //   second origin's /mcp, which records whether an Authorization header reached it.
+//   --admin-tool: a third tool, "admin", answered 403 insufficient_scope (scope "mcp:tools
+//   mcp:admin") unless the token's scope has mcp:admin (a step-up).
 // Every event is a line on stdout ("token refresh_token ok", "mcp tools/call 200", …) so that tests
 // wait for it; GET /_stats gives the counts as JSON; POST /_expire ends every access token now.
 "use strict";
@@ -29,6 +31,7 @@ const refreshDelay = Number(option("refresh-delay", 0));
 const withSession = !option("no-session", false);
 const redirectMcp = !!option("redirect-mcp", false);
 const fixedPort = Number(option("port", 0));
+const adminTool = !!option("admin-tool", false);
 const say = (s) => process.stdout.write(s + "\n");
 
 const clients = new Map(); // client_id -> registration
@@ -90,7 +93,7 @@ function validBearer(req) {
 
 function issue(clientId, resource, scope, res, grant) {
   const access = "at-" + random();
-  accessTokens.set(access, { expires: Date.now() + lifetime * 1000, client_id: clientId });
+  accessTokens.set(access, { expires: Date.now() + lifetime * 1000, client_id: clientId, scope: scope || "" });
   const body = { access_token: access, token_type: "Bearer", expires_in: lifetime, scope: scope || undefined };
   if (issueRefresh) {
     const rt = "rt-" + random();
@@ -103,7 +106,9 @@ function issue(clientId, resource, scope, res, grant) {
 }
 
 function mcpTools() {
+  const admin = { name: "admin", description: "Needs the mcp:admin scope", inputSchema: { type: "object" } };
   return [
+    ...(adminTool ? [admin] : []),
     {
       name: "echo",
       description: "Echoes its message",
@@ -140,6 +145,15 @@ function mcpAnswer(msg, who, res) {
     case "tools/call": {
       const p = msg.params || {};
       const a = p.arguments || {};
+      if (p.name === "admin" && !(who.scope || "").split(" ").includes("mcp:admin")) {
+        say("mcp tools/call admin 403 insufficient_scope");
+        res.writeHead(403, {
+          "Content-Type": "application/json",
+          "WWW-Authenticate": `Bearer error="insufficient_scope", scope="mcp:tools mcp:admin", resource_metadata="${base()}/.well-known/oauth-protected-resource/mcp"`,
+        });
+        return res.end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, error: { code: -32001, message: "Forbidden" } }));
+      }
+      if (p.name === "admin") return reply({ content: [{ type: "text", text: "admin done" }] });
       if (p.name === "whoami") return reply({ content: [{ type: "text", text: "client " + (who ? who.client_id : "-") }] });
       return reply({ content: [{ type: "text", text: "echo: " + (a.message || "") }] });
     }
@@ -264,7 +278,7 @@ function token(req, res) {
         if (f.get("resource") && f.get("resource") !== rt.resource)
           return tokenError(res, 400, "invalid_target", `resource ${f.get("resource")}`);
         const access = "at-" + random();
-        accessTokens.set(access, { expires: Date.now() + lifetime * 1000, client_id: rt.client_id });
+        accessTokens.set(access, { expires: Date.now() + lifetime * 1000, client_id: rt.client_id, scope: rt.scope || "" });
         const body = { access_token: access, token_type: "Bearer", expires_in: lifetime, scope: rt.scope || undefined };
         if (rotate) {
           rt.valid = false;
