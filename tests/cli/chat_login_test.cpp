@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <string>
 
 #include <sys/stat.h>
@@ -67,6 +68,15 @@ TEST_F(ChatLogin, AToolThatNeedsAWiderLoginIsAskedLoggedInInPlaceAndCalledAgain)
   Result first = oppx({"mcp", "login", "web"}, std::chrono::seconds(60));
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err << fake_out();
   EXPECT_NE(first.out.find("web is running: 3 tools"), std::string::npos) << first.out;
+  // list and get say who is logged in and until when; no command shows a token (the fake's are
+  // "at-…" and "rt-…"), with --json neither.
+  std::string issuer = fmt::format("logged in at http://127.0.0.1:{} until ", port);
+  Result list = oppx({"mcp", "list"}), get = oppx({"mcp", "get", "web"}), as_json = oppx({"mcp", "list", "--json"});
+  EXPECT_NE(list.out.find(issuer), std::string::npos) << list.out;
+  EXPECT_NE(get.out.find("  login:    " + issuer), std::string::npos) << get.out;
+  EXPECT_NE(get.out.find("renewed automatically"), std::string::npos) << get.out;
+  for (const std::string& shown : {first.out + first.err, list.out, get.out, as_json.out})
+    EXPECT_FALSE(std::regex_search(shown, std::regex("(at|rt)-[A-Za-z0-9_-]{20}"))) << shown;
   serve({action("web.admin"), reply("The admin work is done.")});
 
   Terminal t(home, model->url());
