@@ -342,6 +342,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     McpClient::Options o;
     o.name = def.name;
     o.quiet_on_disconnect = link->reports_its_loss();
+    o.stateless_first = def.kind == ConnectorDef::Kind::kHttp;
     o.list_changed_debounce = kListChangedDebounce;
     if (roots) {
       o.roots = [w] {

@@ -106,7 +106,68 @@ struct HttpAsk {
   // (a server may send their headers only with the next event).
   bool slow_first_byte = false;
   std::string token;  // the OAuth token it carried (open() sets it)
+  // MCP 2026-07-28 (the message's params._meta names it): its headers instead of the session's.
+  std::string stateless_version, mcp_method, mcp_name;
 };
+
+// What a 2026-07-28 request says of itself for its headers: the version its params._meta names,
+// its method, and the name (or URI) that Mcp-Name carries. Nothing for other messages.
+void read_stateless(const Message& m, HttpAsk& ask) {
+  if (!m.is_request() || m.text.find(proto::mcp::kMetaVersion) == std::string::npos) return;
+  error_code ec;
+  json::value v = json::parse(m.text, ec);
+  const json::object* params = nullptr;
+  if (!ec && v.is_object()) {
+    if (auto* p = v.as_object().if_contains("params"); p && p->is_object()) params = &p->as_object();
+  }
+  const json::value* meta = params ? params->if_contains("_meta") : nullptr;
+  const json::value* version =
+      meta && meta->is_object() ? meta->as_object().if_contains(proto::mcp::kMetaVersion) : nullptr;
+  if (!version || !version->is_string()) return;
+  ask.stateless_version = std::string(version->as_string());
+  ask.mcp_method = m.method;
+  std::string_view key = m.method == "resources/read" ? "uri" : "name";
+  if (m.method == "tools/call" || m.method == "prompts/get" || m.method == "resources/read") {
+    if (auto* n = params->if_contains(key); n && n->is_string()) ask.mcp_name = std::string(n->as_string());
+  }
+}
+
+// A header value as MCP 2026-07-28 carries it: as it is when it is plain visible ASCII with no
+// space at either end, else "=?base64?…?=" of its UTF-8.
+std::string header_value(std::string_view v) {
+  bool plain = !v.empty() && v.front() != ' ' && v.back() != ' ' &&
+               std::all_of(v.begin(), v.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  if (plain) return std::string(v);
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out = "=?base64?";
+  for (std::size_t i = 0; i < v.size(); i += 3) {
+    unsigned n = static_cast<unsigned char>(v[i]) << 16;
+    if (i + 1 < v.size()) n |= static_cast<unsigned char>(v[i + 1]) << 8;
+    if (i + 2 < v.size()) n |= static_cast<unsigned char>(v[i + 2]);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += i + 1 < v.size() ? kAlphabet[(n >> 6) & 63] : '=';
+    out += i + 2 < v.size() ? kAlphabet[n & 63] : '=';
+  }
+  return out + "?=";
+}
+
+// A 400 of a 2026-07-28 server that refused the version (-32022) while listing it among those it
+// supports: the request is sent once more (a server may refuse a first request so).
+bool version_refused_but_listed(std::string_view body, std::string_view version) {
+  error_code ec;
+  json::value v = json::parse(body, ec);
+  const json::value* e = !ec && v.is_object() ? v.as_object().if_contains("error") : nullptr;
+  if (!e || !e->is_object()) return false;
+  const json::value* code = e->as_object().if_contains("code");
+  if (!code || !code->is_int64() || code->as_int64() != -32022) return false;
+  const json::value* data = e->as_object().if_contains("data");
+  const json::value* supported = data && data->is_object() ? data->as_object().if_contains("supported") : nullptr;
+  if (!supported || !supported->is_array()) return false;
+  for (auto& s : supported->as_array())
+    if (s.is_string() && s.as_string() == version) return true;
+  return false;
+}
 
 // The session, shared by every exchange of one connector.
 struct State : std::enable_shared_from_this<State> {
@@ -123,6 +184,7 @@ struct State : std::enable_shared_from_this<State> {
   http::Client client;
   Transport::Handlers handlers;
   bool stopped = false, closing = false;
+  bool stateless = false;  // it speaks MCP 2026-07-28: a cancel ends the exchange, with no notice
   std::string session_id, protocol_version;
   Message init_message, initialized_message;  // remembered for a re-initialize
   std::string session_origin;                 // the session id goes only where it came from (a redirect may move it)
@@ -182,10 +244,17 @@ awaitable<Outcome<Answer>> open(std::shared_ptr<State> st, HttpAsk& ask, Clock::
   }
   req.headers.push_back(
       {"Accept", ask.method == "GET" ? "text/event-stream" : "application/json, text/event-stream", "*"});
-  if (!ask.initialize && !st->session_id.empty())
-    req.headers.push_back({"Mcp-Session-Id", st->session_id, st->session_origin});
-  if (!ask.initialize && sends_version_header(st->protocol_version))
-    req.headers.push_back({"MCP-Protocol-Version", st->protocol_version, "*"});
+  if (!ask.stateless_version.empty()) {
+    // MCP 2026-07-28: no session; the version, the method and its name in headers of their own.
+    req.headers.push_back({"MCP-Protocol-Version", ask.stateless_version, "*"});
+    req.headers.push_back({"Mcp-Method", ask.mcp_method, "*"});
+    if (!ask.mcp_name.empty()) req.headers.push_back({"Mcp-Name", header_value(ask.mcp_name), "*"});
+  } else {
+    if (!ask.initialize && !st->session_id.empty())
+      req.headers.push_back({"Mcp-Session-Id", st->session_id, st->session_origin});
+    if (!ask.initialize && sends_version_header(st->protocol_version))
+      req.headers.push_back({"MCP-Protocol-Version", st->protocol_version, "*"});
+  }
   if (!ask.last_event_id.empty()) req.headers.push_back({"Last-Event-ID", ask.last_event_id, "*"});
   if (ask.method == "POST") {
     req.headers.push_back({"Content-Type", "application/json", "*"});
@@ -436,12 +505,15 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool del
   ask.request_key = request_key(m);
   ask.slow_first_byte = m.slow_first_byte;
   ask.repeatable = m.repeatable;
+  read_stateless(m, ask);
+  if (ask.initialize) st->stateless = false;  // the probe found an older server
   std::string session = st->session_id;
   auto got = co_await open(st, ask, deadline);
   if (st->stopped) co_return fail(proto::kind::kCancelled, "the connector was stopped");
   if (!got) co_return with_sent_note(got.error(), m);
   Answer a = *got;
   const std::string& origin = a.at.origin;
+  if (!ask.stateless_version.empty() && a.status >= 200 && a.status < 300) st->stateless = true;
   if (a.status >= 200 && a.status < 300 && ask.initialize && a.session_id) {
     // MCP: the session id is visible ASCII (0x21-0x7E). Anything else could split a header.
     if (!valid_session_id(*a.session_id)) {
@@ -467,6 +539,9 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool del
     } else {
       a.ex->abort();
     }
+    if (a.status == 400 && body && may_reinit && !ask.stateless_version.empty() &&
+        version_refused_but_listed(*body, ask.stateless_version))
+      co_return co_await exchange(st, std::move(m), deliver, false, may_reauth);
     std::string words = body ? server_words(*body) : "";
     bool lost_session =
         !session.empty() && (a.status == 404 || (a.status == 400 && body && body->find("ession") != std::string::npos));
@@ -714,7 +789,10 @@ class HttpTransport : public Transport {
   void start(Handlers handlers) override { st_->handlers = std::move(handlers); }
   bool send(Message message) override {
     if (st_->stopped || st_->closing) return false;
-    if (!message.cancels.is_null()) cancel_request(*st_, message.cancels);
+    if (!message.cancels.is_null()) {
+      cancel_request(*st_, message.cancels);
+      if (st_->stateless) return true;  // MCP 2026-07-28 over HTTP: closing the stream is the cancel
+    }
     if (st_->holding || st_->running >= kMaxInFlight) {
       st_->waiting.push_back(std::move(message));
       return true;

@@ -139,6 +139,52 @@ std::shared_ptr<McpClient> McpClient::create(asio::io_context& io, std::unique_p
 }
 
 void McpClient::start() {
+  if (!options_.stateless_first) return initialize();
+  phase_ = Phase::kInitializing;
+  version_ = proto::mcp::kStateless;  // stamps the probe
+  peer_->call("server/discover", stamped(json::object{}), [w = weak_from_this()](CallResult r) {
+    auto self = w.lock();
+    if (self && self->phase_ == Phase::kInitializing) self->discovered(std::move(r));
+  });
+}
+
+json::value McpClient::stamped(json::value params) const {
+  if (!stateless()) return params;
+  json::object out = params.is_object() ? params.as_object() : json::object{};
+  json::object meta{{proto::mcp::kMetaVersion, proto::mcp::kStateless},
+                    {proto::mcp::kMetaCapabilities, json::object{}},
+                    {proto::mcp::kMetaClientInfo, json::object{{"name", "oppx"}, {"version", OPPX_VERSION}}}};
+  if (auto* m = out.if_contains("_meta"); m && m->is_object()) {
+    for (auto& [k, v] : m->as_object()) meta[k] = v;
+  }
+  out["_meta"] = std::move(meta);
+  return out;
+}
+
+// server/discover's answer: a server that lists 2026-07-28 speaks it from now on; a lost login or
+// an unreachable server is what it would be for initialize; anything else is an older server.
+void McpClient::discovered(CallResult r) {
+  move_server_kind_to_data(r);
+  if (!r && r.error().kind == proto::kind::kDisconnected && options_.quiet_on_disconnect) return;
+  if (!r && (takes_it_down(r.error()) || r.error().kind == proto::kind::kTimeout))
+    return failed(down_kind(r.error()), r.error().message);
+  const json::value* listed = r && r->is_object() ? r->as_object().if_contains("supportedVersions") : nullptr;
+  if (listed && listed->is_array()) {
+    for (auto& v : listed->as_array()) {
+      if (v.is_string() && v.as_string() == proto::mcp::kStateless) {
+        phase_ = Phase::kListing;
+        return fetch_tools();
+      }
+    }
+  }
+  log::info("connector {}: no MCP {} there ({}); speaking {}", options_.name, proto::mcp::kStateless,
+            r ? std::string("server/discover lists other versions") : escape_controls(r.error().message).substr(0, 200),
+            proto::mcp::kLatest);
+  version_.clear();
+  initialize();
+}
+
+void McpClient::initialize() {
   phase_ = Phase::kInitializing;
   json::object params{{"protocolVersion", proto::mcp::kLatest},
                       {"capabilities", options_.roots ? json::object{{"roots", json::object{}}} : json::object{}},
@@ -172,6 +218,7 @@ void McpClient::initialized(CallResult r) {
   if (!proto::mcp::supported(version))
     return failed(proto::kind::kStopped,
                   fmt::format("it speaks MCP protocol \"{}\", which oppx does not support", version));
+  version_ = version;
   phase_ = Phase::kListing;
   peer_->notify("notifications/initialized", nullptr);
   fetch_tools();
@@ -193,6 +240,7 @@ void McpClient::fetch_tools() {
 // Pages end at the last one, at a cursor seen before, or at kMaxToolPages.
 void McpClient::fetch_page(std::shared_ptr<Pages> acc, std::string cursor) {
   json::value params = cursor.empty() ? json::value(nullptr) : json::value(json::object{{"cursor", cursor}});
+  params = stamped(std::move(params));
   peer_->call("tools/list", params, [w = weak_from_this(), acc](CallResult r) {
     auto self = w.lock();
     if (self && self->phase_ != Phase::kClosed) self->page(acc, std::move(r));
@@ -284,9 +332,19 @@ json::value McpClient::call_tool(const std::string& tool, const json::value& arg
       std::erase_if(self->token_of_call_, [&token](const auto& e) { return e.second == token; });
     }
     move_server_kind_to_data(r);
+    // MCP 2026-07-28: a result that asks for input (a multi round-trip request) is not the tool's
+    // answer; oppx does not fulfil such requests yet, so the call fails saying so.
+    const json::value* kind = r && r->is_object() ? r->as_object().if_contains("resultType") : nullptr;
+    if (kind && kind->is_string() && kind->as_string() != "complete") {
+      r = CallResult(boost::system::in_place_error,
+                     RpcError::make(ErrorCode::kInternal, "unsupported",
+                                    fmt::format("the server asked for more input (resultType \"{}\"), which oppx "
+                                                "cannot give yet; the tool did not complete",
+                                                escape_controls(std::string_view(kind->as_string()).substr(0, 40)))));
+    }
     done(std::move(r));
   };
-  json::value id = peer_->call("tools/call", params, std::move(answered), std::move(request));
+  json::value id = peer_->call("tools/call", stamped(std::move(params)), std::move(answered), std::move(request));
   // Unless it already ended (a transport that could not take it answers at once).
   if (!token.empty() && progress_.count(token)) token_of_call_[proto::id_key(id)] = token;
   return id;

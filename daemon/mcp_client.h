@@ -8,6 +8,7 @@
 #pragma once
 
 #include "common/jsonrpc_peer.h"
+#include "proto/mcp_versions.h"
 #include "common/transport.h"
 
 #include <boost/json/array.hpp>
@@ -41,6 +42,9 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
     // When set, the client offers roots (MCP "Roots") and answers roots/list with these folders,
     // read at each request (absolute paths, sent as file: URIs).
     std::function<std::vector<std::string>()> roots;
+    // Ask for MCP 2026-07-28 first (server/discover), and speak it when the server does; else
+    // initialize as below. The HTTP link's: its server says which in its answer.
+    bool stateless_first = false;
   };
   struct Handlers {
     // The complete tool list: after initialize (the session is ready), then after each change.
@@ -56,8 +60,12 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   ~McpClient();
 
   // Sends initialize; once the version is one of proto::mcp::kVersions, notifications/initialized and the
-  // tools/list pages follow, and then on_tools.
+  // tools/list pages follow, and then on_tools. With stateless_first, server/discover goes first: a
+  // server that lists 2026-07-28 gets the tools/list pages at once, every request stamped with the
+  // protocol's _meta; any other answer (an error, HTTP 400 from a 2025 server) leads to initialize.
   void start();
+  // The MCP version spoken, once known (empty before).
+  const std::string& version() const { return version_; }
   // Sends tools/call; `done` runs once. Errors the server sent carry no kind of ours (its kind is
   // kept as data.server_kind): only errors made on our side (disconnected, the HTTP link's login,
   // unreachable, timeout) carry the kinds the daemon acts on. With `on_progress`, the server is
@@ -84,7 +92,12 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   enum class Phase { kNew, kInitializing, kListing, kReady, kClosed };
   struct Pages;
   McpClient(boost::asio::io_context& io, Options options, Handlers handlers);
+  void initialize();
+  void discovered(CallResult r);
   void initialized(CallResult r);
+  // `params` with the 2026-07-28 _meta added, when that is the version spoken.
+  boost::json::value stamped(boost::json::value params) const;
+  bool stateless() const { return version_ == proto::mcp::kStateless; }
   void fetch_tools();
   void fetch_page(std::shared_ptr<Pages> acc, std::string cursor);
   void page(std::shared_ptr<Pages> acc, CallResult r);
@@ -100,6 +113,7 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   std::shared_ptr<JsonRpcPeer> peer_;
   std::unique_ptr<Timer> list_changed_timer_;
   Phase phase_ = Phase::kNew;
+  std::string version_;
   bool fetching_ = false, fetch_again_ = false, list_changed_armed_ = false;
   std::unordered_map<std::string, std::function<void(const boost::json::object&)>> progress_;  // by token
   std::unordered_map<std::string, std::string> token_of_call_;  // proto::id_key of a call → its token

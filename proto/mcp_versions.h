@@ -16,6 +16,15 @@ inline constexpr std::string_view kWithoutVersionHeader = "2025-03-26";
 // From 2025-11-25 (SEP-1699) a server may end a stream early and the client polls.
 inline constexpr std::string_view kFirstWithPolling = "2025-11-25";
 
+// MCP 2026-07-28: stateless, no initialize and no session. Every request carries the protocol's
+// metadata in params._meta (these keys); over HTTP also the MCP-Protocol-Version, Mcp-Method and
+// Mcp-Name headers. oppx asks a server for it first (server/discover) and speaks the versions above
+// to a server that does not know it.
+inline constexpr std::string_view kStateless = "2026-07-28";
+inline constexpr std::string_view kMetaVersion = "io.modelcontextprotocol/protocolVersion";
+inline constexpr std::string_view kMetaCapabilities = "io.modelcontextprotocol/clientCapabilities";
+inline constexpr std::string_view kMetaClientInfo = "io.modelcontextprotocol/clientInfo";
+
 inline bool supported(std::string_view version) {
   return std::find(std::begin(kVersions), std::end(kVersions), version) != std::end(kVersions);
 }
