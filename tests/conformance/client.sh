@@ -23,6 +23,16 @@ case "$scenario" in
     "$oppx" mcp add conformance --force --url "$url"
     "$oppx" mcp call conformance add_numbers '{"a":2,"b":40}'
     ;;
+  request-metadata)
+    # Every request's metadata is checked (2026-07-28): a listing is requests enough.
+    "$oppx" mcp add conformance --force --url "$url"
+    "$oppx" mcp tools conformance
+    ;;
+  http-standard-headers)
+    "$oppx" mcp add conformance --force --url "$url"
+    "$oppx" mcp call conformance test_headers '{}'
+    "$oppx" mcp call conformance my-hyphenated-tool '{}'
+    ;;
   sse-retry)
     "$oppx" mcp add conformance --force --url "$url"
     "$oppx" mcp call conformance test_reconnection '{}'
@@ -44,8 +54,12 @@ case "$scenario" in
     else
       "$oppx" mcp add conformance --force --url "$url"
     fi
-    "$oppx" mcp login conformance
-    "$oppx" mcp tools conformance
+    if ! "$oppx" mcp login conformance || ! "$oppx" mcp tools conformance; then
+      # The server no longer takes the login (authorization-server-migration: its protected
+      # resource moved to another authorization server): logged in again, as the steps say.
+      "$oppx" mcp login conformance
+      "$oppx" mcp tools conformance
+    fi
     "$oppx" mcp call conformance test-tool '{}'
     ;;
   *)
