@@ -28,6 +28,21 @@ case "$scenario" in
     "$oppx" mcp add conformance --force --url "$url"
     "$oppx" mcp tools conformance
     ;;
+  json-schema-ref-no-deref)
+    # The tools' schemas as the server wrote them: listed, never a network $ref fetched.
+    "$oppx" mcp add conformance --force --url "$url"
+    "$oppx" mcp tools conformance --json >/dev/null
+    ;;
+  json-schema-2020-12-preservation)
+    # The other tool's inputSchema as oppx lists it (--json), sent back to json_schema_echo, which
+    # compares it with what the server wrote.
+    "$oppx" mcp add conformance --force --url "$url"
+    args=$("$oppx" mcp tools conformance --json | node -e '
+      const l = JSON.parse(require("fs").readFileSync(0, "utf8"));
+      const t = l.tools.find((x) => x.name !== "json_schema_echo");
+      process.stdout.write(JSON.stringify({ schema: t.inputSchema }));')
+    "$oppx" mcp call conformance json_schema_echo "$args"
+    ;;
   http-standard-headers)
     "$oppx" mcp add conformance --force --url "$url"
     "$oppx" mcp call conformance test_headers '{}'
