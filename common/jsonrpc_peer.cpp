@@ -135,6 +135,7 @@ json::value JsonRpcPeer::call(std::string_view method, const json::value& params
   m.repeatable = request.repeatable;
   m.slow_first_byte = request.slow_first_byte;
   m.label = std::move(request.label);
+  m.headers = std::move(request.headers);
   send(std::move(m));
   return id;
 }

@@ -13,6 +13,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 #include <unordered_map>
 
 namespace oppx {
@@ -24,6 +26,7 @@ struct RequestOptions {
   bool repeatable = true;
   bool slow_first_byte = false;
   std::string label;
+  std::vector<std::pair<std::string, std::string>> headers;  // Message::headers
 };
 
 class Reply {

@@ -13,6 +13,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace oppx {
 
@@ -31,6 +33,8 @@ struct Message {
   // is not held to a headers limit.
   bool slow_first_byte = false;
   std::string label;  // how errors name it ("the call to echo"); empty: by its method
+  // HTTP headers of this request alone (MCP 2026-07-28's Mcp-Param-*); other transports have none.
+  std::vector<std::pair<std::string, std::string>> headers;
 
   bool is_request() const { return kind == Kind::kRequest; }
 };

@@ -10,6 +10,7 @@
 // with a logging completion handler), which reports back only through the Handlers.
 #include "daemon/http_transport.h"
 
+#include "daemon/mcp_headers.h"
 #include "proto/mcp_versions.h"
 
 #include "common/budget.h"
@@ -108,6 +109,7 @@ struct HttpAsk {
   std::string token;  // the OAuth token it carried (open() sets it)
   // MCP 2026-07-28 (the message's params._meta names it): its headers instead of the session's.
   std::string stateless_version, mcp_method, mcp_name;
+  std::vector<std::pair<std::string, std::string>> headers;  // the message's own (Mcp-Param-*)
 };
 
 // What a 2026-07-28 request says of itself for its headers: the version its params._meta names,
@@ -130,26 +132,6 @@ void read_stateless(const Message& m, HttpAsk& ask) {
   if (m.method == "tools/call" || m.method == "prompts/get" || m.method == "resources/read") {
     if (auto* n = params->if_contains(key); n && n->is_string()) ask.mcp_name = std::string(n->as_string());
   }
-}
-
-// A header value as MCP 2026-07-28 carries it: as it is when it is plain visible ASCII with no
-// space at either end, else "=?base64?…?=" of its UTF-8.
-std::string header_value(std::string_view v) {
-  bool plain = !v.empty() && v.front() != ' ' && v.back() != ' ' &&
-               std::all_of(v.begin(), v.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-  if (plain) return std::string(v);
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out = "=?base64?";
-  for (std::size_t i = 0; i < v.size(); i += 3) {
-    unsigned n = static_cast<unsigned char>(v[i]) << 16;
-    if (i + 1 < v.size()) n |= static_cast<unsigned char>(v[i + 1]) << 8;
-    if (i + 2 < v.size()) n |= static_cast<unsigned char>(v[i + 2]);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += i + 1 < v.size() ? kAlphabet[(n >> 6) & 63] : '=';
-    out += i + 2 < v.size() ? kAlphabet[n & 63] : '=';
-  }
-  return out + "?=";
 }
 
 // A 400 of a 2026-07-28 server that refused the version (-32022) while listing it among those it
@@ -248,7 +230,8 @@ awaitable<Outcome<Answer>> open(std::shared_ptr<State> st, HttpAsk& ask, Clock::
     // MCP 2026-07-28: no session; the version, the method and its name in headers of their own.
     req.headers.push_back({"MCP-Protocol-Version", ask.stateless_version, "*"});
     req.headers.push_back({"Mcp-Method", ask.mcp_method, "*"});
-    if (!ask.mcp_name.empty()) req.headers.push_back({"Mcp-Name", header_value(ask.mcp_name), "*"});
+    if (!ask.mcp_name.empty()) req.headers.push_back({"Mcp-Name", mcp_headers::header_value(ask.mcp_name), "*"});
+    for (auto& [k, v] : ask.headers) req.headers.push_back({k, v, "*"});
   } else {
     if (!ask.initialize && !st->session_id.empty())
       req.headers.push_back({"Mcp-Session-Id", st->session_id, st->session_origin});
@@ -506,6 +489,7 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool del
   ask.slow_first_byte = m.slow_first_byte;
   ask.repeatable = m.repeatable;
   read_stateless(m, ask);
+  ask.headers = m.headers;
   if (ask.initialize) st->stateless = false;  // the probe found an older server
   std::string session = st->session_id;
   auto got = co_await open(st, ask, deadline);

@@ -71,6 +71,7 @@ struct McpClient::Timer {
 
 struct McpClient::Pages {
   json::array tools;
+  std::unordered_map<std::string, std::vector<mcp_headers::ParamHeader>> marks;
   std::set<std::string> names, cursors;
   int count = 0;
 };
@@ -261,7 +262,18 @@ void McpClient::page(std::shared_ptr<Pages> acc, CallResult r) {
   }
   for (auto& t : r->as_object().at("tools").as_array()) {
     const json::value* name = t.is_object() ? t.as_object().if_contains("name") : nullptr;
-    if (name && name->is_string() && acc->names.insert(std::string(name->as_string())).second) acc->tools.push_back(t);
+    if (!name || !name->is_string() || !acc->names.insert(std::string(name->as_string())).second) continue;
+    if (stateless()) {
+      const json::value* schema = t.as_object().if_contains("inputSchema");
+      auto marks = mcp_headers::param_headers(schema ? *schema : json::value());
+      if (!marks) {
+        log::warn("connector {}: tool {} is left out: {}", options_.name,
+                  escape_controls(std::string_view(name->as_string()).substr(0, 100)), escape_controls(marks.error()));
+        continue;
+      }
+      acc->marks[std::string(name->as_string())] = std::move(*marks);
+    }
+    acc->tools.push_back(t);
   }
   ++acc->count;
   const json::value* next = r->as_object().if_contains("nextCursor");
@@ -278,6 +290,7 @@ void McpClient::page(std::shared_ptr<Pages> acc, CallResult r) {
   }
   fetching_ = false;
   phase_ = Phase::kReady;
+  param_headers_ = std::move(acc->marks);
   auto keep = shared_from_this();  // on_tools may close this client
   if (handlers_.on_tools) handlers_.on_tools(std::move(acc->tools));
   if (fetch_again_ && phase_ != Phase::kClosed) {
@@ -326,6 +339,8 @@ json::value McpClient::call_tool(const std::string& tool, const json::value& arg
   request.repeatable = read_only;
   request.slow_first_byte = true;
   request.label = "the call to " + escape_controls(std::string_view(tool).substr(0, 100));
+  if (auto it = param_headers_.find(tool); it != param_headers_.end())
+    request.headers = mcp_headers::param_header_values(it->second, arguments);
   auto answered = [w = weak_from_this(), token, done = std::move(done)](CallResult r) {
     if (auto self = w.lock(); self && !token.empty()) {
       self->progress_.erase(token);

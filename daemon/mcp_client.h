@@ -8,6 +8,7 @@
 #pragma once
 
 #include "common/jsonrpc_peer.h"
+#include "daemon/mcp_headers.h"
 #include "proto/mcp_versions.h"
 #include "common/transport.h"
 
@@ -43,7 +44,9 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
     // read at each request (absolute paths, sent as file: URIs).
     std::function<std::vector<std::string>()> roots;
     // Ask for MCP 2026-07-28 first (server/discover), and speak it when the server does; else
-    // initialize as below. The HTTP link's: its server says which in its answer.
+    // initialize as below. The HTTP link's: its server says which in its answer. There a tool
+    // whose x-mcp-header marks are invalid is left out of the list (logged), and the marked
+    // parameters of a call go as Mcp-Param-* headers.
     bool stateless_first = false;
   };
   struct Handlers {
@@ -118,6 +121,8 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   std::unordered_map<std::string, std::function<void(const boost::json::object&)>> progress_;  // by token
   std::unordered_map<std::string, std::string> token_of_call_;  // proto::id_key of a call → its token
   std::uint64_t next_progress_ = 0;
+  // MCP 2026-07-28 over HTTP: each listed tool's parameters mirrored into Mcp-Param-* headers.
+  std::unordered_map<std::string, std::vector<mcp_headers::ParamHeader>> param_headers_;
 };
 
 // The file: URI of an absolute path, each byte outside RFC 3986's unreserved set and '/' escaped.

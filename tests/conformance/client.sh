@@ -28,6 +28,24 @@ case "$scenario" in
     "$oppx" mcp add conformance --force --url "$url"
     "$oppx" mcp tools conformance
     ;;
+  http-custom-headers)
+    # The calls the scenario asks for, with their arguments (its context's toolCalls).
+    "$oppx" mcp add conformance --force --url "$url"
+    calls=$(node -e 'const c = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}");
+      for (const t of c.toolCalls || []) console.log(t.name + " " + JSON.stringify(t.arguments));')
+    printf '%s\n' "$calls" | while read -r tool args; do
+      "$oppx" mcp call conformance "$tool" "$args"
+    done
+    ;;
+  http-invalid-tool-headers)
+    # Every tool oppx lists is called: one with invalid x-mcp-header marks must not be listed.
+    "$oppx" mcp add conformance --force --url "$url"
+    for tool in $("$oppx" mcp tools conformance --json | node -e '
+      const l = JSON.parse(require("fs").readFileSync(0, "utf8"));
+      console.log(l.tools.map((t) => t.name).join("\n"));'); do
+      "$oppx" mcp call conformance "$tool" '{"region":"us-west1"}'
+    done
+    ;;
   json-schema-ref-no-deref)
     # The tools' schemas as the server wrote them: listed, never a network $ref fetched.
     "$oppx" mcp add conformance --force --url "$url"

@@ -1,0 +1,36 @@
+// MCP 2026-07-28's headers over HTTP that come from a request's body (SEP-2243): a value as a
+// header carries it (plain, or "=?base64?…?=") and the tool parameters a server marks with
+// `x-mcp-header` in its inputSchema, checked when the tools are listed (a tool whose marks are
+// invalid is left out) and mirrored as Mcp-Param-{Name} on each call. Pure: no I/O.
+#pragma once
+
+#include <boost/json/fwd.hpp>
+#include <boost/system/result.hpp>
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace oppx::daemon::mcp_headers {
+
+// A header value: as it is when it is visible ASCII and inner spaces (no space or tab at either
+// end, not itself shaped like "=?base64?…?="), else "=?base64?<its UTF-8 in Base64>?=".
+std::string header_value(std::string_view v);
+
+// One parameter mirrored into a header: Mcp-Param-{name}, from the value at `path` (a chain of
+// `properties` keys from the schema's root).
+struct ParamHeader {
+  std::string name;
+  std::vector<std::string> path;
+};
+// The marked parameters of a tool's inputSchema, or why its marks are invalid (empty, not a
+// token, duplicated ignoring case, on a type other than string, integer or boolean, or anywhere
+// but a chain of `properties` from the root).
+boost::system::result<std::vector<ParamHeader>, std::string> param_headers(const boost::json::value& input_schema);
+// The headers of one call: each marked parameter present and not null in `arguments`, its value
+// as text (a string as it is, an integer in decimal, true/false), encoded by header_value.
+std::vector<std::pair<std::string, std::string>> param_header_values(const std::vector<ParamHeader>& marks,
+                                                                     const boost::json::value& arguments);
+
+}  // namespace oppx::daemon::mcp_headers
