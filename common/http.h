@@ -90,4 +90,7 @@ Outcome<Response> fetch(const Request& req, const std::function<bool(std::string
 // "https://example.com:8443" of a URL (empty when it does not parse).
 std::string origin_of(std::string_view url);
 
+// A character of an RFC 9110 token (a header's name, an auth scheme, a challenge's parameter).
+bool is_tchar(char c);
+
 }  // namespace oppx::http

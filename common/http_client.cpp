@@ -67,6 +67,11 @@ boost::system::result<Url, std::string> parse_url(std::string_view text) {
   return t;
 }
 
+bool is_tchar(char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
 std::string origin_of(std::string_view url) {
   auto t = parse_url(url);
   return t ? t->origin : std::string();

@@ -112,45 +112,6 @@ struct HttpAsk {
   std::vector<std::pair<std::string, std::string>> headers;  // the message's own (Mcp-Param-*)
 };
 
-// What a 2026-07-28 request says of itself for its headers: the version its params._meta names,
-// its method, and the name (or URI) that Mcp-Name carries. Nothing for other messages.
-void read_stateless(const Message& m, HttpAsk& ask) {
-  if (!m.is_request() || m.text.find(proto::mcp::kMetaVersion) == std::string::npos) return;
-  error_code ec;
-  json::value v = json::parse(m.text, ec);
-  const json::object* params = nullptr;
-  if (!ec && v.is_object()) {
-    if (auto* p = v.as_object().if_contains("params"); p && p->is_object()) params = &p->as_object();
-  }
-  const json::value* meta = params ? params->if_contains("_meta") : nullptr;
-  const json::value* version =
-      meta && meta->is_object() ? meta->as_object().if_contains(proto::mcp::kMetaVersion) : nullptr;
-  if (!version || !version->is_string()) return;
-  ask.stateless_version = std::string(version->as_string());
-  ask.mcp_method = m.method;
-  std::string_view key = m.method == "resources/read" ? "uri" : "name";
-  if (m.method == "tools/call" || m.method == "prompts/get" || m.method == "resources/read") {
-    if (auto* n = params->if_contains(key); n && n->is_string()) ask.mcp_name = std::string(n->as_string());
-  }
-}
-
-// A 400 of a 2026-07-28 server that refused the version (-32022) while listing it among those it
-// supports: the request is sent once more (a server may refuse a first request so).
-bool version_refused_but_listed(std::string_view body, std::string_view version) {
-  error_code ec;
-  json::value v = json::parse(body, ec);
-  const json::value* e = !ec && v.is_object() ? v.as_object().if_contains("error") : nullptr;
-  if (!e || !e->is_object()) return false;
-  const json::value* code = e->as_object().if_contains("code");
-  if (!code || !code->is_int64() || code->as_int64() != -32022) return false;
-  const json::value* data = e->as_object().if_contains("data");
-  const json::value* supported = data && data->is_object() ? data->as_object().if_contains("supported") : nullptr;
-  if (!supported || !supported->is_array()) return false;
-  for (auto& s : supported->as_array())
-    if (s.is_string() && s.as_string() == version) return true;
-  return false;
-}
-
 // The session, shared by every exchange of one connector.
 struct State : std::enable_shared_from_this<State> {
   State(asio::io_context& io, HttpOptions o, http::Url t)
@@ -488,7 +449,13 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool del
   ask.request_key = request_key(m);
   ask.slow_first_byte = m.slow_first_byte;
   ask.repeatable = m.repeatable;
-  read_stateless(m, ask);
+  if (m.is_request()) {
+    if (auto r = mcp_headers::stateless_request(m.text, m.method)) {
+      ask.stateless_version = std::move(r->version);
+      ask.mcp_method = m.method;
+      ask.mcp_name = std::move(r->name);
+    }
+  }
   ask.headers = m.headers;
   if (ask.initialize) st->stateless = false;  // the probe found an older server
   std::string session = st->session_id;
@@ -524,7 +491,7 @@ awaitable<Outcome<void>> exchange(std::shared_ptr<State> st, Message m, bool del
       a.ex->abort();
     }
     if (a.status == 400 && body && may_reinit && !ask.stateless_version.empty() &&
-        version_refused_but_listed(*body, ask.stateless_version))
+        mcp_headers::version_refused_but_listed(*body, ask.stateless_version))
       co_return co_await exchange(st, std::move(m), deliver, false, may_reauth);
     std::string words = body ? server_words(*body) : "";
     bool lost_session =
@@ -798,46 +765,14 @@ class HttpTransport : public Transport {
   std::shared_ptr<State> st_;
 };
 
-bool token_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) ||
-         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
 }  // namespace
-
-std::string url_origin(std::string_view url) {
-  std::string o = http::origin_of(url);
-  return o.empty() ? "the configured URL" : o;
-}
-
-boost::system::result<void, std::string> apply_timeout_spec(HttpTimeouts& t, std::string_view spec) {
-  while (!spec.empty()) {
-    auto comma = spec.find(',');
-    std::string_view part = spec.substr(0, comma);
-    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
-    auto eq = part.find('=');
-    std::string_view name = part.substr(0, eq);
-    std::chrono::milliseconds* slot = name == "connect"   ? &t.connect
-                                      : name == "headers" ? &t.headers
-                                      : name == "idle"    ? &t.idle
-                                      : name == "total"   ? &t.total
-                                      : name == "stream"  ? &t.stream
-                                                          : nullptr;
-    std::string_view num = eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
-    if (!slot || num.empty() || num.size() > 9 ||
-        !std::all_of(num.begin(), num.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      return "\"" + escape_controls(part) + "\" is not connect=MS, headers=MS, idle=MS, total=MS or stream=MS";
-    *slot = std::chrono::milliseconds(std::stol(std::string(num)));
-  }
-  return {};
-}
 
 boost::system::result<std::unique_ptr<Transport>, std::string> make_http_transport(asio::io_context& io,
                                                                                    HttpOptions options) {
   auto target = http::parse_url(options.url);
   if (!target) return "the url is unusable: " + target.error();
   for (auto& [k, v] : options.headers) {
-    if (k.empty() || !std::all_of(k.begin(), k.end(), token_char))
+    if (k.empty() || !std::all_of(k.begin(), k.end(), http::is_tchar))
       return "the header name \"" + escape_controls(k) + "\" is not a valid HTTP header name";
     // The value is never shown: it is usually a secret.
     if (v.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)

@@ -72,15 +72,8 @@ struct HttpOptions {
   std::shared_ptr<HttpAuth> auth;
 };
 
-// Overrides from a spec like "connect=500,headers=1000,idle=2000,total=5000,stream=200" (milliseconds; any
-// subset). The tests use it (OPPX_HTTP_TIMEOUTS); an unusable spec is an error naming the part.
-boost::system::result<void, std::string> apply_timeout_spec(HttpTimeouts& t, std::string_view spec);
-
 // Fails when the URL is unusable (not http/https, no host); the message says how to fix it.
 boost::system::result<std::unique_ptr<Transport>, std::string> make_http_transport(boost::asio::io_context& io,
                                                                                    HttpOptions options);
-
-// "https://example.com:8443": what errors and logs name, never the path, query or credentials.
-std::string url_origin(std::string_view url);
 
 }  // namespace oppx::daemon

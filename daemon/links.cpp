@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/ndjson_transport.h"
 #include "common/paths.h"
+#include "common/text.h"
 #include "daemon/connector.h"
 #include "daemon/http_transport.h"
 #include "daemon/subprocess.h"
@@ -195,6 +196,30 @@ LinkResult make_stdio_link(asio::io_context& io, const ConnectorDef& def, const 
     spec.env.push_back(k + "=" + *x);
   }
   return std::shared_ptr<Link>(std::make_shared<StdioLink>(io, def, std::move(spec), std::move(context)));
+}
+
+// Overrides from a spec like "connect=500,headers=1000,idle=2000,total=5000,stream=200" (milliseconds; any
+// subset): OPPX_HTTP_TIMEOUTS, for tests and slow networks; an unusable spec is an error naming the part.
+boost::system::result<void, std::string> apply_timeout_spec(HttpTimeouts& t, std::string_view spec) {
+  while (!spec.empty()) {
+    auto comma = spec.find(',');
+    std::string_view part = spec.substr(0, comma);
+    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
+    auto eq = part.find('=');
+    std::string_view name = part.substr(0, eq);
+    std::chrono::milliseconds* slot = name == "connect"   ? &t.connect
+                                      : name == "headers" ? &t.headers
+                                      : name == "idle"    ? &t.idle
+                                      : name == "total"   ? &t.total
+                                      : name == "stream"  ? &t.stream
+                                                          : nullptr;
+    std::string_view num = eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
+    if (!slot || num.empty() || num.size() > 9 ||
+        !std::all_of(num.begin(), num.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return "\"" + escape_controls(part) + "\" is not connect=MS, headers=MS, idle=MS, total=MS or stream=MS";
+    *slot = std::chrono::milliseconds(std::stol(std::string(num)));
+  }
+  return {};
 }
 
 LinkResult make_http_link(asio::io_context& io, const ConnectorDef& def, const EnvMap& env, LinkContext context) {

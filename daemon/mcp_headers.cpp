@@ -1,6 +1,9 @@
 // MCP 2026-07-28's body-derived HTTP headers (mcp_headers.h).
 #include "daemon/mcp_headers.h"
 
+#include "common/http.h"
+#include "proto/mcp_versions.h"
+
 #include <boost/json.hpp>
 
 #include <fmt/format.h>
@@ -33,13 +36,8 @@ std::string base64(std::string_view v) {
   return out;
 }
 
-// RFC 9110's tchar.
-bool token(std::string_view s) {
-  static constexpr std::string_view kSpecial = "!#$%&'*+-.^_`|~";
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || kSpecial.find(c) != std::string_view::npos;
-  });
-}
+// An RFC 9110 token.
+bool token(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), http::is_tchar); }
 
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -133,6 +131,40 @@ std::optional<std::string> text_at(const json::value& arguments, const std::vect
 }
 
 }  // namespace
+
+std::optional<StatelessRequest> stateless_request(std::string_view text, std::string_view method) {
+  if (text.find(proto::mcp::kMetaVersion) == std::string_view::npos) return std::nullopt;
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  const json::value* p = !ec && v.is_object() ? v.as_object().if_contains("params") : nullptr;
+  if (!p || !p->is_object()) return std::nullopt;
+  const json::object& params = p->as_object();
+  const json::value* meta = params.if_contains("_meta");
+  const json::value* version =
+      meta && meta->is_object() ? meta->as_object().if_contains(proto::mcp::kMetaVersion) : nullptr;
+  if (!version || !version->is_string()) return std::nullopt;
+  StatelessRequest out{std::string(version->as_string()), {}};
+  std::string_view key = method == "resources/read" ? "uri" : "name";
+  if (method == "tools/call" || method == "prompts/get" || method == "resources/read") {
+    if (auto* n = params.if_contains(key); n && n->is_string()) out.name = std::string(n->as_string());
+  }
+  return out;
+}
+
+bool version_refused_but_listed(std::string_view body, std::string_view version) {
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  const json::value* e = !ec && v.is_object() ? v.as_object().if_contains("error") : nullptr;
+  if (!e || !e->is_object()) return false;
+  const json::value* code = e->as_object().if_contains("code");
+  if (!code || !code->is_int64() || code->as_int64() != -32022) return false;
+  const json::value* data = e->as_object().if_contains("data");
+  const json::value* supported = data && data->is_object() ? data->as_object().if_contains("supported") : nullptr;
+  if (!supported || !supported->is_array()) return false;
+  for (auto& s : supported->as_array())
+    if (s.is_string() && s.as_string() == version) return true;
+  return false;
+}
 
 std::string header_value(std::string_view v) {
   bool sentinel = v.size() >= kSentinelStart.size() + kSentinelEnd.size() && v.substr(0, 9) == kSentinelStart &&

@@ -1,18 +1,32 @@
-// MCP 2026-07-28's headers over HTTP that come from a request's body (SEP-2243): a value as a
-// header carries it (plain, or "=?base64?…?=") and the tool parameters a server marks with
-// `x-mcp-header` in its inputSchema, checked when the tools are listed (a tool whose marks are
-// invalid is left out) and mirrored as Mcp-Param-{Name} on each call. Pure: no I/O.
+// MCP 2026-07-28's headers over HTTP that come from a request's body (SEP-2243): which version
+// and name a request carries, a value as a header carries it (plain, or "=?base64?…?="), the tool
+// parameters a server marks with `x-mcp-header` in its inputSchema, checked when the tools are
+// listed (a tool whose marks are invalid is left out) and mirrored as Mcp-Param-{Name} on each
+// call, and the version refusal that is answered by sending again. Pure: no I/O.
 #pragma once
 
 #include <boost/json/fwd.hpp>
 #include <boost/system/result.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace oppx::daemon::mcp_headers {
+
+// What a request (its JSON text, its method) says of itself for its headers: the version its
+// params._meta names, and the name (tools/call, prompts/get) or URI (resources/read) that
+// Mcp-Name carries. Nothing for a request without the 2026-07-28 _meta.
+struct StatelessRequest {
+  std::string version, name;
+};
+std::optional<StatelessRequest> stateless_request(std::string_view text, std::string_view method);
+
+// A 400's body in which the server refused `version` (-32022) while listing it among those it
+// supports: the request is sent once more (a server may refuse a first request so).
+bool version_refused_but_listed(std::string_view body, std::string_view version);
 
 // A header value: as it is when it is visible ASCII and inner spaces (no space or tab at either
 // end, not itself shaped like "=?base64?…?="), else "=?base64?<its UTF-8 in Base64>?=".

@@ -3,6 +3,8 @@
 // OpenSSL for the random bytes and SHA-256.
 #include "daemon/oauth_discovery.h"
 
+#include "common/http.h"
+
 #include <boost/json.hpp>
 #include <boost/url/encode.hpp>
 #include <boost/url/parse.hpp>
@@ -29,10 +31,7 @@ namespace {
 
 // ---- WWW-Authenticate (RFC 7235 §2.1, RFC 9110 §11.2) ----
 
-bool is_tchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
+using http::is_tchar;
 
 char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 

@@ -76,5 +76,31 @@ TEST(McpHeaders, ACallsHeadersArePresentValuesAsTextAndNullOrMissingOnesLeftOut)
   EXPECT_EQ(b, want_b);
 }
 
+TEST(McpHeaders, ARequestSaysItsVersionAndNameOnlyWithThe2026Meta) {
+  auto call =
+      stateless_request(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},)"
+                        R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})",
+                        "tools/call");
+  ASSERT_TRUE(call);
+  EXPECT_EQ(call->version, "2026-07-28");
+  EXPECT_EQ(call->name, "echo");
+  auto read = stateless_request(
+      R"({"method":"resources/read","params":{"uri":"file:///a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}})",
+      "resources/read");
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->name, "file:///a");
+  EXPECT_FALSE(stateless_request(R"({"method":"tools/call","params":{"name":"echo"}})", "tools/call"));
+  EXPECT_FALSE(stateless_request("not json io.modelcontextprotocol/protocolVersion", "tools/call"));
+}
+
+TEST(McpHeaders, OnlyARefusalThatListsTheVersionIsSentAgain) {
+  EXPECT_TRUE(version_refused_but_listed(
+      R"({"error":{"code":-32022,"data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}})", "2026-07-28"));
+  EXPECT_FALSE(
+      version_refused_but_listed(R"({"error":{"code":-32022,"data":{"supported":["2027-01-01"]}}})", "2026-07-28"));
+  EXPECT_FALSE(version_refused_but_listed(R"({"error":{"code":-32000,"message":"Bad Request"}})", "2026-07-28"));
+  EXPECT_FALSE(version_refused_but_listed("", "2026-07-28"));
+}
+
 }  // namespace
 }  // namespace oppx::daemon::mcp_headers
