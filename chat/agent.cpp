@@ -406,14 +406,16 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
   }
   front_.action_started(name, *args);
   auto progress = [this](double p, std::optional<double> total, const std::string& m) { front_.progress(p, total, m); };
-  DaemonTools::CallResult r = daemon_.call(tool, *args, progress);
+  // What the server asks the user during the call goes to the front end, never to the model.
+  DaemonTools::Elicit elicit = [this](const proto::ElicitQuestion& q) { return front_.elicit(q); };
+  DaemonTools::CallResult r = daemon_.call(tool, *args, progress, elicit);
   // A tool whose server wants a wider login (HTTP 403 insufficient_scope): the user, never the
   // model, is asked to log in again in place; the front end runs the login, and the call is
   // repeated, at most kMaxStepUps times.
   for (int round = 0; r.step_up && front_.can_ask() && round < kMaxStepUps; ++round) {
     Question login{"login", "", json::object{{"connector", tool.connector}}, false, r.text};
     if (front_.ask(login).kind != Answer::kYes) break;
-    r = daemon_.call(tool, *args, progress);
+    r = daemon_.call(tool, *args, progress, elicit);
   }
   std::string shown_args = shown(*args);
   if (r.down) {

@@ -9,6 +9,7 @@
 #include "chat/daemon_tools.h"
 #include "chat/model_client.h"
 #include "chat/sandbox.h"
+#include "proto/elicitation.h"
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
@@ -68,6 +69,9 @@ class FrontEnd {
   // Before the browser starts: install it when it is not (with progress); "" or why it cannot
   // start (no Node.js, the install failed), with what to do.
   virtual std::string prepare_browser() { return {}; }
+  // A connector's server asks the user something during a call (a form, or an address to open):
+  // asked by the front end, or answered by its policy. Never the model's to answer.
+  virtual proto::ElicitAnswer elicit(const proto::ElicitQuestion& /*q*/) { return {}; }
 };
 
 struct TurnResult {

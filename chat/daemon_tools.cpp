@@ -148,7 +148,7 @@ std::string DaemonTools::browser_stop() {
 void DaemonTools::interrupt() { client_.cancel_in_flight(); }
 
 DaemonTools::CallResult DaemonTools::call(const ToolInfo& tool, const json::object& arguments,
-                                          const Progress& on_progress) {
+                                          const Progress& on_progress, const Elicit& on_elicit) {
   CallResult out;
   proto::ToolsCallParams params{.connector = tool.connector, .tool = tool.name, .cwd = cwd_, .arguments = arguments};
   if (on_progress) {
@@ -160,8 +160,14 @@ DaemonTools::CallResult DaemonTools::call(const ToolInfo& tool, const json::obje
   }
   // The daemon asks the session about a call its rules would ask about (permissions/ask). The loop
   // makes a call only once the rules or the user allowed it (Agent::permitted), so the answer is
-  // yes for this very call, and no for anything else.
+  // yes for this very call, and no for anything else. What the connector's server asks the user
+  // (mcp/elicit) goes to on_elicit.
   client_.on_request([&](const std::string& method, const json::value& v) -> SyncClient::RequestResult {
+    if (method == proto::kMcpElicit) {
+      auto q = proto::decode<proto::ElicitQuestion>(v);
+      if (!q) return proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams, q.error());
+      return json::value_from(on_elicit ? on_elicit(*q) : proto::ElicitAnswer{});
+    }
     if (method != proto::kPermissionsAsk)
       return proto::RpcError::make(proto::ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound,
                                    "the agent does not answer " + method);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/sync_client.h"
+#include "proto/elicitation.h"
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
@@ -63,7 +64,10 @@ class DaemonTools {
   };
   // `on_progress` (when set) gets the connector's progress notifications while it runs.
   using Progress = std::function<void(double progress, std::optional<double> total, const std::string& message)>;
-  CallResult call(const ToolInfo& tool, const boost::json::object& arguments, const Progress& on_progress = {});
+  // `on_elicit` answers what the connector's server asks the user during the call (else declined).
+  using Elicit = std::function<proto::ElicitAnswer(const proto::ElicitQuestion&)>;
+  CallResult call(const ToolInfo& tool, const boost::json::object& arguments, const Progress& on_progress = {},
+                  const Elicit& on_elicit = {});
   // browser/start and browser/stop for this session: "" or why not (the daemon's words).
   std::string browser_start();
   std::string browser_stop();

@@ -123,9 +123,14 @@ void AgentClient::listen() {
     dispatch(*e, *front_);
   });
   client.on_request([this](const std::string& method, const json::value& params) -> SyncClient::RequestResult {
+    if (method == proto::kMcpElicit) {
+      auto q = proto::decode<proto::ElicitQuestion>(params);
+      if (!q) return proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams, q.error());
+      return json::value_from(front_->elicit(*q));
+    }
     if (method != proto::kAgentAsk)
       return proto::RpcError::make(proto::ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound,
-                                   "the chat answers agent/ask only");
+                                   "the chat answers agent/ask and mcp/elicit only");
     auto q = proto::decode<proto::AgentQuestion>(params);
     if (!q) return proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams, q.error());
     chat::Answer a = front_->ask(question_of(*q));

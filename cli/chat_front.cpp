@@ -143,35 +143,46 @@ std::string ChatFront::prepare_browser() {
 }
 
 chat::Answer ChatFront::ask(const chat::Question& q) {
+  Given a = asked(q);
+  auto* given = std::get_if<chat::Answer>(&a);
+  return given ? *given : chat::Answer{};
+}
+
+proto::ElicitAnswer ChatFront::elicit(const proto::ElicitQuestion& q) {
+  Given a = asked(q);
+  auto* given = std::get_if<proto::ElicitAnswer>(&a);
+  return given ? *given : proto::ElicitAnswer{};
+}
+
+ChatFront::Given ChatFront::asked(Asked q) {
   {
     std::lock_guard l(print_);
     end_line();
     waiting_from_.reset();
   }
-  chat::Answer a = asked(q);
+  Given a;
+  {
+    std::unique_lock l(ask_);
+    question_ = std::move(q);
+    asking_ = true;
+    answered_ = false;
+    cv_.notify_all();
+    cv_.wait(l, [&] { return answered_; });
+    asking_ = false;
+    a = answer_;
+  }
   std::lock_guard l(print_);
   wait_for_model();
   return a;
 }
 
-chat::Answer ChatFront::asked(const chat::Question& q) {
-  std::unique_lock l(ask_);
-  question_ = q;
-  asking_ = true;
-  answered_ = false;
-  cv_.notify_all();
-  cv_.wait(l, [&] { return answered_; });
-  asking_ = false;
-  return answer_;
-}
-
-std::optional<chat::Question> ChatFront::pending() {
+std::optional<ChatFront::Asked> ChatFront::pending() {
   std::lock_guard l(ask_);
   if (asking_ && !answered_) return question_;
   return std::nullopt;
 }
 
-void ChatFront::answer(chat::Answer a) {
+void ChatFront::answer(Given a) {
   std::lock_guard l(ask_);
   answer_ = std::move(a);
   answered_ = true;

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <variant>
 #include <string>
 #include <string_view>
 
@@ -33,8 +34,11 @@ class ChatFront : public chat::FrontEnd {
   void progress(double p, std::optional<double> total, const std::string& message) override;
   bool can_ask() const override { return true; }
   std::string prepare_browser() override;
-  // Hands the question to the keyboard thread and waits for its answer.
+  // Hands the question (or a connector's form) to the keyboard thread and waits for its answer.
   chat::Answer ask(const chat::Question& q) override;
+  proto::ElicitAnswer elicit(const proto::ElicitQuestion& q) override;
+  using Asked = std::variant<chat::Question, proto::ElicitQuestion>;
+  using Given = std::variant<chat::Answer, proto::ElicitAnswer>;
 
   // The keyboard thread.
   void begin_turn();     // the model thinks: the spinner may show
@@ -43,12 +47,12 @@ class ChatFront : public chat::FrontEnd {
   // Every 50 ms: the spinner while the model thinks, drawn when nothing was printed for a moment
   // (at once before the first output, after a second in a reply).
   void tick();
-  void say(std::string_view text);          // a line of its own (Ctrl-C's), in place of the spinner
-  std::optional<chat::Question> pending();  // a question waiting
-  void answer(chat::Answer a);              // its answer
+  void say(std::string_view text);  // a line of its own (Ctrl-C's), in place of the spinner
+  std::optional<Asked> pending();   // a question waiting
+  void answer(Given a);             // its answer
 
  private:
-  chat::Answer asked(const chat::Question& q);
+  Given asked(Asked q);
   void print_wrapped(std::string_view text, std::string_view hang);
   void quiet();
   void wait_for_model();
@@ -70,8 +74,8 @@ class ChatFront : public chat::FrontEnd {
   std::string acting_name_;
   long next_tick_ = 10;
   Clock::time_point started_;
-  chat::Question question_;
-  chat::Answer answer_;
+  Asked question_;
+  Given answer_;
   bool asking_ = false, answered_ = false;
 };
 

@@ -12,6 +12,7 @@
 #include "cli/agent_setup.h"
 #include "cli/browser.h"
 #include "cli/chat_front.h"
+#include "cli/elicit_form.h"
 #include "cli/connector_watcher.h"
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
@@ -253,6 +254,17 @@ struct Chat {
     return r.kind == EditResult::kLine ? r.text : std::string();
   }
 
+  // A connector's question to the user in a turn (a form, or an address to open), asked here; Ctrl-C
+  // (or the end of input) cancels it.
+  proto::ElicitAnswer form(const proto::ElicitQuestion& q) {
+    AskLine line = [this](const std::string& prompt) -> std::optional<std::string> {
+      EditResult r = editor.read(prompt);
+      if (r.kind != EditResult::kLine) return std::nullopt;
+      return r.text;
+    };
+    return ask_elicitation(q, line, [](const std::string& text) { fmt::print("{}", text); });
+  }
+
   // /mcp auth NAME, and a wider login asked for in a turn: run here, the paste read from this
   // keyboard (Ctrl-C stops waiting); true once logged in and running.
   bool log_in(const std::string& name) {
@@ -366,7 +378,11 @@ struct Chat {
     {
       while (!done) {
         if (auto q = front.pending()) {
-          front.answer(ask(*q));
+          if (auto* permission = std::get_if<chat::Question>(&*q)) {
+            front.answer(ask(*permission));
+          } else {
+            front.answer(form(std::get<proto::ElicitQuestion>(*q)));
+          }
           continue;
         }
         front.still_running();

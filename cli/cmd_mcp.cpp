@@ -5,8 +5,10 @@
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/mcp_login.h"
+#include "cli/elicit_form.h"
 #include "cli/output.h"
 #include "cli/probe.h"
+#include "proto/elicitation.h"
 #include "proto/mcp_api.h"
 #include "proto/mcp_results.h"
 #include "common/tool_text.h"
@@ -99,13 +101,15 @@ std::string waited_for(std::string_view method, const json::object& params) {
 using Intercept = std::function<std::optional<int>(const proto::RpcError&)>;
 int run(Context& ctx, const Command& self, std::string_view method, json::object params, bool as_json, const Show& show,
         NoteHandler on_note = {}, std::chrono::milliseconds timeout = kMcpTimeout, const Show& json_status = {},
-        const std::function<void(json::value&)>& complete = {}, const Intercept& intercept = {}) {
+        const std::function<void(json::value&)>& complete = {}, const Intercept& intercept = {},
+        const SyncClient::RequestHandler& on_request = {}) {
   auto conn = connect_daemon(ctx.socket, Start::kIfNeeded);
   if (!conn) {
     fmt::print(stderr, "oppx: {}\n", conn.error().message);
     return conn.error().exit_code;
   }
   conn->client.on_notification(std::move(on_note));
+  conn->client.on_request(on_request);
   std::optional<Waiting> waiting;
   if (std::string what = waited_for(method, params); !what.empty() && !as_json) waiting.emplace(std::move(what));
   auto r = conn->client.call(method, params, timeout);
@@ -390,6 +394,17 @@ int call(Context& ctx) {
     limit = std::chrono::seconds(seconds);
     ctx.args.erase(t, t + 2);
   }
+  // What the server asks the user during the call (mcp/elicit): asked on a terminal, else
+  // answered by --elicit (declined by default), said on stderr.
+  bool terminal = ::isatty(0) == 1 && ::isatty(2) == 1;
+  auto policy = terminal ? proto::ElicitPolicy::kAsk : proto::ElicitPolicy::kDecline;
+  if (auto e = std::find(ctx.args.begin(), ctx.args.end(), "--elicit"); e != ctx.args.end()) {
+    auto p = proto::elicit_policy(e + 1 != ctx.args.end() ? *(e + 1) : "");
+    if (!p) return usage_error(self, "--elicit takes ask, decline or accept-defaults");
+    if (*p == proto::ElicitPolicy::kAsk && !terminal) return usage_error(self, "--elicit ask needs a terminal");
+    policy = *p;
+    ctx.args.erase(e, e + 2);
+  }
   if (ctx.args.size() < 2 || ctx.args.size() > 3)
     return usage_error(self, "give a connector, a tool and optionally JSON arguments");
   proto::ToolsCallParams params{.connector = ctx.args[0], .tool = ctx.args[1], .timeout_ms = limit.count()};
@@ -424,6 +439,28 @@ int call(Context& ctx) {
     step_up = e.message;
     return kExitFailed;
   };
+  auto elicit = [policy](const std::string& method, const json::value& v) -> SyncClient::RequestResult {
+    if (method != proto::kMcpElicit)
+      return proto::RpcError::make(proto::ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound,
+                                   "oppx mcp call does not answer " + method);
+    auto q = proto::decode<proto::ElicitQuestion>(v);
+    if (!q) return proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams, q.error());
+    if (policy != proto::ElicitPolicy::kAsk) {
+      proto::ElicitAnswer a = proto::unasked_answer(policy, *q);
+      fmt::print(stderr, "oppx: {}\n", unasked_note(*q, a, policy));
+      return json::value_from(a);
+    }
+    auto line = [](const std::string& prompt) -> std::optional<std::string> {
+      fmt::print(stderr, "{}", prompt);
+      std::fflush(stderr);
+      std::string typed;
+      int c = std::getchar();
+      if (c == EOF) return std::nullopt;
+      for (; c != EOF && c != '\n'; c = std::getchar()) typed += static_cast<char>(c);
+      return typed;
+    };
+    return json::value_from(ask_elicitation(*q, line, [](const std::string& t) { fmt::print(stderr, "{}", t); }));
+  };
   for (int round = 0;; ++round) {
     step_up.reset();
     int code = run(ctx, self, proto::kToolsCall, json::value_from(params).as_object(), as_json,
@@ -432,7 +469,7 @@ int call(Context& ctx) {
                      return r.is_error ? kExitFailed : kExitOk;
                    }),
                    progress, limit + std::chrono::seconds(15), status, {},
-                   round < kMaxStepUps ? Intercept(intercept) : Intercept());
+                   round < kMaxStepUps ? Intercept(intercept) : Intercept(), elicit);
     if (!step_up) return code;
     fmt::print(stderr, "oppx: {}\n", *step_up);
     bool asked = ::isatty(0) == 1 && ::isatty(2) == 1;
@@ -720,13 +757,16 @@ std::vector<Command> mcp_commands() {
        "Recorded for exactly this definition; `oppx mcp approve <name>` changes your mind.", deny},
       {"mcp", "tools", "<name> [--json]", "Show a connector's tools, one line each, as the model sees them.",
        "While it is starting, its tools from its last run (same definition) are shown at once.", tools},
-      {"mcp", "call", "<name> <tool> [json-arguments] [--timeout SECONDS] [--json]",
+      {"mcp", "call", "<name> <tool> [json-arguments] [--timeout SECONDS] [--elicit HOW] [--json]",
        "Call one tool and print its result.",
        "Progress the server reports is printed to stderr while the call runs (`oppx: <tool>: 2/5 …`).\n"
        "--timeout gives the tool up to SECONDS (1 to 3600; default 120) to answer; then the call is\n"
        "cancelled on the server. Exit status 1 when the tool reports an error (isError) or fails.\n"
        "A tool that needs a wider OAuth login (a step-up) is logged in again in place and called\n"
-       "again: asked first on a terminal; without asking when $BROWSER is set; at most twice.",
+       "again: asked first on a terminal; without asking when $BROWSER is set; at most twice.\n"
+       "A question the server asks during the call (a form, or an address to open) is asked on the\n"
+       "terminal; --elicit decline declines it, --elicit accept-defaults accepts a form with its\n"
+       "defaults (declined when they do not complete it). Without a terminal it is declined.",
        call},
       {"mcp", "login", "<name> [--json]", "Log in to an HTTP connector with OAuth, in your browser.",
        "oppxd finds the server's authorization server, registers itself there when it has to, and\n"

@@ -41,6 +41,8 @@ namespace {
 // The answer to the login's wait arrives within its own limit (the daemon's, 180 s) and a margin.
 constexpr auto kWaitMargin = std::chrono::seconds(30);
 
+}  // namespace
+
 bool found_on_path(const std::string& program) {
   const char* path = std::getenv("PATH");
   std::string_view rest = path ? path : "";
@@ -53,8 +55,6 @@ bool found_on_path(const std::string& program) {
   return false;
 }
 
-// Runs `sh -c 'exec <command> "$1"' sh URL` (the URL one argument, never read by the shell) and
-// reaps it on a thread of its own; how it was opened, in words, or empty when it could not be.
 std::string open_browser(const std::string& url) {
   std::string command, said;
   if (const char* b = std::getenv("BROWSER"); b && *b) {
@@ -81,6 +81,8 @@ std::string open_browser(const std::string& url) {
   }).detach();
   return said;
 }
+
+namespace {
 
 // " until 14:05", or " until 7 Dec 14:05" when that is not today; empty when the server did not say.
 std::string until_text(std::int64_t expires_at) {

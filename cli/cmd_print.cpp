@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -128,6 +129,15 @@ int print_turn(Context& ctx) {
   bool plan = take_flag(ctx.args, "--plan");
   bool cont = take_flag(ctx.args, "-c") || take_flag(ctx.args, "--continue");
   const Command& self = *find_command("", "-p");
+  // What a connector's server asks the user: declined (print mode cannot ask), unless
+  // --elicit accept-defaults says to accept a form with its defaults.
+  std::string elicit = "decline";
+  if (auto e = std::find(ctx.args.begin(), ctx.args.end(), "--elicit"); e != ctx.args.end()) {
+    elicit = e + 1 != ctx.args.end() ? *(e + 1) : "";
+    if (elicit != "decline" && elicit != "accept-defaults")
+      return usage_error(self, "--elicit takes decline or accept-defaults (print mode cannot ask)");
+    ctx.args.erase(e, e + 2);
+  }
   std::string message;
   for (const auto& a : ctx.args) {
     if (a.rfind("-", 0) == 0 && a != "-") return usage_error(self, "unknown option " + a);
@@ -146,7 +156,7 @@ int print_turn(Context& ctx) {
   json::object out{{"reply", ""}, {"actions", json::array{}}, {"connectors_down", json::array{}}};
   PrintEvents events(as_json);
   // The agent runs in the daemon (agent/open, agent/turn); print mode cannot ask.
-  AgentClient agent(ctx.socket, {cwd, plan ? "plan" : "print", false, cont, {}, std::nullopt}, events);
+  AgentClient agent(ctx.socket, {cwd, plan ? "plan" : "print", false, cont, {}, std::nullopt, elicit}, events);
   auto info = agent.open();
   if (!info) return open_failed(info.error(), as_json, out);
   for (const auto& n : info->notices) fmt::print(stderr, "oppx: {}\n", escape_controls(n));
@@ -185,18 +195,23 @@ int print_turn(Context& ctx) {
 }  // namespace
 
 std::vector<Command> print_commands() {
-  return {{"", "-p", "[MESSAGE] [--json] [--plan] [-c]", "Run one turn of the agent headless and print its reply.",
+  return {{"", "-p", "[MESSAGE] [--json] [--plan] [-c] [--elicit HOW]",
+           "Run one turn of the agent headless and print its reply.",
            "The message is the arguments, or stdin when there are none (`echo … | oppx -p`). The model\n"
            "server is config.json's \"server\" and \"model\" (or OPPX_SERVER and OPPX_MODEL); the key is\n"
            "read from the variable config.json's \"api_key_env\" names. The reply streams to stdout;\n"
            "notices (a connector down, one waiting for consent, an action declined) go to stderr.\n"
            "Print mode cannot ask: a call that needs permission is declined (`oppx permissions allow`\n"
            "lets it run), and it has the browser only with `oppx browser on` (it starts with the\n"
-           "session, before the first request).\n"
+           "session, before the first request). A question a connector's server asks during a call (a\n"
+           "form, or an address to open) is declined, and said on stderr.\n"
            "  --json      print one JSON object: reply, actions (name, arguments, status, text),\n"
            "              connectors_down, usage, duration_ms (docs/protocol.md, \"oppx -p --json\")\n"
            "  --plan      plan mode: only actions that read are offered\n"
            "  -c          continue the last conversation of this folder\n"
+           "  --elicit accept-defaults\n"
+           "              accept such a form with the defaults its server gives (declined when they\n"
+           "              do not complete it); --elicit decline is the default\n"
            "Exit status: 0 a reply and nothing declined; 3 no daemon; 5 the model server failed;\n"
            "6 an action was declined; 7 the turn stopped short (a connector was down, or the bound\n"
            "of 25 steps).",

@@ -26,6 +26,12 @@ int login_flow(Context& ctx, const std::string& name, bool as_json, std::FILE* s
 // renewed automatically"); never a token.
 std::string login_text(const proto::LoginState& l);
 
+// Opens `url` with $BROWSER, else xdg-open when there is a display: runs `sh -c 'exec <command>
+// "$1"' sh URL` (the URL one argument, never read by the shell) and reaps it on a thread of its
+// own. How it was opened, in words ("with $BROWSER"), or empty when it could not be.
+std::string open_browser(const std::string& url);
+bool found_on_path(const std::string& program);
+
 int mcp_login(Context& ctx);
 int mcp_logout(Context& ctx);
 

@@ -11,16 +11,20 @@
 #include "chat/sandbox.h"
 #include "common/log.h"
 #include "common/playwright.h"
+#include "common/text.h"
 #include "common/sync_client.h"
 #include "common/tool_text.h"
 #include "daemon/connectors.h"
 #include "daemon/router.h"
 #include "daemon/server.h"
 #include "proto/daemon_api.h"
+#include "proto/elicitation.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/json/value_from.hpp>
+
+#include <fmt/format.h>
 
 #include <condition_variable>
 #include <deque>
@@ -78,11 +82,12 @@ chat::Answer answer_of(const proto::AgentAnswer& a) {
 }
 
 // One answer, given once: by the client, or as "no" by a cancel or a client gone.
-struct PendingAnswer {
+template <class A>
+struct Pending {
   std::mutex m;
   std::condition_variable cv;
-  std::optional<chat::Answer> answer;
-  void give(chat::Answer a) {
+  std::optional<A> answer;
+  void give(A a) {
     {
       std::lock_guard lock(m);
       if (answer) return;
@@ -90,7 +95,7 @@ struct PendingAnswer {
     }
     cv.notify_all();
   }
-  chat::Answer wait() {
+  A wait() {
     std::unique_lock lock(m);
     cv.wait(lock, [this] { return answer.has_value(); });
     return *answer;
@@ -133,6 +138,7 @@ class AgentSession final : public chat::FrontEnd, public std::enable_shared_from
     std::lock_guard lock(m_);
     cancelled_ = true;
     if (pending_) pending_->give({});
+    if (pending_form_) pending_form_->give({"cancel", {}});
     if (agent_) agent_->cancel(by);
   }
   // No more jobs; the thread ends once the current one returns.
@@ -187,6 +193,7 @@ class AgentSession final : public chat::FrontEnd, public std::enable_shared_from
     return playwright::prepare([this](std::string_view line) { notice(line); });
   }
   chat::Answer ask(const chat::Question& q) override;
+  proto::ElicitAnswer elicit(const proto::ElicitQuestion& q) override;
 
  private:
   void work() {
@@ -230,7 +237,8 @@ class AgentSession final : public chat::FrontEnd, public std::enable_shared_from
   std::deque<std::function<void()>> jobs_;
   bool ending_ = false;
   bool cancelled_ = false;
-  std::shared_ptr<PendingAnswer> pending_;
+  std::shared_ptr<Pending<chat::Answer>> pending_;
+  std::shared_ptr<Pending<proto::ElicitAnswer>> pending_form_;
   // Made by open() on the session's thread; cancel() reaches the agent under m_.
   std::optional<chat::ModelClient> model_;
   std::unique_ptr<chat::DaemonTools> tools_;
@@ -239,7 +247,7 @@ class AgentSession final : public chat::FrontEnd, public std::enable_shared_from
 };
 
 chat::Answer AgentSession::ask(const chat::Question& q) {
-  auto pending = std::make_shared<PendingAnswer>();
+  auto pending = std::make_shared<Pending<chat::Answer>>();
   {
     std::lock_guard lock(m_);
     if (cancelled_ || ending_) return {};
@@ -258,6 +266,42 @@ chat::Answer AgentSession::ask(const chat::Question& q) {
   chat::Answer a = pending->wait();
   std::lock_guard lock(m_);
   pending_.reset();
+  return a;
+}
+
+// Sent to the front end as it came (mcp/elicit) when it asks; else answered by the session's
+// policy, and said as a notice.
+proto::ElicitAnswer AgentSession::elicit(const proto::ElicitQuestion& q) {
+  auto policy = proto::elicit_policy(params_.elicit)
+                    .value_or(params_.can_ask ? proto::ElicitPolicy::kAsk : proto::ElicitPolicy::kDecline);
+  if (policy == proto::ElicitPolicy::kAsk && !params_.can_ask) policy = proto::ElicitPolicy::kDecline;
+  if (policy != proto::ElicitPolicy::kAsk) {
+    proto::ElicitAnswer a = proto::unasked_answer(policy, q);
+    std::string what = q.mode == "url" ? "to open an address" : "to fill in a form";
+    notice(fmt::format("{} asked {}; {}", escape_controls(q.connector.substr(0, 60)), what,
+                       a.action == "accept" ? "accepted with its defaults"
+                                            : "declined, as this session cannot ask (--elicit accept-defaults "
+                                              "accepts a form's defaults)"));
+    return a;
+  }
+  auto pending = std::make_shared<Pending<proto::ElicitAnswer>>();
+  {
+    std::lock_guard lock(m_);
+    if (cancelled_ || ending_) return {"cancel", {}};
+    pending_form_ = pending;
+  }
+  asio::post(io_, [peer = front_, v = json::value_from(q), pending] {
+    auto p = peer.lock();
+    if (!p) return pending->give({"cancel", {}});
+    p->call(proto::kMcpElicit, v, [pending](JsonRpcPeer::CallResult r) {
+      auto a = proto::decode_reply<proto::ElicitAnswer>(r);
+      if (r && !a) log::warn("mcp/elicit: the client's answer could not be read ({}); declined", a.error());
+      pending->give(a ? *a : proto::ElicitAnswer{});
+    });
+  });
+  proto::ElicitAnswer a = pending->wait();
+  std::lock_guard lock(m_);
+  pending_form_.reset();
   return a;
 }
 

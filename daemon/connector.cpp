@@ -92,46 +92,6 @@ proto::RpcError start_outlasted_call(const std::string& connector, std::chrono::
   return e;
 }
 
-std::string result_text(const json::value& result, std::size_t limit, bool* truncated) {
-  std::string text;
-  if (const json::object* o = result.if_object()) {
-    if (const json::value* content = o->if_contains("content"); content && content->is_array()) {
-      for (const json::value& part : content->as_array()) {
-        if (!part.is_object()) continue;
-        const json::object& p = part.as_object();
-        std::string type = p.contains("type") && p.at("type").is_string() ? std::string(p.at("type").as_string()) : "";
-        if (!text.empty()) text += "\n";
-        if (type == "text" && p.contains("text") && p.at("text").is_string()) {
-          text += std::string(p.at("text").as_string());
-        } else {
-          std::string mime =
-              p.contains("mimeType") && p.at("mimeType").is_string() ? std::string(p.at("mimeType").as_string()) : "";
-          text += fmt::format("[{} content{}{} left out]", type.empty() ? "non-text" : type, mime.empty() ? "" : ": ",
-                              mime);
-        }
-      }
-    }
-  }
-  // Characters are UTF-8 code points: each starts with a byte that is not a continuation byte
-  // (10xxxxxx), so the cut falls before one and never inside a multi-byte sequence. An invalid
-  // byte counts as one character.
-  *truncated = false;
-  if (text.size() <= limit) return text;  // never more characters than bytes: nothing to count
-  auto starts_char = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; };
-  std::size_t chars = 0, cut = text.size();
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (!starts_char(text[i])) continue;
-    if (chars == limit) cut = i;
-    ++chars;
-  }
-  *truncated = chars > limit;
-  if (*truncated) {
-    text.resize(cut);
-    text += fmt::format("\n[… cut at {} of {} characters …]", limit, chars);
-  }
-  return text;
-}
-
 struct Connector::Impl : std::enable_shared_from_this<Impl> {
   Impl(asio::io_context& io, ConnectorDef def, std::string log_path, LinkFactory factory)
       : io(io),
@@ -161,6 +121,10 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     std::weak_ptr<McpClient> client;    // the session the attempt went to, not whichever runs later
     json::value id;                     // of the attempt in flight; null when none is
     std::function<void(const json::object&)> on_progress;
+    decltype(CallOptions::on_elicit) on_elicit;
+    int asking = 0;  // questions to the user open: the deadline waits
+    bool paused = false;
+    std::chrono::milliseconds left{};  // what was left of the limit when the first was asked
     Deadlines::iterator deadline;
     bool timed = false;  // `deadline` is in the map
     std::function<void(CallResult)> done;
@@ -475,6 +439,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     pc->asked = options.asked.count() > 0 ? options.asked : options.timeout;
     pc->done = std::move(done);
     pc->on_progress = std::move(options.on_progress);
+    pc->on_elicit = std::move(options.on_elicit);
     pc->deadline = deadlines.emplace(Clock::now() + options.timeout, pc);
     pc->timed = true;
     arm_deadlines();
@@ -557,25 +522,59 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       };
     }
     pc->client = client;
-    pc->id = client->call_tool(pc->tool, pc->arguments, ro, std::move(progress), [w, pc, ro](CallResult r) {
-      if (pc->finished) return;
-      pc->id = nullptr;
-      auto self = w.lock();
-      if (!self) return finish(w, *pc, std::move(r));
-      // Failures of the way there (not a server's own error answer) go to the daemon's log, the
-      // only log an HTTP connector has.
-      self->hide_secrets(r);
-      if (!r && !r.error().received)
-        log::warn("connector {}: the call to {} failed: {}", self->def.name, escape_controls(pc->tool.substr(0, 100)),
-                  r.error().message);
-      if (!r && r.error().kind == proto::kind::kDisconnected) return self->lost_during_call(pc, ro);
-      if (!r) self->check_login(r.error());
-      if (!r && (self->state == ConnectorState::kFailed || self->state == ConnectorState::kLogin)) {
-        return finish(w, *pc,
-                      self->down_error(fmt::format("{}.{} failed: {}", self->def.name, pc->tool, self->reason)));
-      }
-      finish(w, *pc, std::move(r));
-    });
+    McpClient::Elicit elicit;
+    if (pc->on_elicit) {
+      elicit = [w, weak_call = std::weak_ptr<PendingCall>(pc)](const json::object& params,
+                                                               std::function<void(json::object)> answer) {
+        auto c = weak_call.lock();
+        auto self = w.lock();
+        if (!c || c->finished || !self) return answer(json::object{{"action", "cancel"}});
+        self->pause_deadline(*c);
+        c->on_elicit(params, [w, weak_call, answer = std::move(answer)](json::object a) {
+          auto c = weak_call.lock();
+          if (auto self = w.lock(); self && c && !c->finished) self->resume_deadline(c);
+          answer(std::move(a));
+        });
+      };
+    }
+    pc->id = client->call_tool(
+        pc->tool, pc->arguments, ro, std::move(progress),
+        [w, pc, ro](CallResult r) {
+          if (pc->finished) return;
+          pc->id = nullptr;
+          auto self = w.lock();
+          if (!self) return finish(w, *pc, std::move(r));
+          // Failures of the way there (not a server's own error answer) go to the daemon's log, the
+          // only log an HTTP connector has.
+          self->hide_secrets(r);
+          if (!r && !r.error().received)
+            log::warn("connector {}: the call to {} failed: {}", self->def.name,
+                      escape_controls(pc->tool.substr(0, 100)), r.error().message);
+          if (!r && r.error().kind == proto::kind::kDisconnected) return self->lost_during_call(pc, ro);
+          if (!r) self->check_login(r.error());
+          if (!r && (self->state == ConnectorState::kFailed || self->state == ConnectorState::kLogin)) {
+            return finish(w, *pc,
+                          self->down_error(fmt::format("{}.{} failed: {}", self->def.name, pc->tool, self->reason)));
+          }
+          finish(w, *pc, std::move(r));
+        },
+        std::move(elicit));
+  }
+
+  // While the user is asked for a call, its limit stands still (a form takes a person's time).
+  void pause_deadline(PendingCall& pc) {
+    if (pc.asking++ > 0 || !pc.timed) return;
+    pc.left = std::chrono::duration_cast<std::chrono::milliseconds>(pc.deadline->first - Clock::now());
+    deadlines.erase(pc.deadline);
+    pc.timed = false;
+    pc.paused = true;
+  }
+  void resume_deadline(const Call& pc) {
+    if (pc->asking == 0 || --pc->asking > 0 || !pc->paused) return;
+    pc->paused = false;
+    pc->deadline = deadlines.emplace(Clock::now() + std::max(pc->left, std::chrono::milliseconds(0)), pc);
+    pc->timed = true;
+    arm_deadlines();
   }
 
   static void finish(const std::weak_ptr<Impl>& w, PendingCall& pc, CallResult r) {

@@ -50,7 +50,6 @@ std::chrono::milliseconds env_milliseconds(const EnvMap& env, std::string_view n
 inline constexpr std::chrono::milliseconds kLoginTimeout{
     180'000};  // `oppx mcp reconnect <name>`: time for a browser login
 inline constexpr std::chrono::milliseconds kCallTimeout{proto::kCallTimeoutMs};
-inline constexpr std::size_t kResultLimit = 12'000;  // characters of text kept from a result
 
 inline constexpr std::chrono::milliseconds kListChangedDebounce{200};  // a burst of list_changed: one fetch
 
@@ -62,6 +61,10 @@ struct CallOptions {
   // When set, the server is asked for progress (`_meta.progressToken`) and each of its
   // notifications/progress for this call arrives here (its params without the token).
   std::function<void(const boost::json::object&)> on_progress;
+  // When set, what the server asks the user for this call (MCP elicitation/create params) arrives
+  // here, to be answered once with an ElicitResult; else it is declined. The call's time limit
+  // stands still while the user is asked.
+  std::function<void(const boost::json::object& params, std::function<void(boost::json::object)> answer)> on_elicit;
 };
 
 class Connector {
@@ -127,9 +130,5 @@ class Connector {
 // The `timeout` error of a call whose time limit passed while its connector was still starting:
 // the call was never sent, and the connector goes on starting.
 proto::RpcError start_outlasted_call(const std::string& connector, std::chrono::milliseconds limit);
-
-// The text a tools/call result gives the model: text parts joined, other parts summarised, cut
-// at `limit` characters with a visible marker.
-std::string result_text(const boost::json::value& result, std::size_t limit, bool* truncated);
 
 }  // namespace oppx::daemon

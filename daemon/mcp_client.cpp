@@ -113,7 +113,10 @@ std::shared_ptr<McpClient> McpClient::create(asio::io_context& io, std::unique_p
                                  self->options_.name));
       });
     }
-    // MCP: sampling, roots and elicitation were not offered in initialize; never leave them hanging.
+    if (auto self = w.lock(); self && req.method == "elicitation/create")
+      return self->elicit_for_server(std::move(req), std::move(reply));
+    // MCP: sampling was not offered in initialize (nor roots, when there are none); never leave
+    // such a request hanging.
     reply.fail(RpcError::make(ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound,
                               "oppx does not support " + req.method));
   };
@@ -153,7 +156,7 @@ json::value McpClient::stamped(json::value params) const {
   if (!stateless()) return params;
   json::object out = params.is_object() ? params.as_object() : json::object{};
   json::object meta{{proto::mcp::kMetaVersion, proto::mcp::kStateless},
-                    {proto::mcp::kMetaCapabilities, json::object{}},
+                    {proto::mcp::kMetaCapabilities, client_capabilities()},
                     {proto::mcp::kMetaClientInfo, json::object{{"name", "oppx"}, {"version", OPPX_VERSION}}}};
   if (auto* m = out.if_contains("_meta"); m && m->is_object()) {
     for (auto& [k, v] : m->as_object()) meta[k] = v;
@@ -188,7 +191,7 @@ void McpClient::discovered(CallResult r) {
 void McpClient::initialize() {
   phase_ = Phase::kInitializing;
   json::object params{{"protocolVersion", proto::mcp::kLatest},
-                      {"capabilities", options_.roots ? json::object{{"roots", json::object{}}} : json::object{}},
+                      {"capabilities", client_capabilities()},
                       {"clientInfo", json::object{{"name", "oppx"}, {"version", OPPX_VERSION}}}};
   peer_->call("initialize", params, [w = weak_from_this()](CallResult r) {
     auto self = w.lock();
@@ -322,57 +325,6 @@ void McpClient::progress(const json::object& params) {
   p.erase("progressToken");
   auto fn = it->second;
   fn(p);
-}
-
-json::value McpClient::call_tool(const std::string& tool, const json::value& arguments, bool read_only,
-                                 std::function<void(const json::object&)> on_progress,
-                                 std::function<void(CallResult)> done) {
-  json::object params{{"name", tool}, {"arguments", arguments}};
-  std::string token;
-  if (on_progress) {
-    token = fmt::format("oppx-{}", ++next_progress_);
-    params["_meta"] = json::object{{"progressToken", token}};
-    progress_.emplace(token, std::move(on_progress));
-  }
-  // A tool may work long before it answers; a call is safe to send twice only when it is read-only.
-  RequestOptions request;
-  request.repeatable = read_only;
-  request.slow_first_byte = true;
-  request.label = "the call to " + escape_controls(std::string_view(tool).substr(0, 100));
-  if (auto it = param_headers_.find(tool); it != param_headers_.end())
-    request.headers = mcp_headers::param_header_values(it->second, arguments);
-  auto answered = [w = weak_from_this(), token, done = std::move(done)](CallResult r) {
-    if (auto self = w.lock(); self && !token.empty()) {
-      self->progress_.erase(token);
-      std::erase_if(self->token_of_call_, [&token](const auto& e) { return e.second == token; });
-    }
-    move_server_kind_to_data(r);
-    // MCP 2026-07-28: a result that asks for input (a multi round-trip request) is not the tool's
-    // answer; oppx does not fulfil such requests yet, so the call fails saying so.
-    const json::value* kind = r && r->is_object() ? r->as_object().if_contains("resultType") : nullptr;
-    if (kind && kind->is_string() && kind->as_string() != "complete") {
-      r = CallResult(boost::system::in_place_error,
-                     RpcError::make(ErrorCode::kInternal, "unsupported",
-                                    fmt::format("the server asked for more input (resultType \"{}\"), which oppx "
-                                                "cannot give yet; the tool did not complete",
-                                                escape_controls(std::string_view(kind->as_string()).substr(0, 40)))));
-    }
-    done(std::move(r));
-  };
-  json::value id = peer_->call("tools/call", stamped(std::move(params)), std::move(answered), std::move(request));
-  // Unless it already ended (a transport that could not take it answers at once).
-  if (!token.empty() && progress_.count(token)) token_of_call_[proto::id_key(id)] = token;
-  return id;
-}
-
-void McpClient::cancel(const json::value& id, std::string_view why) {
-  if (!peer_ || id.is_null()) return;
-  if (auto it = token_of_call_.find(proto::id_key(id)); it != token_of_call_.end()) {
-    progress_.erase(it->second);
-    token_of_call_.erase(it);
-  }
-  peer_->forget(id);
-  peer_->notify("notifications/cancelled", json::object{{"requestId", id}, {"reason", why}}, id);
 }
 
 void McpClient::failed(std::string_view kind, std::string why, int http_status) {

@@ -1,8 +1,10 @@
 // McpClient: the MCP client side of one session over any transport (a stdio link, an HTTP link,
 // an in-memory pair in tests): initialize and the protocol version check, the paginated
 // tools/list and its refetch on list_changed (debounced), tools/call with progress routed by
-// token, cancellation, roots when its owner offers them, and a refusal for every server request
-// we did not offer (MCP 2025-11-25, "Lifecycle", "Tools" and "Roots"; docs/protocol.md). It
+// token, cancellation, roots when its owner offers them, elicitation passed to the call that
+// caused it (a 2025-11-25 server's request, or a 2026-07-28 result that asks for input, fulfilled
+// and sent again: daemon/mcp_calls.cpp), and a refusal for every other server request (MCP
+// "Lifecycle", "Tools", "Roots", "Elicitation", "Multi Round-Trip Requests"; docs/protocol.md). It
 // knows nothing of restarts or processes: the connector owns one per run. Callbacks run on the
 // io_context; none of them blocks.
 #pragma once
@@ -34,6 +36,10 @@ namespace oppx::daemon {
 class McpClient : public std::enable_shared_from_this<McpClient> {
  public:
   using CallResult = JsonRpcPeer::CallResult;
+  // A server's elicitation/create params (form or URL), answered once with an ElicitResult
+  // ({action, content}); the caller's to ask, or to decline.
+  using Elicit =
+      std::function<void(const boost::json::object& params, std::function<void(boost::json::object)> answer)>;
   struct Options {
     std::string name;  // the connector's, for log lines
     // The link reports a lost connection itself (a stdio program's stop, with its exit status):
@@ -73,12 +79,13 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   // kept as data.server_kind): only errors made on our side (disconnected, the HTTP link's login,
   // unreachable, timeout) carry the kinds the daemon acts on. With `on_progress`, the server is
   // asked for progress and each notifications/progress for this call arrives there.
-  // Returns the request's id.
+  // With `on_elicit`, what the server asks for this call is asked there (else declined).
+  // Returns the request's id, which stays the call's for cancel() through every round.
   // `read_only`: the tool is marked read-only, so the request may be sent again by a link whose
   // connection closed before the answer (it may have run).
   boost::json::value call_tool(const std::string& tool, const boost::json::value& arguments, bool read_only,
                                std::function<void(const boost::json::object&)> on_progress,
-                               std::function<void(CallResult)> done);
+                               std::function<void(CallResult)> done, Elicit on_elicit = {});
   // Gives up a call: the server is told (notifications/cancelled) and a late answer is skipped;
   // its `done` never runs.
   void cancel(const boost::json::value& id, std::string_view why);
@@ -94,6 +101,7 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
  private:
   enum class Phase { kNew, kInitializing, kListing, kReady, kClosed };
   struct Pages;
+  struct ToolCall;
   McpClient(boost::asio::io_context& io, Options options, Handlers handlers);
   void initialize();
   void discovered(CallResult r);
@@ -108,6 +116,12 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   void progress(const boost::json::object& params);
   void failed(std::string_view kind, std::string why, int http_status = 0);
   bool listing_or_ready() const { return phase_ == Phase::kReady || fetching_; }
+  // daemon/mcp_calls.cpp: a call's rounds, what it is asked, and the server's own requests.
+  void send_call(std::shared_ptr<ToolCall> call, boost::json::object params);
+  void call_answered(std::shared_ptr<ToolCall> call, CallResult r);
+  void fulfil(std::shared_ptr<ToolCall> call, const boost::json::object& result);
+  void elicit_for_server(proto::Request req, Reply reply);
+  boost::json::object client_capabilities() const;
 
   struct Timer;
   boost::asio::io_context& io_;
@@ -119,8 +133,11 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   std::string version_;
   bool fetching_ = false, fetch_again_ = false, list_changed_armed_ = false;
   std::unordered_map<std::string, std::function<void(const boost::json::object&)>> progress_;  // by token
-  std::unordered_map<std::string, std::string> token_of_call_;  // proto::id_key of a call → its token
   std::uint64_t next_progress_ = 0;
+  // The calls not answered yet, by the key of their first id (what call_tool returned), with the
+  // order they were made in: a 2025-11-25 server's request goes to the newest that can ask.
+  std::unordered_map<std::string, std::shared_ptr<ToolCall>> calls_;
+  std::uint64_t next_call_ = 0;
   // MCP 2026-07-28 over HTTP: each listed tool's parameters mirrored into Mcp-Param-* headers.
   std::unordered_map<std::string, std::vector<mcp_headers::ParamHeader>> param_headers_;
 };

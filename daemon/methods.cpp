@@ -16,8 +16,10 @@
 #include "daemon/methods_permissions.h"
 #include "daemon/permissions.h"
 #include "daemon/status_waits.h"
+#include "daemon/tool_result.h"
 #include "proto/agent_api.h"
 #include "proto/daemon_api.h"
+#include "proto/elicitation.h"
 #include "proto/mcp_api.h"
 #include "proto/mcp_results.h"
 
@@ -123,6 +125,40 @@ std::function<void(const json::object&)> progress_to(std::weak_ptr<JsonRpcPeer> 
   };
 }
 
+// What a connector's server asks the user during a call goes to the client that made it
+// (mcp/elicit); its answer goes back with the form's defaults applied, and a form answer that
+// does not fit the server's schema is declined (logged). A client that cannot be asked declines.
+std::function<void(const json::object&, std::function<void(json::object)>)> elicit_from(std::weak_ptr<JsonRpcPeer> peer,
+                                                                                        std::string connector,
+                                                                                        std::string tool) {
+  return [peer = std::move(peer), connector = std::move(connector), tool = std::move(tool)](
+             const json::object& params, std::function<void(json::object)> answer) {
+    proto::ElicitQuestion q{connector, tool};
+    if (auto* m = params.if_contains("mode"); m && m->is_string() && m->as_string() == "url") q.mode = "url";
+    if (auto* m = params.if_contains("message"); m && m->is_string()) q.message = m->as_string();
+    if (auto* u = params.if_contains("url"); u && u->is_string()) q.url = u->as_string();
+    if (auto* sc = params.if_contains("requestedSchema"); sc && sc->is_object()) q.schema = sc->as_object();
+    auto client = peer.lock();
+    if (!client) return answer(json::object{{"action", "decline"}});
+    client->call(proto::kMcpElicit, json::value_from(q), [q, answer = std::move(answer)](JsonRpcPeer::CallResult r) {
+      auto a = proto::decode_reply<proto::ElicitAnswer>(r);
+      if (!a) {
+        log::info("connector {}: its question to the user was declined: {}", q.connector, a.error());
+        return answer(json::value_from(proto::ElicitAnswer{}).as_object());
+      }
+      if (a->action == "accept" && q.mode == "form") {
+        a->content = proto::with_defaults(q.schema, std::move(a->content));
+        if (std::string why = proto::form_problem(q.schema, a->content); !why.empty()) {
+          log::warn("connector {}: the answer to its form does not fit it ({}); declined", q.connector, why);
+          return answer(json::value_from(proto::ElicitAnswer{}).as_object());
+        }
+        return answer(json::object{{"action", "accept"}, {"content", std::move(a->content)}});
+      }
+      answer(json::value_from(proto::ElicitAnswer{a->action, {}}).as_object());
+    });
+  };
+}
+
 void send_tools_call(Server& s, const proto::ToolsCallParams& p, const SharedReply& shared, Client& client);
 
 // The rules first (gate_call: deny, plan mode, allow, else the session is asked), then the call.
@@ -156,6 +192,7 @@ void send_tools_call(Server& s, const proto::ToolsCallParams& p, const SharedRep
   CallOptions options;
   options.timeout = std::chrono::milliseconds(p.timeout_ms);
   if (!p.progress_token.is_null()) options.on_progress = progress_to(client.peer, shared->id(), p.progress_token);
+  options.on_elicit = elicit_from(client.peer, p.connector, p.tool);
   *cancel = found->call(p.tool, p.arguments, std::move(options), [shared, p](Connector::CallResult r) {
     if (!r) return shared->fail(r.error());
     bool truncated = false;

@@ -2,6 +2,8 @@
 // unknown name fails its field, naming it.
 #include "proto/agent_api.h"
 
+#include "proto/elicitation.h"
+
 #include <array>
 #include <utility>
 
@@ -66,6 +68,9 @@ Decoded<AgentOpenParams> decode(const json::value& v, std::type_identity<AgentOp
   p.resume = r.boolean("resume", false).value_or(false);
   p.conversation = r.string("conversation", false).value_or("");
   p.browser = r.boolean("browser", false);
+  p.elicit = r.string("elicit", false).value_or("");
+  if (r.ok() && !p.elicit.empty() && !elicit_policy(p.elicit))
+    r.fail("elicit", "expected ask, decline or accept-defaults");
   return finish(r, std::move(p));
 }
 
@@ -311,6 +316,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const AgentOpenParams& v)
   put_if_set(o, "cwd", v.cwd);
   put_if_set(o, "conversation", v.conversation);
   if (v.browser) o["browser"] = *v.browser;
+  put_if_set(o, "elicit", v.elicit);
   jv = std::move(o);
 }
 

@@ -25,6 +25,10 @@ struct AgentOpenParams {
   bool resume = false;          // continue this folder's last conversation
   std::string conversation;     // continue this saved conversation (a file of this folder's; wins over resume)
   std::optional<bool> browser;  // offer the `browser` action (default: when it can ask)
+  // What a connector's server asks the user during a call (mcp/elicit): "ask" sends it to this
+  // client (needs can_ask); "decline" (the default without can_ask); "accept-defaults" accepts a
+  // form when its defaults complete it, else declines.
+  std::string elicit;
 };
 
 // A connector the agent does not offer now, and why.

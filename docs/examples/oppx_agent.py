@@ -3,12 +3,14 @@
 
 It does what an editor plugin does: connect to the daemon's socket, say hello, open the agent
 for a folder, run one turn while printing the reply as it streams, answer the daemon's questions
-(agent/ask), and cancel the turn on Ctrl-C (agent/cancel).
+(agent/ask, and a connector's own question to the user, mcp/elicit), and cancel the turn on
+Ctrl-C (agent/cancel).
 
     oppx_agent.py [--cwd DIR] [--answer yes|no|always|ask] MESSAGE...
 
 --answer says what to answer when the agent asks permission for a call: yes (once), no, always
-(a rule for that tool), or ask (the default: ask on the terminal). The daemon must be running
+(a rule for that tool), or ask (the default: ask on the terminal); for a connector's form, yes
+and always send its defaults, no declines. The daemon must be running
 (`oppx daemon start`); the model server comes from OPPX_SERVER or config.json as for `oppx -p`.
 Exit status: 0 a reply, 1 the turn failed or was cancelled, 3 no daemon.
 """
@@ -61,8 +63,11 @@ class Daemon:
         self.send({"id": my_id, "method": method, "params": params})
         while True:
             message = self.read()
-            if "method" in message and "id" in message:  # the daemon asks (agent/ask)
-                answer = self.on_ask(message.get("params", {}))
+            if "method" in message and "id" in message:  # the daemon asks (agent/ask, mcp/elicit)
+                if message["method"] == "mcp/elicit":
+                    answer = self.on_elicit(message.get("params", {}))
+                else:
+                    answer = self.on_ask(message.get("params", {}))
                 self.send({"id": message["id"], "result": answer})
             elif "method" in message:  # a notification (agent/event)
                 if message["method"] == "agent/event":
@@ -96,6 +101,25 @@ def ask_user(question, policy):
     return {"answer": "yes" if reply == "y" else "no"}
 
 
+def elicit(question, policy):
+    """A connector's server asks the user (a form, or an address to open): this example offers
+    the form's defaults, or says it opened the address; the daemon checks the form's answer."""
+    name = question.get("connector", "")
+    if question.get("mode") == "url":
+        print("\n[%s asks] %s\n  open: %s" % (name, question.get("message", ""), question.get("url", "")), file=sys.stderr)
+        if policy == "ask":
+            return {"action": "accept" if input("opened it? [y/N] ").strip().lower() == "y" else "decline"}
+        return {"action": "accept" if policy in ("yes", "always") else "decline"}
+    fields = question.get("schema", {}).get("properties", {})
+    defaults = {k: f["default"] for k, f in fields.items() if isinstance(f, dict) and "default" in f}
+    print("\n[%s asks] %s\n  defaults: %s" % (name, question.get("message", ""), json.dumps(defaults)), file=sys.stderr)
+    if policy == "ask":
+        accept = input("send the defaults? [y/N] ").strip().lower() == "y"
+    else:
+        accept = policy in ("yes", "always")
+    return {"action": "accept", "content": defaults} if accept else {"action": "decline"}
+
+
 def show_event(event):
     kind = event.get("kind")
     if kind == "text":
@@ -122,6 +146,7 @@ def main():
         return 3
     daemon.on_event = show_event
     daemon.on_ask = lambda q: ask_user(q, args.answer)
+    daemon.on_elicit = lambda q: elicit(q, args.answer)
     # The environment names the model server (OPPX_SERVER) and expands ${VAR} in connectors.
     daemon.request("hello", {"protocol": 1, "client": "oppx_agent.py", "env": dict(os.environ), "cwd": args.cwd})
     try:

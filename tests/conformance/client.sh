@@ -66,6 +66,19 @@ case "$scenario" in
     "$oppx" mcp call conformance test_headers '{}'
     "$oppx" mcp call conformance my-hyphenated-tool '{}'
     ;;
+  elicitation-sep1034-client-defaults)
+    # The form is accepted as the server filled it in (a script's answer: --elicit accept-defaults).
+    "$oppx" mcp add conformance --force --url "$url"
+    "$oppx" mcp call conformance test_client_elicitation_defaults '{}' --elicit accept-defaults
+    ;;
+  sep-2322-client-request-state)
+    # Calls whose results ask for input (answered with the form's defaults) and calls that do not.
+    "$oppx" mcp add conformance --force --url "$url"
+    "$oppx" mcp call conformance test_mrtr_echo_state '{}' --elicit accept-defaults
+    "$oppx" mcp call conformance test_mrtr_unrelated '{}'
+    "$oppx" mcp call conformance test_mrtr_no_state '{}' --elicit accept-defaults
+    "$oppx" mcp call conformance test_mrtr_no_result_type '{}'
+    ;;
   sse-retry)
     "$oppx" mcp add conformance --force --url "$url"
     "$oppx" mcp call conformance test_reconnection '{}'

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <thread>
 
 #include <unistd.h>
 
@@ -61,6 +62,56 @@ TEST_P(Everything, ListsItsToolsEchoesAddsAndStaysWarmForTheNextCommand) {
   // Warm and shared: the same connector served every command, and is still there.
   auto st = status_of(home.socket());
   EXPECT_EQ(st.at("connectors").as_int64(), 1);
+}
+
+// Its elicitation tool asks the client whose call it is (mcp/elicit), with the server's form; the
+// answer, with the form's defaults applied by the daemon, is what the server gets. A client that
+// does not answer mcp/elicit declines. The call's time limit stands still while the user is asked.
+TEST_P(Everything, ItsFormIsAskedOfTheCallerAndTheAnswerWithDefaultsReachesIt) {
+  auto client = hello_client(home);
+  ASSERT_TRUE(client);
+  std::vector<json::value> asked;
+  client->on_request([&](const std::string& method, const json::value& params) -> SyncClient::RequestResult {
+    EXPECT_EQ(method, "mcp/elicit");
+    asked.push_back(params);
+    // A person takes longer than the call's limit (below) to fill a form in.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    json::object content{{"name", "Ann Lee"}, {"check", true}, {"email", "ann@example.com"}};
+    return json::value(json::object{{"action", "accept"}, {"content", std::move(content)}});
+  });
+  json::object call{{"connector", "everything"},
+                    {"tool", "trigger-elicitation-request"},
+                    {"arguments", json::object{}},
+                    {"timeout_ms", 1000}};
+  auto r = client->call("tools/call", call, std::chrono::seconds(30));
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(asked.size(), 1u);
+  const json::object& q = asked[0].as_object();
+  EXPECT_EQ(q.at("connector"), "everything");
+  EXPECT_EQ(q.at("tool"), "trigger-elicitation-request");
+  EXPECT_EQ(q.at("mode"), "form");
+  EXPECT_EQ(q.at("message"), "Please provide inputs for the following fields:");
+  EXPECT_TRUE(q.at("schema").as_object().at("properties").as_object().contains("firstLine"));
+  std::string text(r->as_object().at("text").as_string());
+  EXPECT_NE(text.find("\"name\": \"Ann Lee\""), std::string::npos) << text;
+  // A default the server gave, for a field the user left empty.
+  EXPECT_NE(text.find("\"firstLine\": \"It was a dark and stormy night.\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"integer\": 42"), std::string::npos) << text;
+
+  // An answer that does not fit the form (a required field missing) is declined.
+  client->on_request([&](const std::string&, const json::value&) -> SyncClient::RequestResult {
+    return json::value(json::object{{"action", "accept"}, {"content", json::object{{"check", true}}}});
+  });
+  call["timeout_ms"] = 30'000;
+  r = client->call("tools/call", call, std::chrono::seconds(30));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_NE(r->as_object().at("text").as_string().find("\"action\": \"decline\""), std::string::npos);
+
+  // A client that cannot be asked declines.
+  client->on_request(nullptr);
+  r = client->call("tools/call", call, std::chrono::seconds(30));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_NE(r->as_object().at("text").as_string().find("User declined"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Over, Everything, ::testing::Values(Over::kStdio, Over::kHttp),

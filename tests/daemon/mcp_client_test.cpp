@@ -125,7 +125,9 @@ TEST(McpClient, OffersRootsReadWhenTheServerAsks) {
             o);
   s.client->start();
   ASSERT_TRUE(run_until(s.io, [&] { return s.lists == 1 || s.failed_kind; }));
-  EXPECT_EQ(capabilities, (json::object{{"roots", json::object{}}}));
+  EXPECT_EQ(capabilities,
+            (json::object{{"elicitation", json::object{{"form", json::object{}}, {"url", json::object{}}}},
+                          {"roots", json::object{}}}));
   *folders = {"/tmp/a b/100%"};
   std::optional<JsonRpcPeer::CallResult> listed;
   s.server->call("roots/list", nullptr, [&](JsonRpcPeer::CallResult r) { listed = std::move(r); });
@@ -271,6 +273,198 @@ TEST(McpClient, ADisconnectDuringInitializeIsReportedUnlessTheLinkReportsIt) {
       EXPECT_EQ(s.failed_why.rfind("initialize failed: ", 0), 0u) << s.failed_why;
     }
   }
+}
+
+namespace input {
+
+McpClient::Options modern() {
+  McpClient::Options o;
+  o.stateless_first = true;
+  o.roots = [] { return std::vector<std::string>{"/work/project"}; };
+  return o;
+}
+
+std::map<std::string, Session::Handler> modern_script(Session::Handler call) {
+  return {{"server/discover", answer(json::object{{"supportedVersions", json::array{"2026-07-28"}}})},
+          {"tools/list", answer(json::object{{"tools", json::array{tool("t")}}})},
+          {"tools/call", std::move(call)}};
+}
+
+json::object form(std::string message) {
+  return json::object{
+      {"method", "elicitation/create"},
+      {"params", json::object{{"message", message}, {"requestedSchema", json::object{{"type", "object"}}}}}};
+}
+
+json::object done(std::string text) {
+  return json::object{{"content", json::array{json::object{{"type", "text"}, {"text", text}}}}};
+}
+
+}  // namespace input
+
+// MCP 2026-07-28, a result that asks for input: the form goes to the call's own asker, roots come
+// from the owner's folders, and the call is sent again under a new id with the answers and the
+// state exactly as written; what the tool answers then is the call's result.
+TEST(McpClient, AResultThatAsksForInputIsFulfilledAndSentAgainWithItsState) {
+  std::vector<json::object> calls;
+  std::vector<json::value> ids;
+  Session s(
+      input::modern_script([&](proto::Request& req, Reply& r) {
+        calls.push_back(req.params.as_object());
+        ids.push_back(req.id);
+        if (calls.size() == 1)
+          return r.ok(json::object{{"resultType", "input_required"},
+                                   {"inputRequests", json::object{{"who", input::form("Your name?")},
+                                                                  {"where", json::object{{"method", "roots/list"}}}}},
+                                   {"requestState", " opaque \u00e9 state=="}});
+        r.ok(input::done("thanks"));
+      }),
+      input::modern());
+  s.client->start();
+  ASSERT_TRUE(run_until(s.io, [&] { return s.lists == 1 || s.failed_kind; }));
+  std::vector<json::object> asked;
+  std::optional<McpClient::CallResult> result;
+  s.client->call_tool(
+      "t", json::object{{"x", 1}}, false, nullptr, [&](McpClient::CallResult r) { result = std::move(r); },
+      [&](const json::object& params, std::function<void(json::object)> answer) {
+        asked.push_back(params);
+        answer(json::object{{"action", "accept"}, {"content", json::object{{"name", "Ann"}}}});
+      });
+  ASSERT_TRUE(run_until(s.io, [&] { return result.has_value(); }));
+  ASSERT_TRUE(*result) << result->error().message;
+  EXPECT_EQ(**result, input::done("thanks"));
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].at("message"), "Your name?");
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_NE(ids[0], ids[1]);
+  EXPECT_FALSE(calls[0].contains("inputResponses"));
+  EXPECT_EQ(calls[1].at("requestState"), " opaque \u00e9 state==");
+  EXPECT_EQ(calls[1].at("arguments"), (json::object{{"x", 1}}));
+  EXPECT_EQ(calls[1].at("inputResponses"),
+            (json::object{{"who", json::object{{"action", "accept"}, {"content", json::object{{"name", "Ann"}}}}},
+                          {"where", json::object{{"roots", json::array{json::object{{"uri", "file:///work/project"},
+                                                                                    {"name", "project"}}}}}}}));
+  // Each round carries the protocol's _meta, with the client's capabilities.
+  EXPECT_TRUE(calls[1].at("_meta").as_object().contains("io.modelcontextprotocol/clientCapabilities"));
+}
+
+// Two calls in flight each keep their own state and answers; a call with no asker declines.
+TEST(McpClient, ParallelCallsNeverMixTheirRounds) {
+  std::vector<json::object> retries;
+  Session s(input::modern_script([&](proto::Request& req, Reply& r) {
+              const json::object& p = req.params.as_object();
+              std::string who(p.at("arguments").at("who").as_string());
+              if (!p.contains("requestState"))
+                return r.ok(json::object{{"resultType", "input_required"},
+                                         {"inputRequests", json::object{{"q", input::form("for " + who)}}},
+                                         {"requestState", "state-of-" + who}});
+              retries.push_back(p);
+              r.ok(input::done(who));
+            }),
+            input::modern());
+  s.client->start();
+  ASSERT_TRUE(run_until(s.io, [&] { return s.lists == 1 || s.failed_kind; }));
+  // The first call's question is held, so the second call's round goes first.
+  std::function<void(json::object)> held;
+  std::optional<McpClient::CallResult> a, b;
+  s.client->call_tool(
+      "t", json::object{{"who", "a"}}, false, nullptr, [&](McpClient::CallResult r) { a = std::move(r); },
+      [&](const json::object&, std::function<void(json::object)> answer) { held = std::move(answer); });
+  s.client->call_tool("t", json::object{{"who", "b"}}, false, nullptr,
+                      [&](McpClient::CallResult r) { b = std::move(r); });
+  ASSERT_TRUE(run_until(s.io, [&] { return b.has_value() && held; }));
+  held(json::object{{"action", "accept"}, {"content", json::object{{"ok", true}}}});
+  ASSERT_TRUE(run_until(s.io, [&] { return a.has_value(); }));
+  ASSERT_TRUE(*a && *b);
+  ASSERT_EQ(retries.size(), 2u);
+  EXPECT_EQ(retries[0].at("requestState"), "state-of-b");
+  EXPECT_EQ(retries[0].at("inputResponses"), (json::object{{"q", json::object{{"action", "decline"}}}}));
+  EXPECT_EQ(retries[1].at("requestState"), "state-of-a");
+  EXPECT_EQ(retries[1].at("inputResponses").at("q").at("action"), "accept");
+}
+
+// A server that asks again and again is stopped after a bound; one that asks for what oppx does
+// not offer (sampling) ends the call saying so; a cancel during a round sends nothing more.
+TEST(McpClient, RoundsAreBoundedAndOnlyWhatOppxOffersIsFulfilled) {
+  int rounds = 0;
+  Session s(input::modern_script([&](proto::Request& req, Reply& r) {
+              ++rounds;
+              std::string tool(req.params.at("arguments").at("kind").as_string());
+              json::object asked = tool == "sampling"
+                                       ? json::object{{"s", json::object{{"method", "sampling/createMessage"}}}}
+                                       : json::object{{"q", input::form("again?")}};
+              r.ok(json::object{{"resultType", "input_required"}, {"inputRequests", asked}});
+            }),
+            input::modern());
+  s.client->start();
+  ASSERT_TRUE(run_until(s.io, [&] { return s.lists == 1 || s.failed_kind; }));
+  auto yes = [](const json::object&, std::function<void(json::object)> answer) {
+    answer(json::object{{"action", "accept"}, {"content", json::object{}}});
+  };
+  std::optional<McpClient::CallResult> forever, sampling;
+  s.client->call_tool(
+      "t", json::object{{"kind", "forever"}}, false, nullptr, [&](McpClient::CallResult r) { forever = std::move(r); },
+      yes);
+  ASSERT_TRUE(run_until(s.io, [&] { return forever.has_value(); }));
+  ASSERT_FALSE(*forever);
+  EXPECT_EQ(rounds, 9);  // the first request and 8 rounds
+  EXPECT_NE(forever->error().message.find("asked for more input 8 times"), std::string::npos);
+  s.client->call_tool(
+      "t", json::object{{"kind", "sampling"}}, false, nullptr,
+      [&](McpClient::CallResult r) { sampling = std::move(r); }, yes);
+  ASSERT_TRUE(run_until(s.io, [&] { return sampling.has_value(); }));
+  ASSERT_FALSE(*sampling);
+  EXPECT_NE(sampling->error().message.find("sampling/createMessage, which oppx does not offer"), std::string::npos);
+
+  // Cancelled while its question waits: the late answer sends no further round.
+  rounds = 0;
+  std::function<void(json::object)> held;
+  bool answered = false;
+  json::value id = s.client->call_tool(
+      "t", json::object{{"kind", "once"}}, false, nullptr, [&](McpClient::CallResult) { answered = true; },
+      [&](const json::object&, std::function<void(json::object)> answer) { held = std::move(answer); });
+  ASSERT_TRUE(run_until(s.io, [&] { return static_cast<bool>(held); }));
+  s.client->cancel(id, "the caller went away");
+  held(json::object{{"action", "accept"}, {"content", json::object{}}});
+  s.round_trip();
+  EXPECT_EQ(rounds, 1);
+  EXPECT_FALSE(answered);
+}
+
+// MCP 2025-11-25: the server's own elicitation/create goes to the newest call that can ask; with
+// none open it is declined.
+TEST(McpClient, AServersElicitationRequestGoesToTheNewestCallThatCanAsk) {
+  Session s({{"initialize", initialize("2025-11-25")},
+             {"tools/list", answer(json::object{{"tools", json::array{tool("t")}}})},
+             {"tools/call", [](proto::Request&, Reply&) {}}});
+  s.client->start();
+  ASSERT_TRUE(run_until(s.io, [&] { return s.lists == 1; }));
+  std::optional<JsonRpcPeer::CallResult> alone;
+  s.server->call("elicitation/create", input::form("x").at("params"),
+                 [&](JsonRpcPeer::CallResult r) { alone = std::move(r); });
+  ASSERT_TRUE(run_until(s.io, [&] { return alone.has_value(); }));
+  ASSERT_TRUE(*alone);
+  EXPECT_EQ(**alone, (json::object{{"action", "decline"}}));
+
+  std::vector<std::string> asked_of;
+  auto asker = [&](std::string who) {
+    return [&asked_of, who](const json::object&, std::function<void(json::object)> answer) {
+      asked_of.push_back(who);
+      answer(json::object{{"action", "cancel"}});
+    };
+  };
+  s.client->call_tool(
+      "t", json::object{}, false, nullptr, [](McpClient::CallResult) {}, asker("first"));
+  s.client->call_tool(
+      "t", json::object{}, false, nullptr, [](McpClient::CallResult) {}, asker("second"));
+  s.client->call_tool("t", json::object{}, false, nullptr, [](McpClient::CallResult) {});  // cannot ask
+  ASSERT_TRUE(run_until(s.io, [&] { return s.held.size() == 3; }));
+  std::optional<JsonRpcPeer::CallResult> answered;
+  s.server->call("elicitation/create", input::form("y").at("params"),
+                 [&](JsonRpcPeer::CallResult r) { answered = std::move(r); });
+  ASSERT_TRUE(run_until(s.io, [&] { return answered.has_value(); }));
+  EXPECT_EQ(asked_of, (std::vector<std::string>{"second"}));
+  EXPECT_EQ(**answered, (json::object{{"action", "cancel"}}));
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// result_text (daemon/connector.h): what a tools/call result gives the model. Text parts joined,
+// result_text (daemon/tool_result.h): what a tools/call result gives the model. Text parts joined,
 // other content summarised, the cut at a number of characters (UTF-8 code points, never inside
 // one) with a marker that counts characters too.
-#include "daemon/connector.h"
+#include "daemon/tool_result.h"
+#include "daemon/tool_result.h"
 
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
