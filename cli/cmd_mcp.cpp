@@ -226,6 +226,7 @@ void print_definition(const proto::ConnectorEntry& c, bool with_reason = true) {
   if (std::string r = reads(c); !r.empty())
     fmt::print("  reads:    {} (from the environment of the oppx command)\n", r);
   if (c.state == "running") fmt::print("  tools:    {}\n", c.tool_count);
+  if (!c.protocol.empty()) fmt::print("  protocol: MCP {}\n", escape_controls(c.protocol));
   if (c.is_project()) {
     fmt::print("  root:     {}\n", c.root);
     fmt::print("  sha256:   {}\n", c.sha256);

@@ -161,6 +161,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   int quick_deaths = 0;      // stops on its own, each soon after its start, in a row
   bool failing = false;      // inside fail(): what end_link() ends must not fail it again
   bool restartable = false;  // failed because its program stopped on its own, and not given up on
+  std::string era;           // the MCP version its server spoke last (remember_era, then each start)
   // Run at every state change; each returns true when it is done and can be dropped.
   std::vector<std::function<bool()>> waiters;
 
@@ -306,7 +307,10 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     McpClient::Options o;
     o.name = def.name;
     o.quiet_on_disconnect = link->reports_its_loss();
-    o.stateless_first = def.kind == ConnectorDef::Kind::kHttp;
+    // The era: a server known to speak 2025-11-25 is started straight with initialize; any other
+    // is asked server/discover first (a stdio one within a short bound).
+    o.stateless_first = era.empty() || era == proto::mcp::kStateless;
+    if (def.kind != ConnectorDef::Kind::kHttp) o.discover_bound = discover_bound(env);
     o.list_changed_debounce = kListChangedDebounce;
     if (roots) {
       o.roots = [w] {
@@ -338,6 +342,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
   void tools_arrived(json::array list) {
     tools = std::move(list);
+    if (client) era = client->version();
     if (state == ConnectorState::kStarting) {
       start_timer.cancel();
       log::info("connector {}: running, {} tools", def.name, tools.size());
@@ -362,6 +367,21 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
     if (state == ConnectorState::kStopped || state == ConnectorState::kWaiting || state == ConnectorState::kFailed ||
         state == ConnectorState::kLogin)
       return;
+    // It stopped on server/discover (some 2025 servers end on a request before initialize): it is
+    // started again at once, straight with initialize, and remembered so (the tool cache). The
+    // stop counts as a quick one: a program that dies at every start is still given up on.
+    if (state == ConnectorState::kStarting && client && client->probing()) {
+      log::info("connector {}: its program stopped on server/discover; starting it again with MCP {}", def.name,
+                proto::mcp::kLatest);
+      era = proto::mcp::kLatest;
+      ++quick_deaths;
+      // Posted: the link that reports the stop is still on the stack.
+      return asio::post(io, [w = weak_from_this(), gen = generation] {
+        auto self = w.lock();
+        if (self && gen == self->generation && self->state == ConnectorState::kStarting)
+          self->start(self->env, self->start_timeout);
+      });
+    }
     const auto& status = stop.status;
     std::string how = !status            ? "its exit status could not be read"
                       : status->signaled ? fmt::format("signal {}", status->code)
@@ -702,6 +722,10 @@ std::chrono::milliseconds start_timeout(const EnvMap& env) {
   return env_milliseconds(env, "OPPX_MCP_START_TIMEOUT_MS", kStartTimeout, 100, 3'600'000);
 }
 
+std::chrono::milliseconds discover_bound(const EnvMap& env) {
+  return env_milliseconds(env, "OPPX_MCP_DISCOVER_TIMEOUT_MS", std::chrono::milliseconds(3'000), 10, 60'000);
+}
+
 std::chrono::milliseconds env_milliseconds(const EnvMap& env, std::string_view name, std::chrono::milliseconds fallback,
                                            long long min_ms, long long max_ms) {
   auto it = env.find(name);
@@ -749,7 +773,12 @@ Connector::CancelCall Connector::call(const std::string& tool, json::value argum
 void Connector::on_change(std::function<void()> fn) { impl_->on_change = std::move(fn); }
 void Connector::offer_roots(std::vector<std::string> folders) { impl_->roots = std::move(folders); }
 void Connector::check_before_start(std::function<std::string()> fn) { impl_->start_check = std::move(fn); }
+void Connector::remember_era(std::string version) { impl_->era = std::move(version); }
+const std::string& Connector::version() const { return impl_->era; }
 const ConnectorDef& Connector::def() const { return impl_->def; }
+void Connector::tools_needed() {
+  if (impl_->client && impl_->state == ConnectorState::kRunning) impl_->client->refetch_if_stale();
+}
 ConnectorState Connector::state() const { return impl_->state; }
 const std::string& Connector::reason() const { return impl_->reason; }
 const std::string& Connector::down_kind() const { return impl_->kind; }

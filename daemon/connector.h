@@ -43,6 +43,9 @@ inline constexpr std::chrono::milliseconds kStartTimeout{30'000};
 std::string duration_text(std::chrono::milliseconds limit);
 // The start limit for a client's environment: OPPX_MCP_START_TIMEOUT_MS there, else kStartTimeout.
 std::chrono::milliseconds start_timeout(const EnvMap& env);
+// How long a stdio server's first start waits for its answer to server/discover before sending
+// initialize: OPPX_MCP_DISCOVER_TIMEOUT_MS there, else 3 s.
+std::chrono::milliseconds discover_bound(const EnvMap& env);
 // A duration in milliseconds from the variable `name` of a client's environment: `fallback` when
 // it is unset, not a whole number, or outside [min_ms, max_ms].
 std::chrono::milliseconds env_milliseconds(const EnvMap& env, std::string_view name, std::chrono::milliseconds fallback,
@@ -103,12 +106,19 @@ class Connector {
   // non-empty answer keeps it waiting (hold) with that reason instead.
   void check_before_start(std::function<std::string()> fn);
 
+  // The MCP version its server spoke last (the tool cache's): a 2025-11-25 one is started straight
+  // with initialize, without the server/discover probe.
+  void remember_era(std::string version);
+  // The MCP version its session speaks ("" before the first start).
+  const std::string& version() const;
   const ConnectorDef& def() const;
   ConnectorState state() const;
   const std::string& reason() const;              // why it is not running (empty when running)
   const std::string& down_kind() const;           // a proto::kind value when failed
   const std::vector<std::string>& steps() const;  // the steps back when failed (daemon/diagnose.h)
   const boost::json::array& tools() const;
+  // A client asks for its tools: fetched again in the background when its server's ttlMs passed.
+  void tools_needed();
   // Whether the connector marks this tool read-only (annotations.readOnlyHint): it then runs
   // without asking, and a call it interrupted may be repeated.
   bool read_only(const std::string& tool) const;

@@ -103,6 +103,7 @@ void ScopedConnector::tools(std::function<void(std::optional<proto::ConnectorEnt
     return done(std::move(e));
   }
   Connectors& all = server_->connectors();
+  if (connector_) connector_->tools_needed();
   auto answer = [&all, name = name_, root = root_, done = std::move(done)] {
     auto c = all.find(name, root);
     auto e = c ? all.get(name, root) : std::nullopt;

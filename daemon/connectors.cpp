@@ -197,6 +197,7 @@ void Connectors::replace_connectors(Source& src, const std::string& root) {
       continue;
     }
     auto c = Connector::create(io_, def, log_path(def, root), link_factory());
+    c->remember_era(cache_.era(def.canonical));
     adopt(c, root);
     if (!root.empty()) c->hold(waiting_reason(def.name, root, Consent::kNone));
     next.emplace(def.name, c);
@@ -378,10 +379,10 @@ void Connectors::changed(const Connector& c) {
   bool tools_changed = false;
   if (c.state() == ConnectorState::kRunning) {
     std::string tools = definition_hash(json::serialize(c.tools()));
-    if (tools != seen.tools) {
-      tools_changed = true;
+    if (tools != seen.tools || cache_.era(c.def().canonical) != c.version()) {
+      tools_changed = tools != seen.tools;
       seen.tools = tools;
-      cache_.store(c.def().name, c.def().canonical, c.tools());
+      cache_.store(c.def().name, c.def().canonical, c.tools(), c.version());
     }
   }
   std::string state = fmt::format("{}\n{}", state_name(c.state()), c.reason());
@@ -480,6 +481,7 @@ proto::ConnectorEntry Connectors::entry(const ConnectorDef& d, const Connector* 
   e.state = c ? state_name(c->state()) : "hidden";
   if (d.kind != ConnectorDef::Kind::kHttp) e.log = log_path(d, root);  // its program's stderr; HTTP has none
   e.requests_waiting = c ? static_cast<std::int64_t>(c->calls_waiting()) : 0;
+  e.protocol = c ? c->version() : std::string();
   e.tool_count = c ? static_cast<std::int64_t>(tools_of(*c, &e.cached).size()) : 0;
   if (d.kind == ConnectorDef::Kind::kHttp) {
     if (c && logs_in_with_oauth(d)) {

@@ -404,9 +404,11 @@ awaitable<Outcome<void>> read_stream(std::shared_ptr<State> st, Answer a, Answer
     bool poll = !failed && server_may_poll(st->protocol_version);
     int& used = poll ? polls : drops;
     int limit = poll ? st->opt.max_polls : st->opt.max_resumes;
-    if (gave_up || last_id.empty() || used >= limit) {
+    if (gave_up || last_id.empty() || used >= limit || st->stateless) {
       std::string why;
-      if (last_id.empty())
+      if (st->stateless)
+        why = "; MCP 2026-07-28 has no resumption of a stream";
+      else if (last_id.empty())
         why = "; its events had no ids, so it cannot be resumed";
       else if (used > 0 && poll)
         why = fmt::format("; it did so {} times already, the most oppx follows for one request", used);

@@ -74,13 +74,16 @@ struct McpClient::Pages {
   std::unordered_map<std::string, std::vector<mcp_headers::ParamHeader>> marks;
   std::set<std::string> names, cursors;
   int count = 0;
+  std::chrono::steady_clock::time_point fresh_until = std::chrono::steady_clock::time_point::max();
 };
 
 McpClient::McpClient(asio::io_context& io, Options options, Handlers handlers)
     : io_(io),
       options_(std::move(options)),
       handlers_(std::move(handlers)),
-      list_changed_timer_(std::make_unique<Timer>(io)) {}
+      list_changed_timer_(std::make_unique<Timer>(io)),
+      probe_timer_(std::make_unique<Timer>(io)),
+      listen_timer_(std::make_unique<Timer>(io)) {}
 
 McpClient::~McpClient() { close(false); }
 
@@ -146,18 +149,37 @@ void McpClient::start() {
   if (!options_.stateless_first) return initialize();
   phase_ = Phase::kInitializing;
   version_ = proto::mcp::kStateless;  // stamps the probe
+  probe_pending_ = true;
   peer_->call("server/discover", stamped(json::object{}), [w = weak_from_this()](CallResult r) {
     auto self = w.lock();
-    if (self && self->phase_ == Phase::kInitializing) self->discovered(std::move(r));
+    if (!self || self->phase_ != Phase::kInitializing) return;
+    self->probe_timer_->t.cancel();
+    // A server gone on it stays "probing": its connector then knows what stopped it.
+    if (r || r.error().kind != proto::kind::kDisconnected) self->probe_pending_ = false;
+    self->discovered(std::move(r));
+  });
+  if (options_.discover_bound.count() <= 0) return;
+  probe_timer_->t.expires_after(options_.discover_bound);
+  probe_timer_->t.async_wait([w = weak_from_this()](boost::system::error_code ec) {
+    auto self = w.lock();
+    if (ec || !self || !self->probing() || self->probe_late_) return;
+    log::info("connector {}: no answer to server/discover within {} ms; initialize follows", self->options_.name,
+              self->options_.discover_bound.count());
+    self->probe_late_ = true;
+    self->version_.clear();
+    self->initialize();
   });
 }
 
 json::value McpClient::stamped(json::value params) const {
   if (!stateless()) return params;
-  json::object out = params.is_object() ? params.as_object() : json::object{};
-  json::object meta{{proto::mcp::kMetaVersion, proto::mcp::kStateless},
-                    {proto::mcp::kMetaCapabilities, client_capabilities()},
-                    {proto::mcp::kMetaClientInfo, json::object{{"name", "oppx"}, {"version", OPPX_VERSION}}}};
+  json::object out = params.is_object() ? std::move(params.as_object()) : json::object{};
+  if (meta_.empty()) {  // the same for every request: made once
+    meta_ = json::object{{proto::mcp::kMetaVersion, proto::mcp::kStateless},
+                         {proto::mcp::kMetaCapabilities, client_capabilities()},
+                         {proto::mcp::kMetaClientInfo, json::object{{"name", "oppx"}, {"version", OPPX_VERSION}}}};
+  }
+  json::object meta = meta_;
   if (auto* m = out.if_contains("_meta"); m && m->is_object()) {
     for (auto& [k, v] : m->as_object()) meta[k] = v;
   }
@@ -169,6 +191,18 @@ json::value McpClient::stamped(json::value params) const {
 // an unreachable server is what it would be for initialize; anything else is an older server.
 void McpClient::discovered(CallResult r) {
   move_server_kind_to_data(r);
+  if (probe_late_) {
+    // initialize went out meanwhile: only a server of the new era is worth switching to (its
+    // answer to initialize, if any comes, is then dropped).
+    const json::value* listed = r && r->is_object() ? r->as_object().if_contains("supportedVersions") : nullptr;
+    bool modern = listed && listed->is_array() &&
+                  std::find(listed->as_array().begin(), listed->as_array().end(),
+                            json::value(proto::mcp::kStateless)) != listed->as_array().end();
+    if (!modern) return;
+    version_ = proto::mcp::kStateless;
+    phase_ = Phase::kListing;
+    return fetch_tools();
+  }
   if (!r && r.error().kind == proto::kind::kDisconnected && options_.quiet_on_disconnect) return;
   if (!r && (takes_it_down(r.error()) || r.error().kind == proto::kind::kTimeout))
     return failed(down_kind(r.error()), r.error().message);
@@ -176,6 +210,11 @@ void McpClient::discovered(CallResult r) {
   if (listed && listed->is_array()) {
     for (auto& v : listed->as_array()) {
       if (v.is_string() && v.as_string() == proto::mcp::kStateless) {
+        const json::value* caps = r->as_object().if_contains("capabilities");
+        const json::value* tools = caps && caps->is_object() ? caps->as_object().if_contains("tools") : nullptr;
+        const json::value* changes =
+            tools && tools->is_object() ? tools->as_object().if_contains("listChanged") : nullptr;
+        announces_changes_ = changes && *changes == json::value(true);
         phase_ = Phase::kListing;
         return fetch_tools();
       }
@@ -201,6 +240,8 @@ void McpClient::initialize() {
 
 void McpClient::initialized(CallResult r) {
   move_server_kind_to_data(r);
+  // Sent when the probe's bound passed: a refusal may be a new-era server still to answer it.
+  if (!r && probe_pending_ && r.error().received) return;
   // A program's output ended: its link reports the stop, with its exit status and last stderr lines.
   if (!r && r.error().kind == proto::kind::kDisconnected && options_.quiet_on_disconnect) return;
   if (!r && (takes_it_down(r.error()) || r.error().kind == proto::kind::kTimeout))
@@ -230,6 +271,13 @@ void McpClient::initialized(CallResult r) {
 
 void McpClient::refetch_tools() {
   if (phase_ != Phase::kClosed && listing_or_ready()) fetch_tools();
+}
+
+void McpClient::refetch_if_stale() {
+  if (phase_ == Phase::kReady && !fetching_ && std::chrono::steady_clock::now() >= fresh_until_) {
+    fresh_until_ = std::chrono::steady_clock::time_point::max();  // one fetch, until its answer says
+    fetch_tools();
+  }
 }
 
 void McpClient::fetch_tools() {
@@ -278,6 +326,13 @@ void McpClient::page(std::shared_ptr<Pages> acc, CallResult r) {
     }
     acc->tools.push_back(t);
   }
+  if (acc->count == 0) {
+    // The first page's ttlMs says how long the list stays fresh; none (or 0): until a change is announced.
+    const json::value* ttl = r->as_object().if_contains("ttlMs");
+    double ms = ttl && ttl->is_number() ? std::min(ttl->to_number<double>(), 86'400'000.0) : 0;  // a day at most
+    acc->fresh_until = ms >= 1 ? std::chrono::steady_clock::now() + std::chrono::milliseconds(std::int64_t(ms))
+                               : std::chrono::steady_clock::time_point::max();
+  }
   ++acc->count;
   const json::value* next = r->as_object().if_contains("nextCursor");
   if (next && next->is_string() && !next->as_string().empty()) {
@@ -294,6 +349,8 @@ void McpClient::page(std::shared_ptr<Pages> acc, CallResult r) {
   fetching_ = false;
   phase_ = Phase::kReady;
   param_headers_ = std::move(acc->marks);
+  fresh_until_ = acc->fresh_until;
+  if (stateless() && announces_changes_ && !listening_) listen();
   auto keep = shared_from_this();  // on_tools may close this client
   if (handlers_.on_tools) handlers_.on_tools(std::move(acc->tools));
   if (fetch_again_ && phase_ != Phase::kClosed) {
@@ -313,6 +370,44 @@ void McpClient::list_changed() {
     if (!self || ec) return;  // cancelled by close(), which also disarmed it
     self->list_changed_armed_ = false;
     self->refetch_tools();
+  });
+}
+
+void McpClient::listen() {
+  listening_ = true;
+  listened_at_ = std::chrono::steady_clock::now();
+  RequestOptions request;
+  request.slow_first_byte = true;  // the answer comes only when the subscription ends
+  request.label = "the subscription to tool list changes";
+  json::object params{{"notifications", json::object{{"toolsListChanged", true}}}};
+  peer_->call(
+      "subscriptions/listen", stamped(std::move(params)),
+      [w = weak_from_this()](CallResult r) {
+        if (auto self = w.lock(); self && self->phase_ != Phase::kClosed) self->listen_ended(std::move(r));
+      },
+      std::move(request));
+}
+
+void McpClient::listen_ended(CallResult r) {
+  listening_ = false;
+  if (!r && r.error().kind == proto::kind::kDisconnected) return;  // the session ended: its start says how
+  if (!r && r.error().received && r.error().code == static_cast<int>(ErrorCode::kMethodNotFound)) {
+    log::info("connector {}: it offers no subscriptions/listen; its tool list is read at each start", options_.name);
+    return;
+  }
+  // One that lasted is opened again soon; one that ends at once, less and less often.
+  bool lasted = std::chrono::steady_clock::now() - listened_at_ > std::chrono::minutes(1);
+  listen_pause_ =
+      lasted ? std::chrono::milliseconds(1'000) : std::min(listen_pause_ * 2, std::chrono::milliseconds(60'000));
+  log::info("connector {}: its subscription to tool list changes ended ({}); opened again in {} ms", options_.name,
+            r ? std::string("the server ended it") : escape_controls(r.error().message).substr(0, 200),
+            listen_pause_.count());
+  listen_timer_->t.expires_after(listen_pause_);
+  listen_timer_->t.async_wait([w = weak_from_this()](boost::system::error_code ec) {
+    auto self = w.lock();
+    if (ec || !self || self->phase_ != Phase::kReady || self->listening_) return;
+    self->refetch_tools();
+    self->listen();
   });
 }
 
@@ -338,6 +433,8 @@ void McpClient::close(bool graceful) {
   phase_ = Phase::kClosed;
   handlers_ = {};
   list_changed_timer_->t.cancel();
+  probe_timer_->t.cancel();
+  listen_timer_->t.cancel();
   list_changed_armed_ = false;
   if (!peer_) return;
   auto peer = std::move(peer_);

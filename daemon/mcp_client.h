@@ -54,6 +54,10 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
     // whose x-mcp-header marks are invalid is left out of the list (logged), and the marked
     // parameters of a call go as Mcp-Param-* headers.
     bool stateless_first = false;
+    // With stateless_first, for a stdio server (which says nothing of its era before it answers):
+    // a probe not answered within this bound is followed by initialize on the same connection, and
+    // whichever of the two answers first as its era wants decides. Zero: no bound.
+    std::chrono::milliseconds discover_bound{0};
   };
   struct Handlers {
     // The complete tool list: after initialize (the session is ready), then after each change.
@@ -91,12 +95,20 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   void cancel(const boost::json::value& id, std::string_view why);
   // Fetches the tools again (when the list may have changed unannounced), if it is ready or listing.
   void refetch_tools();
+  // The list is needed (a client asks for it): fetched again when the server's ttlMs for it
+  // (MCP 2026-07-28 "Caching") has passed; meanwhile the list held is what is shown. Without a
+  // ttlMs, list changes are what renew it.
+  void refetch_if_stale();
   // Ends the session: `graceful` writes what is queued first (and an HTTP link ends its session).
   // No handler runs after this.
   void close(bool graceful);
 
   bool ready() const { return phase_ == Phase::kReady; }
-  std::size_t calls_waiting() const { return peer_ ? peer_->calls_waiting() : 0; }
+  // server/discover sent and not answered yet, nothing else decided: a server that stops now did
+  // so on the probe.
+  bool probing() const { return probe_pending_ && phase_ == Phase::kInitializing; }
+  // Requests sent and not answered, but for the standing subscriptions/listen.
+  std::size_t calls_waiting() const { return peer_ ? peer_->calls_waiting() - (listening_ ? 1 : 0) : 0; }
 
  private:
   enum class Phase { kNew, kInitializing, kListing, kReady, kClosed };
@@ -113,6 +125,10 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   void fetch_page(std::shared_ptr<Pages> acc, std::string cursor);
   void page(std::shared_ptr<Pages> acc, CallResult r);
   void list_changed();
+  // MCP 2026-07-28: list changes come on a subscriptions/listen request that stays open; one that
+  // ends is opened again after a pause, and the tools fetched again (a change may have been missed).
+  void listen();
+  void listen_ended(CallResult r);
   void progress(const boost::json::object& params);
   void failed(std::string_view kind, std::string why, int http_status = 0);
   bool listing_or_ready() const { return phase_ == Phase::kReady || fetching_; }
@@ -128,10 +144,18 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   Options options_;
   Handlers handlers_;
   std::shared_ptr<JsonRpcPeer> peer_;
-  std::unique_ptr<Timer> list_changed_timer_;
+  std::unique_ptr<Timer> list_changed_timer_, probe_timer_, listen_timer_;
   Phase phase_ = Phase::kNew;
   std::string version_;
   bool fetching_ = false, fetch_again_ = false, list_changed_armed_ = false;
+  bool probe_pending_ = false;      // server/discover not answered
+  bool probe_late_ = false;         // its bound passed: initialize was sent meanwhile
+  bool announces_changes_ = false;  // server/discover's capabilities.tools.listChanged
+  bool listening_ = false;          // subscriptions/listen open
+  std::chrono::steady_clock::time_point listened_at_;
+  std::chrono::milliseconds listen_pause_{500};
+  std::chrono::steady_clock::time_point fresh_until_ = std::chrono::steady_clock::time_point::max();
+  mutable boost::json::object meta_;  // the 2026-07-28 _meta every request carries
   std::unordered_map<std::string, std::function<void(const boost::json::object&)>> progress_;  // by token
   std::uint64_t next_progress_ = 0;
   // The calls not answered yet, by the key of their first id (what call_tool returned), with the

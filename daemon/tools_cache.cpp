@@ -63,11 +63,20 @@ const json::array* ToolsCache::find(std::string_view canonical) const {
   return e ? &e->as_object().at("tools").as_array() : nullptr;
 }
 
-void ToolsCache::store(std::string_view name, std::string_view canonical, const json::array& tools) {
+std::string ToolsCache::era(std::string_view canonical) const {
+  const json::value* e = entries_.if_contains(definition_hash(canonical));
+  const json::value* v = e ? e->as_object().if_contains("version") : nullptr;
+  return v && v->is_string() ? std::string(v->as_string()) : std::string();
+}
+
+void ToolsCache::store(std::string_view name, std::string_view canonical, const json::array& tools,
+                       std::string_view version) {
   std::string key = definition_hash(canonical);
-  if (const json::value* e = entries_.if_contains(key); e && e->as_object().at("tools") == json::value(tools)) return;
+  if (const json::value* e = entries_.if_contains(key);
+      e && e->as_object().at("tools") == json::value(tools) && era(canonical) == version)
+    return;
   auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
-  entries_[key] = json::object{{"name", name}, {"saved", now.count()}, {"tools", tools}};
+  entries_[key] = json::object{{"name", name}, {"saved", now.count()}, {"tools", tools}, {"version", version}};
   while (entries_.size() > kMaxEntries) {
     auto oldest = entries_.begin();
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {

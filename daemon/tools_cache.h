@@ -30,15 +30,20 @@ class ToolsCache {
 
   // The list saved for this definition, or nullptr.
   const boost::json::array* find(std::string_view canonical) const;
-  // Saves the list when it differs from the one kept; writes the file (atomic, 0600) then.
-  void store(std::string_view name, std::string_view canonical, const boost::json::array& tools);
+  // The MCP version its server spoke last ("" when not known), so that its next start goes
+  // straight to that era (no server/discover probe for a 2025-11-25 one).
+  std::string era(std::string_view canonical) const;
+  // Saves the list and the version when they differ from those kept; writes the file (atomic,
+  // 0600) then.
+  void store(std::string_view name, std::string_view canonical, const boost::json::array& tools,
+             std::string_view version);
   const std::string& path() const { return path_; }
 
  private:
   void save();
   std::string path_;
   Save save_;
-  boost::json::object entries_;  // hash → {"name", "saved" (unix seconds), "tools"}
+  boost::json::object entries_;  // hash → {"name", "saved" (unix seconds), "tools", "version"}
 };
 
 }  // namespace oppx::daemon

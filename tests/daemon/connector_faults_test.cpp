@@ -343,7 +343,9 @@ TEST_F(ConnectorFaults, ACrashLoopBacksOffThenStaysFailedUntilReconnect) {
   ASSERT_TRUE(when_connectors_change(home.socket(), given_up, 30s)) << oppx({"mcp", "list"}).out << home.read_log();
   auto starts = lines(dir + "/starts");
   ASSERT_EQ(starts.size(), 4u) << "it gave up after 4 quick stops";
-  for (std::size_t i = 1; i < starts.size(); ++i) {
+  // The first stop came with its server/discover probe: it was started again at once, straight
+  // with initialize; then the restarts back off.
+  for (std::size_t i = 2; i < starts.size(); ++i) {
     std::int64_t gap = std::stoll(starts[i]) - std::stoll(starts[i - 1]);
     EXPECT_GE(gap, 900 * (1 << (i - 1))) << "backoff before start " << i + 1;
   }

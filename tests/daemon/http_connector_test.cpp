@@ -317,6 +317,18 @@ TEST_F(HttpConnectors, ADroppedStreamIsResumedWithLastEventIdOrTheCallFails) {
   EXPECT_EQ(entry("noid").at("state"), json::value("running"));
 }
 
+// MCP 2026-07-28 has no resumption: a stream dropped before the response fails the call at once,
+// saying so, and no GET is sent for it.
+TEST_F(HttpConnectors, AModernServersDroppedStreamIsNotResumed) {
+  Fake drop = fake({"drop-stream", "50", "--modern"});
+  home.write_mcp_config(http_entry("drop", drop.url()));
+  Result call = oppx({"mcp", "call", "drop", "echo", R"({"message":"lost"})"});
+  EXPECT_EQ(call.exit_code, 1) << call.out;
+  EXPECT_NE(call.err.find("MCP 2026-07-28 has no resumption of a stream"), std::string::npos) << call.err;
+  EXPECT_EQ(drop.proc->out().find("resumed after event"), std::string::npos) << drop.proc->out();
+  EXPECT_EQ(entry("drop").at("state"), json::value("running"));
+}
+
 // A server that sends an event (not the response) and drops, on every resumption: the events
 // are no progress toward the response, so the resumptions are counted over the whole request.
 TEST_F(HttpConnectors, AStreamThatKeepsDroppingIsResumedABoundedNumberOfTimes) {

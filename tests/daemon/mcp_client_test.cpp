@@ -8,9 +8,11 @@
 #include "daemon/connector.h"
 #include "tests/support/loop.h"
 
+#include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -465,6 +467,96 @@ TEST(McpClient, AServersElicitationRequestGoesToTheNewestCallThatCanAsk) {
   ASSERT_TRUE(run_until(s.io, [&] { return answered.has_value(); }));
   EXPECT_EQ(asked_of, (std::vector<std::string>{"second"}));
   EXPECT_EQ(**answered, (json::object{{"action", "cancel"}}));
+}
+
+}  // namespace
+}  // namespace oppx::daemon
+
+namespace oppx::daemon {
+namespace {
+
+// MCP 2026-07-28: a server that announces list changes gets one standing subscriptions/listen
+// (not counted as a request waiting); its list_changed fetches the tools again; a subscription the
+// server ends is opened again (the tools fetched once more); one it does not offer is not asked again.
+TEST(McpClient, AModernServersListChangesComeOnAStandingSubscription) {
+  json::array current{tool("a")};
+  int listens = 0;
+  Session s({{"server/discover",
+              answer(json::object{{"supportedVersions", json::array{"2026-07-28"}},
+                                  {"capabilities", json::object{{"tools", json::object{{"listChanged", true}}}}}})},
+             {"tools/list", [&current](proto::Request&, Reply& r) { r.ok(json::object{{"tools", current}}); }},
+             {"subscriptions/listen",
+              [&listens](proto::Request& req, Reply&) {
+                ++listens;
+                EXPECT_EQ(req.params.at("notifications"), (json::object{{"toolsListChanged", true}}));
+              }}},
+            input::modern());
+  s.client->start();
+  ASSERT_TRUE(run_until(s.io, [&] { return s.lists == 1 && listens == 1; }));
+  EXPECT_EQ(s.client->calls_waiting(), 0u);
+  current.push_back(tool("b"));
+  s.server->notify("notifications/tools/list_changed",
+                   json::object{{"_meta", json::object{{"io.modelcontextprotocol/subscriptionId", 1}}}});
+  ASSERT_TRUE(run_until(s.io, [&] { return s.lists == 2; }));
+  EXPECT_EQ(s.tools.size(), 2u);
+  // The server ends it: opened again, and the tools read once more.
+  ASSERT_EQ(s.held.size(), 1u);
+  current.push_back(tool("c"));
+  s.held[0].ok(json::object{{"resultType", "complete"}});
+  ASSERT_TRUE(run_until(
+      s.io, [&] { return listens == 2 && s.lists == 3; }, std::chrono::seconds(5)));
+  EXPECT_EQ(s.tools.size(), 3u);
+
+  Session plain({{"server/discover",
+                  answer(json::object{{"supportedVersions", json::array{"2026-07-28"}},
+                                      {"capabilities", json::object{{"tools", json::object{{"listChanged", true}}}}}})},
+                 {"tools/list", answer(json::object{{"tools", json::array{}}})}},
+                input::modern());
+  plain.client->start();
+  ASSERT_TRUE(run_until(plain.io, [&] { return plain.lists == 1; }));
+  plain.round_trip();
+  plain.round_trip();
+  EXPECT_EQ(std::count(plain.requests.begin(), plain.requests.end(), "subscriptions/listen"), 1)
+      << "refused (method not found): not asked again";
+}
+
+}  // namespace
+}  // namespace oppx::daemon
+
+namespace oppx::daemon {
+namespace {
+
+// MCP 2026-07-28 "Caching": a list is fetched again when it is needed after its ttlMs passed,
+// not while it is fresh, and not on a timer; an announced change renews it at once; without a
+// ttlMs only an announced change does.
+TEST(McpClient, AListIsFetchedAgainWhenNeededOnceItsTtlPassed) {
+  int fetched = 0;
+  Session s({{"server/discover", answer(json::object{{"supportedVersions", json::array{"2026-07-28"}}})},
+             {"tools/list",
+              [&fetched](proto::Request&, Reply& r) {
+                ++fetched;
+                std::int64_t ttl = fetched == 1 ? 600'000 : fetched == 2 ? 1 : 0;
+                r.ok(json::object{{"tools", json::array{tool("a")}}, {"ttlMs", ttl}});
+              }}},
+            input::modern());
+  s.client->start();
+  ASSERT_TRUE(run_until(s.io, [&] { return s.lists == 1; }));
+  s.client->refetch_if_stale();
+  s.round_trip();
+  EXPECT_EQ(fetched, 1) << "fresh for ten minutes";
+  s.server->notify("notifications/tools/list_changed", nullptr);
+  ASSERT_TRUE(run_until(s.io, [&] { return s.lists == 2; }));
+  // Its 1 ms passes (a timer of the loop's: the only event there is to wait for).
+  bool passed = false;
+  boost::asio::steady_timer ttl(s.io, std::chrono::milliseconds(5));
+  ttl.async_wait([&passed](boost::system::error_code) { passed = true; });
+  ASSERT_TRUE(run_until(s.io, [&] { return passed; }));
+  s.client->refetch_if_stale();
+  ASSERT_TRUE(run_until(s.io, [&] { return s.lists == 3; }));
+  // The third list has no ttl: it stays as it is until a change is announced.
+  s.client->refetch_if_stale();
+  s.round_trip();
+  EXPECT_EQ(fetched, 3);
 }
 
 }  // namespace

@@ -29,13 +29,13 @@ TEST(ToolsCache, TheHashIsStableAndFollowsTheDefinitionAsWritten) {
   EXPECT_EQ(definition_hash("x").size(), 16u);
 }
 
-TEST(ToolsCache, AListSavedIsFoundAfterARestartOnlyForTheSameDefinition) {
+TEST(ToolsCache, AListAndItsEraSavedAreFoundAfterARestartOnlyForTheSameDefinition) {
   test::TempHome home;
   std::string path = home.root() + "/mcp-tools-cache.json";
   {
     ToolsCache cache(path);
     EXPECT_EQ(cache.find(R"({"command":"a"})"), nullptr);
-    cache.store("a", R"({"command":"a"})", tools({"echo", "add"}));
+    cache.store("a", R"({"command":"a"})", tools({"echo", "add"}), "2025-11-25");
   }
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
@@ -45,6 +45,9 @@ TEST(ToolsCache, AListSavedIsFoundAfterARestartOnlyForTheSameDefinition) {
   ASSERT_NE(found, nullptr);
   EXPECT_EQ(*found, tools({"echo", "add"}));
   EXPECT_EQ(again.find(R"({"command":"a","args":["x"]})"), nullptr);
+  // The era its server spoke is kept with it, for its next start.
+  EXPECT_EQ(again.era(R"({"command":"a"})"), "2025-11-25");
+  EXPECT_EQ(again.era(R"({"command":"a","args":["x"]})"), "");
 }
 
 TEST(ToolsCache, ADamagedFileIsAnEmptyCacheAndIsReplaced) {
@@ -53,7 +56,7 @@ TEST(ToolsCache, ADamagedFileIsAnEmptyCacheAndIsReplaced) {
   std::ofstream(path) << "{\"entries\": [not json";
   ToolsCache cache(path);
   EXPECT_EQ(cache.find("{}"), nullptr);
-  cache.store("x", "{}", tools({"t"}));
+  cache.store("x", "{}", tools({"t"}), "");
   EXPECT_NE(test::read_file(path).find("\"tools\""), std::string::npos);
   EXPECT_NE(ToolsCache(path).find("{}"), nullptr);
 }
@@ -63,7 +66,7 @@ TEST(ToolsCache, KeepsAtMostItsCapOfEntries) {
   std::string path = home.root() + "/mcp-tools-cache.json";
   ToolsCache cache(path);
   for (std::size_t i = 0; i < ToolsCache::kMaxEntries + 5; ++i) {
-    cache.store("c", "{\"n\":" + std::to_string(i) + "}", tools({"t"}));
+    cache.store("c", "{\"n\":" + std::to_string(i) + "}", tools({"t"}), "");
   }
   json::value saved = json::parse(test::read_file(path));
   EXPECT_EQ(saved.at("entries").as_object().size(), ToolsCache::kMaxEntries);

@@ -4,6 +4,7 @@
 //   usage: node fake_http_mcp.js MODE [ARG...] [--version=V]   (modes: see the switch in answer())
 //   --version=V: initialize answers with protocol version V, whatever the client asked for.
 //   --port=N: listen on port N instead of a free one (a server back on the port it had).
+//   --modern: it speaks MCP 2026-07-28 (server/discover lists it), in any mode.
 "use strict";
 const http = require("http");
 const https = require("https");
@@ -12,7 +13,8 @@ const fs = require("fs");
 const argv = process.argv.slice(2);
 const forcedVersion = (argv.find((a) => a.startsWith("--version=")) || "").slice("--version=".length);
 const fixedPort = Number((argv.find((a) => a.startsWith("--port=")) || "--port=0").slice("--port=".length));
-const [mode, ...args] = argv.filter((a) => !a.startsWith("--version=") && !a.startsWith("--port="));
+const modern = argv.includes("--modern"); // server/discover lists MCP 2026-07-28: no session, no GET stream
+const [mode, ...args] = argv.filter((a) => !a.startsWith("--version=") && !a.startsWith("--port=") && a !== "--modern");
 const say = (s) => process.stdout.write(s + "\n");
 
 let sessions = new Set();
@@ -62,6 +64,8 @@ function mcpResult(msg) {
     }
     case "ping":
       return {};
+    case "server/discover":
+      return modern ? { supportedVersions: ["2026-07-28"], capabilities: { tools: {} } } : null;
     default:
       return null;
   }

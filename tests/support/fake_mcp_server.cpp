@@ -30,6 +30,10 @@
 //                   "refuse" (message and data) and in the text of tool "fail" (isError)
 //   report          first writes its environment to dir/environ (one variable a line) and its open
 //                   fds to dir/fds (one number a line), then is ok
+//   discover_late   holds server/discover unanswered and answers it (an error) only when initialize
+//                   comes, just before initialize's own answer
+//   discover_exit   exits 1 on server/discover (some servers end on a request before initialize)
+// A request of a method it does not know is answered -32601, as servers do.
 // tools/list requests are recorded in dir/lists. Tools in every mode but crash/hang: echo ("fake
 // echo", then the argument "message" if any); hang (answers only after the client cancels it: a
 // late result); rendezvous (holds the first call until a second one comes, then answers the second
@@ -219,7 +223,7 @@ int main(int argc, char** argv) {
   }
   std::string line;
   bool asked_sampling = false, stormed = false, added = false;
-  std::string pending_init_id, late_id, hanging_id, rendezvous_id, rendezvous_message, pinging_id;
+  std::string pending_init_id, late_id, hanging_id, rendezvous_id, rendezvous_message, pinging_id, discover_id;
   int page = 0;
   while (std::getline(std::cin, line)) {
     if (!log_path.empty()) {
@@ -249,6 +253,18 @@ int main(int argc, char** argv) {
       send(R"({"jsonrpc":"2.0","id":"nobody","result":{}})", "\r\n");
     }
     const char* end = mode == "messy" ? "\r\n" : "\n";
+    if (method == "\"server/discover\"" && mode == "discover_exit") {
+      std::fprintf(stderr, "fake: received a request before initialization\n");
+      return 1;
+    }
+    if (method == "\"server/discover\"" && mode == "discover_late") {
+      discover_id = id;
+      continue;
+    }
+    if (method == "\"initialize\"" && !discover_id.empty()) {
+      send(error(discover_id, -32601, "method not found"));
+      discover_id.clear();
+    }
     if (method == "\"initialize\"") {
       if (mode == "sampling" && !asked_sampling) {
         asked_sampling = true;
@@ -377,6 +393,8 @@ int main(int argc, char** argv) {
       bool answered = line.find("\"result\"") != std::string::npos;
       send(result(pinging_id, answered ? "ping answered" : "ping refused"));
       pinging_id.clear();
+    } else if (!id.empty() && !method.empty() && method != "\"ping\"") {
+      send(error(id, -32601, "method not found"));
     } else if (id == "\"s1\"" && !pending_init_id.empty()) {
       // The client's answer to our sampling request: it must be an error, and it came.
       bool refused = line.find("\"error\"") != std::string::npos;
