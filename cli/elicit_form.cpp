@@ -69,8 +69,15 @@ proto::ElicitAnswer ask_elicitation(const proto::ElicitQuestion& q, const AskLin
     auto a = ask("  answer › ");
     if (!a) return cancel;
     if (!yes(*a)) return {};
-    std::string how = open_browser(q.url);
-    say(how.empty() ? "    Open it yourself (nothing here can open a browser).\n" : "    Opened " + how + ".\n");
+    // Only a web address is handed to a browser: another scheme could start any program that
+    // claims it (the address is the server's, and a server may be hostile).
+    bool web = q.url.rfind("https://", 0) == 0 || q.url.rfind("http://", 0) == 0;
+    std::string how = web ? open_browser(q.url) : "";
+    if (!web) {
+      say("    Not opened: only http and https addresses are opened. Open it yourself if you trust it.\n");
+    } else {
+      say(how.empty() ? "    Open it yourself (nothing here can open a browser).\n" : "    Opened " + how + ".\n");
+    }
     return {"accept", {}};
   }
   say(fmt::format("\n  ? {} asks:\n    {}\n", who(q), shown(q.message, 1000)));

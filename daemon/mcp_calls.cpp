@@ -45,6 +45,20 @@ struct McpClient::ToolCall {
   bool ended = false;
 };
 
+json::object McpClient::roots_result() const {
+  json::array roots;
+  for (const auto& folder : options_.roots())
+    roots.push_back(json::object{{"uri", file_uri(folder)}, {"name", folder.substr(folder.rfind('/') + 1)}});
+  return json::object{{"roots", std::move(roots)}};
+}
+
+std::function<void(McpClient::CallResult)> McpClient::take_call(const std::shared_ptr<ToolCall>& call) {
+  call->ended = true;
+  if (!call->token.empty()) progress_.erase(call->token);
+  calls_.erase(call->key);
+  return std::move(call->done);
+}
+
 json::object McpClient::client_capabilities() const {
   json::object caps{{"elicitation", json::object{{"form", json::object{}}, {"url", json::object{}}}}};
   if (options_.roots) caps["roots"] = json::object{};
@@ -86,9 +100,7 @@ void McpClient::cancel(const json::value& id, std::string_view why) {
   json::value current = id;
   if (auto it = calls_.find(proto::id_key(id)); it != calls_.end()) {
     auto call = it->second;
-    calls_.erase(it);
-    call->ended = true;
-    if (!call->token.empty()) progress_.erase(call->token);
+    take_call(call);  // its `done` never runs
     current = call->current;
   }
   peer_->forget(current);
@@ -113,10 +125,7 @@ void McpClient::call_answered(std::shared_ptr<ToolCall> call, CallResult r) {
                                "did not complete",
                                escape_controls(std::string_view(kind->as_string()).substr(0, 40))));
   }
-  call->ended = true;
-  if (!call->token.empty()) progress_.erase(call->token);
-  calls_.erase(call->key);
-  auto done = std::move(call->done);
+  auto done = take_call(call);
   done(std::move(r));
 }
 
@@ -124,10 +133,7 @@ void McpClient::call_answered(std::shared_ptr<ToolCall> call, CallResult r) {
 // owner's folders), then the call again with the answers and the state.
 void McpClient::fulfil(std::shared_ptr<ToolCall> call, const json::object& result) {
   auto end = [this, call](std::string why) {
-    call->ended = true;
-    if (!call->token.empty()) progress_.erase(call->token);
-    calls_.erase(call->key);
-    auto done = std::move(call->done);
+    auto done = take_call(call);
     done(call_error(std::move(why)));
   };
   if (++call->rounds > kMaxInputRounds)
@@ -157,10 +163,7 @@ void McpClient::fulfil(std::shared_ptr<ToolCall> call, const json::object& resul
       std::string name = method && method->is_string() ? std::string(method->as_string()) : std::string();
       json::object p = params && params->is_object() ? params->as_object() : json::object{};
       if (name == "roots/list" && options_.roots) {
-        json::array roots;
-        for (const auto& folder : options_.roots())
-          roots.push_back(json::object{{"uri", file_uri(folder)}, {"name", folder.substr(folder.rfind('/') + 1)}});
-        round->responses[key] = json::object{{"roots", std::move(roots)}};
+        round->responses[key] = roots_result();
       } else if (name == "elicitation/create") {
         ++round->waiting;
         std::string k(key);

@@ -96,12 +96,8 @@ std::shared_ptr<McpClient> McpClient::create(asio::io_context& io, std::unique_p
   o.reply_to_malformed = false;  // junk from a server is logged and skipped, never answered
   o.on_request = [w, &io](proto::Request req, Reply reply) {
     if (req.method == "ping") return reply.ok(json::object{});
-    if (auto self = w.lock(); self && req.method == "roots/list" && self->options_.roots) {
-      json::array roots;
-      for (const auto& folder : self->options_.roots())
-        roots.push_back(json::object{{"uri", file_uri(folder)}, {"name", folder.substr(folder.rfind('/') + 1)}});
-      return reply.ok(json::object{{"roots", std::move(roots)}});
-    }
+    if (auto self = w.lock(); self && req.method == "roots/list" && self->options_.roots)
+      return reply.ok(self->roots_result());
     if (req.method == "initialize") {
       // No server sends a client initialize: this one is ours, sent back. Answered like any
       // request we do not serve; the failure is posted, as failing ends the peer calling us.

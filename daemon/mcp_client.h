@@ -137,7 +137,10 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   void call_answered(std::shared_ptr<ToolCall> call, CallResult r);
   void fulfil(std::shared_ptr<ToolCall> call, const boost::json::object& result);
   void elicit_for_server(proto::Request req, Reply reply);
+  // The call leaves calls_ and its progress: its `done`, to run once (it never runs otherwise).
+  std::function<void(CallResult)> take_call(const std::shared_ptr<ToolCall>& call);
   boost::json::object client_capabilities() const;
+  boost::json::object roots_result() const;  // roots/list's answer, from options_.roots
 
   struct Timer;
   boost::asio::io_context& io_;

@@ -3,6 +3,7 @@
 // an address to open (never given to the model); `oppx -p` declines, or accepts a form's defaults
 // with --elicit accept-defaults. The connector is tests/support/asking_connector.js (a real child),
 // the model the scripted model server.
+#include "cli/elicit_form.h"
 #include "tests/support/model_steps.h"
 #include "tests/support/scripted_model.h"
 #include "tests/support/terminal.h"
@@ -17,6 +18,7 @@
 #include <string>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace oppx::test {
 namespace {
@@ -143,6 +145,24 @@ TEST_F(ServerQuestions, PrintModeDeclinesUnlessToldToAcceptTheDefaults) {
   EXPECT_EQ(wrong.exit_code, 2) << wrong.err;
   EXPECT_NE(wrong.err.find("--elicit takes decline or accept-defaults (print mode cannot ask)"), std::string::npos)
       << wrong.err;
+}
+
+// An address the server gives is handed to a browser only when it is a web one: another scheme
+// could start whatever program claims it. The server's text is escaped before it is shown.
+TEST(ElicitForm, OnlyAWebAddressIsOpenedAndTheServersWordsAreEscaped) {
+  std::string seen = std::string(::testing::TempDir()) + "/oppx-elicit-browser";
+  ::unlink(seen.c_str());
+  ::setenv("BROWSER", ("touch " + seen).c_str(), 1);
+  proto::ElicitQuestion q{"evil", "t", "url", "open \x1b]52;c;AAAA\x07 me", {}, "ssh://attacker.example/x"};
+  std::string said;
+  auto answer = cli::ask_elicitation(
+      q, [](const std::string&) { return std::optional<std::string>("y"); },
+      [&said](const std::string& t) { said += t; });
+  ::unsetenv("BROWSER");
+  EXPECT_EQ(answer.action, "accept");
+  EXPECT_NE(said.find("Not opened: only http and https addresses are opened"), std::string::npos) << said;
+  EXPECT_EQ(said.find("Opened with"), std::string::npos) << said;
+  EXPECT_EQ(said.find('\x1b'), std::string::npos) << "no escape sequence reaches the terminal";
 }
 
 }  // namespace

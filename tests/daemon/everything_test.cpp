@@ -3,13 +3,13 @@
 // a warm connector that the next command shares. What only HTTP has (a restarted server's new
 // session, DELETE on reconnect) is in http_connector_test.cpp.
 #include "tests/support/harness.h"
+#include "tests/support/waits.h"
 
 #include <boost/json.hpp>
 
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <thread>
 
 #include <unistd.h>
 
@@ -74,8 +74,9 @@ TEST_P(Everything, ItsFormIsAskedOfTheCallerAndTheAnswerWithDefaultsReachesIt) {
   client->on_request([&](const std::string& method, const json::value& params) -> SyncClient::RequestResult {
     EXPECT_EQ(method, "mcp/elicit");
     asked.push_back(params);
-    // A person takes longer than the call's limit (below) to fill a form in.
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    // A person takes longer than the call's limit (below) to fill a form in: had the limit run,
+    // the daemon would have cancelled the call at the server by now (no request waiting).
+    EXPECT_FALSE(status_until(home.socket(), json::object{{"requests_waiting", 0}}, 1500ms)) << "the call ran out";
     json::object content{{"name", "Ann Lee"}, {"check", true}, {"email", "ann@example.com"}};
     return json::value(json::object{{"action", "accept"}, {"content", std::move(content)}});
   });
