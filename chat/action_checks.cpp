@@ -83,6 +83,7 @@ std::string unusable(const std::optional<json::value>& answer, const std::string
   if (name == "read") return needs("path", "the file's path");
   if (name == "grep") return needs("pattern", "a regular expression");
   if (name == "run" && offered.run) return needs("command", "the shell command");
+  if (name == "search_tools" && offered.search) return needs("query", "a few words saying what the tool does");
   if ((name == "browser" && offered.browser) || offered.tool(name)) return {};
   return fmt::format("{} is not an action you can take now; pick one from the list", cut_text(name, 100));
 }

@@ -32,6 +32,7 @@ std::string reply_of(const boost::json::object& action);
 struct ActionsOffered {
   bool run = false;      // not in plan mode
   bool browser = false;  // the `browser` action (Agent::browser_offered)
+  bool search = false;   // the `search_tools` action (chat/deferred_tools.h)
   // A connector tool it may name: one offered now, or one denied (which the loop refuses with its
   // rule rather than as a malformed answer).
   std::function<bool(const std::string&)> tool;

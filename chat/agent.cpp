@@ -9,11 +9,13 @@
 #include "chat/workspace.h"
 #include "common/shell_words.h"
 #include "common/text.h"
+#include "common/tool_text.h"
 #include "proto/jsonrpc.h"
 
 #include <boost/json.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <utility>
@@ -68,7 +70,7 @@ bool TurnResult::declined() const {
 // ---- the loop ----
 
 Agent::Agent(ModelClient& model, DaemonTools& daemon, FrontEnd& front, AgentOptions options)
-    : model_(model), daemon_(daemon), front_(front), options_(std::move(options)) {}
+    : model_(model), daemon_(daemon), front_(front), options_(std::move(options)), deferred_(options_.tool_search) {}
 
 std::string Agent::start() {
   context_ = model_.context_length();
@@ -153,7 +155,16 @@ void Agent::rebuild_prompt(bool say_uncached) {
     s += "- browser: start a headless browser for this session, to open a page (a local dev server or any URL), "
          "click, type, and read the page and its console errors; the user is asked first.\n";
   auto tools = offered();
-  if (!tools.empty()) {
+  bool was_searching = deferred_.searching();
+  deferred_.plan(tools, context_.tokens);
+  if (deferred_.searching()) {
+    s += deferred_.prompt_text(tools);
+    if (!was_searching && options_.tool_search.mode == ToolSearchSettings::Mode::kAuto)
+      front_.notice(fmt::format(
+          "The {} connector tools would take about {} tokens, over {}% of the model's context: the model finds "
+          "the ones it needs with {} instead (config.json \"tool_search\": \"never\" lists them all).",
+          tools.size(), token_count(deferred_.list_tokens()), options_.tool_search.share_percent, kSearchAction));
+  } else if (!tools.empty()) {
     s += "\nConnector tools (pick one by its name as the action; you are asked for its arguments next):\n";
     for (const ToolInfo* t : tools) s += "- " + t->line + "\n";
   }
@@ -181,12 +192,15 @@ json::object Agent::action_schema() const {
   json::array names{"reply", "read", "grep"};
   if (options_.mode != "plan") names.emplace_back("run");
   if (browser_offered()) names.emplace_back("browser");
-  for (const ToolInfo* t : offered()) names.emplace_back(t->full_name());
+  if (deferred_.searching()) names.emplace_back(kSearchAction);
+  for (const ToolInfo* t : offered())
+    if (deferred_.listed(*t)) names.emplace_back(t->full_name());
   json::object props{{"action", json::object{{"type", "string"}, {"enum", std::move(names)}}},
                      {"text", json::object{{"type", "string"}}},
                      {"path", json::object{{"type", "string"}}},
                      {"pattern", json::object{{"type", "string"}}}};
   if (options_.mode != "plan") props["command"] = json::object{{"type", "string"}};
+  if (deferred_.searching()) props["query"] = json::object{{"type", "string"}};
   return json::object{{"type", "object"},
                       {"properties", std::move(props)},
                       {"required", json::array{"action"}},
@@ -495,6 +509,17 @@ void Agent::run_browser(TurnResult& out) {
          out);
 }
 
+void Agent::run_search(const std::string& query, TurnResult& out) {
+  json::object args{{"query", query}};
+  messages_.push_back({"assistant", proto::json_text(json::object{{"action", kSearchAction}, {"query", query}})});
+  ActionRecord rec{std::string(kSearchAction), args, "", "", false};
+  front_.action_started(rec.name, args);
+  auto found = deferred_.search(daemon_, query, turn_message_, [this](const std::string& n) { return callable(n); });
+  rec.status = found.error.empty() ? "ran" : "failed";
+  rec.text = found.names.empty() ? found.model_text : "found " + fmt::format("{}", fmt::join(found.names, ", "));
+  record(rec, found.model_text, out);
+}
+
 void Agent::run_builtin(const std::string& name, const json::object& action, TurnResult& out) {
   messages_.push_back({"assistant", proto::json_text(action)});
   ActionRecord rec{name, {}, "", "", false};
@@ -602,6 +627,7 @@ TurnResult Agent::turn(const std::string& message) {
   run_control_.reset();
   model_.uncancel();
   std::string content = message;
+  turn_message_ = message;
   if ((browser_offered() || browser_running()) && needs_running_page(message))
     content += "\n\n" + browser_hint(browser_running());
   messages_.push_back({"user", std::move(content)});
@@ -654,9 +680,9 @@ TurnResult Agent::turn(const std::string& message) {
         parsed = json::object{{"action", "reply"}, {"text", content}};
         name = "reply";
       }
-      const ActionsOffered can_name{options_.mode != "plan", browser_offered(), [this](const std::string& n) {
-                                      return callable(n) != nullptr || is_denied(denied_, n);
-                                    }};
+      const ActionsOffered can_name{
+          options_.mode != "plan", browser_offered(), deferred_.searching(),
+          [this](const std::string& n) { return callable(n) != nullptr || is_denied(denied_, n); }};
       std::string problem = unusable(parsed, name, can_name);
       if (problem.empty()) break;
       if (attempt > 0) {
@@ -692,6 +718,11 @@ TurnResult Agent::turn(const std::string& message) {
     }
     if (name == "browser" && browser_offered()) {
       run_browser(out);
+      if (stopped() || out.error) return out;
+      continue;
+    }
+    if (name == kSearchAction && deferred_.searching()) {
+      run_search(str(parsed->as_object(), "query"), out);
       if (stopped() || out.error) return out;
       continue;
     }

@@ -7,6 +7,7 @@
 
 #include "chat/browser.h"
 #include "chat/daemon_tools.h"
+#include "chat/deferred_tools.h"
 #include "chat/model_client.h"
 #include "chat/sandbox.h"
 #include "proto/elicitation.h"
@@ -91,6 +92,7 @@ struct AgentOptions {
   std::size_t result_cap = 12'000;  // characters of a read, grep or run result
   bool browser = true;              // the `browser` action may be offered (when the front end can ask)
   SandboxPolicy sandbox;            // run's (config.json "sandbox", "sandbox_network"); workspace: the cwd
+  ToolSearchSettings tool_search;   // config.json "tool_search", "tool_search_share" (chat/deferred_tools.h)
 };
 
 class Agent {
@@ -107,6 +109,8 @@ class Agent {
   const std::vector<ToolInfo>& tools() const { return tools_; }
   const std::vector<ConnectorNote>& not_offered() const { return others_; }
   const std::string& system_prompt() const { return system_; }
+  // Whether the model searches for tools (search_tools) rather than seeing them all listed.
+  const DeferredTools& deferred() const { return deferred_; }
 
   TurnResult turn(const std::string& message);
   // From another thread, while turn() runs: the model request is aborted, a call in flight is
@@ -165,6 +169,7 @@ class Agent {
   void run_tool(const ToolInfo& tool, TurnResult& out);
   void run_builtin(const std::string& name, const boost::json::object& action, TurnResult& out);
   void run_browser(TurnResult& out);
+  void run_search(const std::string& query, TurnResult& out);
   bool permitted(const Question& q, const DaemonTools::Verdict& v, const std::string& tool_rule,
                  const std::string& connector_rule, ActionRecord& rec);
   // `exposed`: what the result holds that must not leave unasked (Message::exposed).
@@ -182,6 +187,8 @@ class Agent {
   std::vector<ConnectorNote> others_;
   std::vector<std::string> denied_;  // "connector.tool" a deny rule covers: never offered
   std::set<std::string> down_;       // connectors down in this conversation
+  DeferredTools deferred_;
+  std::string turn_message_;  // the user's message of this turn (search_tools reads it too)
   std::string system_;
   bool prompt_built_ = false;
   bool told_trimmed_ = false;

@@ -7,6 +7,7 @@
 #include "proto/mcp_api.h"
 #include "proto/mcp_results.h"
 #include "proto/session_api.h"
+#include "proto/tool_search_api.h"
 
 #include <boost/json.hpp>
 
@@ -99,9 +100,23 @@ std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<Connecto
         info.read_only = ro && ro->is_bool() && ro->as_bool();
       }
       info.line = tool_line(c.name, tool);
+      info.pinned = std::any_of(entry->always_load.begin(), entry->always_load.end(),
+                                [&info](const std::string& p) { return p == "*" || p == info.name; });
       tools.push_back(std::move(info));
     }
   }
+  return {};
+}
+
+std::string DaemonTools::search(const std::string& query, const std::string& context, std::int64_t limit,
+                                std::vector<proto::ToolsSearchHit>& hits) {
+  hits.clear();
+  std::string words = context.substr(0, proto::kMaxSearchContext);
+  auto r = client_.call(proto::kToolsSearch, json::value_from(proto::ToolsSearchParams{query, words, cwd_, limit}),
+                        kDaemonCall);
+  auto found = proto::decode_reply<proto::ToolsSearchResult>(r);
+  if (!found) return found.error();
+  hits = std::move(found->tools);
   return {};
 }
 

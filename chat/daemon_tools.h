@@ -5,6 +5,7 @@
 
 #include "common/sync_client.h"
 #include "proto/elicitation.h"
+#include "proto/tool_search_api.h"
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
@@ -22,7 +23,8 @@ struct ToolInfo {
   std::string description;
   boost::json::value input_schema;
   bool read_only = false;
-  std::string line;  // `<connector>.<tool>: <first sentence, at most 140 characters>`
+  bool pinned = false;  // its connector's "alwaysLoad" names it: listed even while tools are searched for
+  std::string line;     // `<connector>.<tool>: <first sentence, at most 140 characters>`
   std::string full_name() const { return connector + "." + name; }
 };
 
@@ -47,6 +49,11 @@ class DaemonTools {
     std::string why, rule;
     bool exposed = false;  // asked because the conversation holds something read that must not leave
   };
+  // tools/search: the best `limit` tools of this folder's connectors for `query` (with `context`,
+  // the user's message, at half weight), best first;
+  // "" or why the daemon failed.
+  std::string search(const std::string& query, const std::string& context, std::int64_t limit,
+                     std::vector<proto::ToolsSearchHit>& hits);
   Verdict judge_tool(const ToolInfo& tool);
   Verdict judge_command(const std::string& command);
   std::string allow(const std::string& rule, bool session);  // "" or why not

@@ -342,6 +342,9 @@ void AgentSession::open(std::shared_ptr<Reply> reply) {
   options.sandbox = chat::sandbox_policy_from_config(params_.cwd, sandbox_problem);
   options.sandbox.client_env = env_;
   if (!sandbox_problem.empty()) out.notices.push_back(sandbox_problem);
+  std::string search_problem;
+  options.tool_search = chat::tool_search_settings(search_problem);
+  if (!search_problem.empty()) out.notices.push_back(search_problem);
   {
     std::lock_guard lock(m_);
     tools_ = std::move(tools);

@@ -119,6 +119,13 @@ void ScopedConnector::tools(std::function<void(std::optional<proto::ConnectorEnt
   all.when_settled(root_, name_, std::move(answer));
 }
 
+json::array ScopedConnector::tools_now() const {
+  if (browser_) return browser_->tools();
+  if (!connector_) return {};
+  bool cached = false;
+  return server_->connectors().tools_of(*connector_, &cached);
+}
+
 Connector::CancelCall ScopedConnector::call(const std::string& tool, json::value arguments, CallOptions options,
                                             std::function<void(Connector::CallResult)> done) const {
   if (browser_) return call_session(tool, std::move(arguments), std::move(options), std::move(done));

@@ -48,6 +48,9 @@ class ScopedConnector {
   // answers at once with the list cached for its definition, else once it is no longer starting,
   // nullopt when it is gone by then; the session's browser with its offered tools.
   void tools(std::function<void(std::optional<proto::ConnectorEntry>)> done) const;
+  // The tools it offers now, without waiting: its running list, the list cached for a connector
+  // still starting, or none (tools/search).
+  boost::json::array tools_now() const;
 
   // Sends a call and gives `done` its result, or the error that kept it from being sent.
   // `options.timeout` is the call's whole limit: a user's or project's connector still starting

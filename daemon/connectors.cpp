@@ -482,6 +482,7 @@ proto::ConnectorEntry Connectors::entry(const ConnectorDef& d, const Connector* 
   if (d.kind != ConnectorDef::Kind::kHttp) e.log = log_path(d, root);  // its program's stderr; HTTP has none
   e.requests_waiting = c ? static_cast<std::int64_t>(c->calls_waiting()) : 0;
   e.protocol = c ? c->version() : std::string();
+  e.always_load = d.always_load;
   e.tool_count = c ? static_cast<std::int64_t>(tools_of(*c, &e.cached).size()) : 0;
   if (d.kind == ConnectorDef::Kind::kHttp) {
     if (c && logs_in_with_oauth(d)) {

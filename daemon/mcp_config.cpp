@@ -215,6 +215,19 @@ boost::system::result<ConnectorDef, EntryError> parse_mcp_entry(std::string_view
     if (!off->is_bool()) return EntryError{where + ".disabled: expected true or false"};
     d.disabled = off->as_bool();
   }
+  if (auto* pin = o.if_contains("alwaysLoad")) {
+    const std::string bad = where + ".alwaysLoad: expected true, false or an array of tool names";
+    if (pin->is_bool()) {
+      if (pin->as_bool()) d.always_load.emplace_back("*");
+    } else if (pin->is_array()) {
+      for (const auto& t : pin->as_array()) {
+        if (!t.is_string() || t.as_string().empty()) return EntryError{bad};
+        d.always_load.emplace_back(t.as_string());
+      }
+    } else {
+      return EntryError{bad};
+    }
+  }
   std::string type = "stdio";
   if (auto* t = o.if_contains("type")) {
     if (!t->is_string()) return EntryError{where + ".type: expected a string"};

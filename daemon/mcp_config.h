@@ -39,6 +39,9 @@ struct ConnectorDef {
   OAuthDef oauth;
   std::string cwd;        // "cwd" as written: a stdio program's folder, relative to the file's
   bool disabled = false;  // "disabled": true (as in Claude Desktop and Cline): it never starts
+  // "alwaysLoad": true (every tool, as "*") or the names of tools the agent lists even when it
+  // searches for the others (its tool search)
+  std::vector<std::string> always_load;
   // Why oppx cannot use the entry ("<file>:<line>:<col>: mcpServers.x.type: …") and what to do
   // instead; empty when it can. Such an entry is listed `unsupported` and never starts.
   std::string unsupported, fix;

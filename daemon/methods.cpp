@@ -17,11 +17,14 @@
 #include "daemon/permissions.h"
 #include "daemon/status_waits.h"
 #include "daemon/tool_result.h"
+#include "daemon/tool_search.h"
+#include "common/tool_text.h"
 #include "proto/agent_api.h"
 #include "proto/daemon_api.h"
 #include "proto/elicitation.h"
 #include "proto/mcp_api.h"
 #include "proto/mcp_results.h"
+#include "proto/tool_search_api.h"
 
 #include <boost/json/value_from.hpp>
 
@@ -107,6 +110,49 @@ void mcp_tools(Server& s, const proto::McpToolsParams& p, Reply reply, Client& c
     mark_denied(s, root, *e);
     shared->ok(json::value_from(*e));
   });
+}
+
+// tools/search: the tools of the connectors this folder sees that run or are starting (their
+// running or cached lists, never waited for), less those a deny rule covers, best first.
+void tools_search(Server& s, const proto::ToolsSearchParams& p, Reply reply, Client& client) {
+  std::string root = request_root(p.cwd, client);
+  ConnectorLookup lookup(s, client, root);
+  lookup.refresh(Connectors::Restart::kNever);
+  proto::McpListResult listed;
+  lookup.list(false, [&listed](proto::McpListResult l) { listed = std::move(l); });  // at once: no wait
+  std::vector<std::pair<std::string, json::array>> lists;
+  for (const auto& e : listed.connectors) {
+    if (e.state != "running" && e.state != "starting") continue;
+    auto found = lookup.find(e.name);
+    if (!found) continue;
+    json::array offered;
+    for (json::value& t : found->tools_now()) {
+      const json::value* name = t.is_object() ? t.as_object().if_contains("name") : nullptr;
+      if (!name || !name->is_string()) continue;
+      if (!root.empty() &&
+          s.permissions().judge_tool(root, e.name, std::string(name->get_string()), false).verdict == Verdict::kDeny)
+        continue;
+      offered.push_back(std::move(t));
+    }
+    lists.emplace_back(e.name, std::move(offered));
+  }
+  ToolIndex index;
+  for (const auto& [name, tools] : lists) index.add(name, tools);
+  proto::ToolsSearchResult out;
+  out.searched = static_cast<std::int64_t>(index.size());
+  std::string_view context = std::string_view(p.context).substr(0, proto::kMaxSearchContext);
+  for (auto& hit : index.search(p.query, static_cast<std::size_t>(p.limit), context)) {
+    proto::ToolsSearchHit h{hit.connector, hit.name, "", hit.score, hit.exact};
+    for (const auto& [name, tools] : lists) {
+      if (name != hit.connector) continue;
+      for (const json::value& t : tools) {
+        const json::object& o = t.as_object();
+        if (o.at("name").get_string() == hit.name) h.line = tool_line(name, o);
+      }
+    }
+    out.tools.push_back(std::move(h));
+  }
+  reply.ok(json::value_from(out));
 }
 
 // The server's notifications/progress for a call, passed on to its caller under the caller's
@@ -264,6 +310,7 @@ void register_methods(Router& r, Server& s) {
   method(proto::kConsentApprove, consent_approve);
   method(proto::kConsentDeny, consent_deny);
   method(proto::kToolsCall, tools_call);
+  method(proto::kToolsSearch, tools_search);
   method(proto::kSessionOpen, session_open);
   method(proto::kPermissionsList, permissions_list);
   method(proto::kPermissionsAllow, permissions_allow);

@@ -62,6 +62,7 @@ Decoded<ConnectorEntry> decode(const json::value& v, std::type_identity<Connecto
   c.log = r.string("log", false).value_or("");
   c.requests_waiting = r.integer("requests_waiting", false).value_or(0);
   c.protocol = r.string("protocol", false).value_or("");
+  c.always_load = r.strings("always_load");
   json::value tools = r.any("tools");
   if (tools.is_array()) {
     c.tools = tools.get_array();
@@ -104,6 +105,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const ConnectorEntry& v) 
   put_if_set(o, "log", v.log);
   if (v.source != "browser") o["requests_waiting"] = v.requests_waiting;
   put_if_set(o, "protocol", v.protocol);
+  if (!v.always_load.empty()) o["always_load"] = json::value_from(v.always_load);
   o["tools"] = v.tools ? json::value(*v.tools) : json::value(v.tool_count);
   if (v.source != "browser") o["cached"] = v.cached;
   if (!v.denied.empty()) o["denied"] = array_of(v.denied);

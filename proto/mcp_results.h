@@ -48,6 +48,7 @@ struct ConnectorEntry {
   std::string log;     // its program's stderr log (stdio only)
   std::int64_t requests_waiting = 0;
   std::string protocol;                         // the MCP version its server speaks (or spoke last); "" when not known
+  std::vector<std::string> always_load;         // "alwaysLoad": tools the agent always lists ("*": all of them)
   std::int64_t tool_count = 0;                  // "tools" as a count (listings)
   std::optional<boost::json::array> tools;      // "tools" as the server's tool objects (mcp/tools, mcp/add)
   bool cached = false;                          // the tools are the list cached from its last run

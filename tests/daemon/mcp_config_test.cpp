@@ -28,6 +28,22 @@ TEST(McpConfig, ReadsStdioAndHttpEntries) {
   EXPECT_NE(swapped->connectors[0].canonical, cfg->connectors[0].canonical);
 }
 
+// "alwaysLoad" pins tools for the agent's tool search: true is every tool, a list names them.
+TEST(McpConfig, AlwaysLoadIsTrueFalseOrToolNames) {
+  auto cfg = parse_mcp_config(R"({"mcpServers":{"all":{"command":"x","alwaysLoad":true},
+    "some":{"command":"x","alwaysLoad":["read_graph","search_nodes"]},"none":{"command":"x","alwaysLoad":false}}})",
+                              "m.json");
+  ASSERT_TRUE(cfg);
+  EXPECT_EQ(cfg->connectors.at(0).always_load, std::vector<std::string>{"*"});
+  EXPECT_EQ(cfg->connectors.at(1).always_load, (std::vector<std::string>{"read_graph", "search_nodes"}));
+  EXPECT_TRUE(cfg->connectors.at(2).always_load.empty());
+  auto bad = parse_mcp_config(R"({"mcpServers":{"a":{"command":"x","alwaysLoad":"yes"}}})", "m.json");
+  ASSERT_TRUE(bad);
+  EXPECT_NE(bad->connectors.at(0).unsupported.find("mcpServers.a.alwaysLoad: expected true, false or an array"),
+            std::string::npos)
+      << bad->connectors.at(0).unsupported;
+}
+
 TEST(McpConfig, ErrorsSayWhere) {
   auto truncated = parse_mcp_config("{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"", "/h/mcp.json");
   ASSERT_FALSE(truncated);
