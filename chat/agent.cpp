@@ -146,7 +146,8 @@ void Agent::rebuild_prompt(bool say_uncached) {
       "Answer every time with one JSON object: {{\"action\": <one of the actions below>, and that action's "
       "fields}}.\n\nActions:\n"
       "- reply: answer the user and end the turn; the whole answer goes in \"text\".\n"
-      "- read: read a file; \"path\" (relative to the working folder).\n"
+      "- read: read a file; \"path\" (relative to the working folder), and \"offset\" (optional: the character to "
+      "start from, to read on where a long file or result was cut).\n"
       "- grep: search the files for a regular expression; \"pattern\", and \"path\" (a folder or file, "
       "optional).\n",
       daemon_.cwd());
@@ -198,7 +199,8 @@ json::object Agent::action_schema() const {
   json::object props{{"action", json::object{{"type", "string"}, {"enum", std::move(names)}}},
                      {"text", json::object{{"type", "string"}}},
                      {"path", json::object{{"type", "string"}}},
-                     {"pattern", json::object{{"type", "string"}}}};
+                     {"pattern", json::object{{"type", "string"}}},
+                     {"offset", json::object{{"type", "integer"}}}};
   if (options_.mode != "plan") props["command"] = json::object{{"type", "string"}};
   if (deferred_.searching()) props["query"] = json::object{{"type", "string"}};
   return json::object{{"type", "object"},
@@ -467,7 +469,18 @@ void Agent::run_tool(const ToolInfo& tool, TurnResult& out) {
   }
   rec.status = "ran";
   rec.text = r.text;
-  std::string exposed = looks_sensitive("", r.text) ? "the result of " + name + " (it looks secret)" : "";
+  kept_results_.insert(r.kept.begin(), r.kept.end());
+  std::string exposed = looks_sensitive("", r.text) || looks_sensitive("", r.structured)
+                            ? "the result of " + name + " (it looks secret)"
+                            : "";
+  // A structured result is given as its JSON (the text repeats it for display).
+  if (!r.structured.empty()) {
+    record(rec,
+           fmt::format("Result of {} with the arguments {} ({}), as JSON:\n{}", name, shown_args, kUntrusted,
+                       r.structured),
+           out, std::move(exposed));
+    return;
+  }
   record(rec, fmt::format("Result of {} with the arguments {} ({}):\n{}", name, shown_args, kUntrusted, r.text), out,
          std::move(exposed));
 }
@@ -526,11 +539,18 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
   for (const char* k : {"path", "pattern", "command"}) {
     if (std::string v = str(action, k); !v.empty()) rec.arguments[k] = v;
   }
+  std::size_t offset = 0;
+  if (const json::value* o = action.if_contains("offset"); name == "read" && o && o->is_int64() && o->as_int64() > 0) {
+    offset = static_cast<std::size_t>(o->as_int64());
+    rec.arguments["offset"] = o->as_int64();
+  }
   std::string key = call_key(name, rec.arguments);
   bool outside_allowed = false;
   std::optional<Workspace> ws;
   SandboxPolicy policy;  // run's: the session's, with the project's sandbox:network rule
-  if (name == "read" || name == "grep") {
+  // A file oppxd kept a cut result of this session's calls in: read where the daemon put it.
+  const bool kept = name == "read" && kept_results_.count(str(action, "path"));
+  if ((name == "read" || name == "grep") && !kept) {
     ws.emplace(Workspace::of(daemon_.cwd()));
     if (std::string path = str(action, "path"); !path.empty()) {
       PathCheck c = ws->check(path);
@@ -580,8 +600,10 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
   turn_calls_.insert(key);
   front_.action_started(name, rec.arguments);
   BuiltinResult r;
-  if (name == "read") {
-    r = read_action(*ws, str(action, "path"), options_.result_cap, outside_allowed);
+  if (kept) {
+    r = read_kept_result(str(action, "path"), options_.result_cap, offset);
+  } else if (name == "read") {
+    r = read_action(*ws, str(action, "path"), options_.result_cap, outside_allowed, offset);
   } else if (name == "grep") {
     r = grep_action(*ws, str(action, "pattern"), str(action, "path"), options_.result_cap, outside_allowed);
   } else {

@@ -188,7 +188,9 @@ class Agent {
   std::vector<std::string> denied_;  // "connector.tool" a deny rule covers: never offered
   std::set<std::string> down_;       // connectors down in this conversation
   DeferredTools deferred_;
-  std::string turn_message_;  // the user's message of this turn (search_tools reads it too)
+  std::string turn_message_;
+  std::set<std::string> kept_results_;  // files oppxd kept cut results of this session's calls in  // the user's
+                                        // message of this turn (search_tools reads it too)
   std::string system_;
   bool prompt_built_ = false;
   bool told_trimmed_ = false;

@@ -127,7 +127,52 @@ std::string list_folder(int fd) {
 
 }  // namespace
 
-BuiltinResult read_action(const Workspace& ws, const std::string& path, std::size_t cap, bool outside_allowed) {
+namespace {
+
+// `text` from character `offset` (UTF-8 code points), at most `cap` of them; a marker says where
+// the next part starts when more follows.
+std::string page(const std::string& text, std::size_t offset, std::size_t cap) {
+  auto starts_char = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; };
+  std::size_t total = 0, from = text.size(), to = text.size();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (!starts_char(text[i])) continue;
+    if (total == offset) from = i;
+    if (total == offset + cap) to = i;
+    ++total;
+  }
+  if (offset == 0 && total <= cap) return text;
+  if (offset >= total) return fmt::format("[nothing from character {}: it has {} characters]", offset, total);
+  std::string out = text.substr(from, to - from);
+  std::size_t end = std::min(total, offset + cap);
+  if (offset > 0) out = fmt::format("[characters {} to {} of {}]\n", offset, end, total) + out;
+  if (end < total)
+    out += fmt::format("\n[… {} of {} characters shown; read again with \"offset\": {} for what follows]", end, total,
+                       end);
+  return out;
+}
+
+}  // namespace
+
+BuiltinResult read_kept_result(const std::string& path, std::size_t cap, std::size_t offset) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return {false, fmt::format("{}: {}", path, std::strerror(errno))};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return {false, path + ": not a regular file"};
+  }
+  std::string text = read_fd(fd, kMaxReadBytes);
+  ::close(fd);
+  BuiltinResult r;
+  r.ok = true;
+  r.resolved = path;
+  r.sensitive = looks_sensitive("", text);
+  r.text = page(text, offset, cap);
+  return r;
+}
+
+BuiltinResult read_action(const Workspace& ws, const std::string& path, std::size_t cap, bool outside_allowed,
+                          std::size_t offset) {
   if (path.empty()) return {false, "read needs a \"path\""};
   Opened o = ws.open(path, outside_allowed);
   if (!o) return not_opened(o);
@@ -146,7 +191,7 @@ BuiltinResult read_action(const Workspace& ws, const std::string& path, std::siz
   }
   r.sensitive = looks_sensitive(o.check.path, text) || looks_sensitive(o.check.real, {});
   r.ok = true;
-  r.text = cut_text(std::move(text), cap);
+  r.text = page(text, offset, cap);
   return r;
 }
 

@@ -27,7 +27,14 @@ struct BuiltinResult {
 // ~/…: its text, at most `cap` characters with a marker. Outside the workspace only when
 // `outside_allowed` (the user said yes; else it fails with `outside` set); never a denied place
 // (workspace.h); regular files only, at most 4 MiB read.
-BuiltinResult read_action(const Workspace& ws, const std::string& path, std::size_t cap, bool outside_allowed = false);
+// `offset`: the first character shown (a long file is read a part at a time; the marker says
+// where the next part starts).
+BuiltinResult read_action(const Workspace& ws, const std::string& path, std::size_t cap, bool outside_allowed = false,
+                          std::size_t offset = 0);
+// A file in which oppxd kept the whole of a tool result it cut (tools/call's text_file), read a
+// part at a time as read_action does: only a regular file, never through a link. The caller lets
+// the model read only the files its own calls were given.
+BuiltinResult read_kept_result(const std::string& path, std::size_t cap, std::size_t offset);
 
 // Lines matching `pattern` (an extended regular expression) under `path` (default: the session's
 // folder), confined as read is, as `file:line:text`, at most 200 of them; .git, node_modules,

@@ -202,6 +202,9 @@ DaemonTools::CallResult DaemonTools::call(const ToolInfo& tool, const json::obje
     }
     out.ok = true;
     out.text = result->text;
+    out.structured = result->structured;
+    for (const std::string* f : {&result->text_file, &result->structured_file})
+      if (!f->empty()) out.kept.push_back(*f);
     out.is_error = result->is_error;
     return out;
   }

@@ -63,9 +63,11 @@ class DaemonTools {
   struct CallResult {
     bool ok = false;  // the tool answered (isError may still be true)
     bool is_error = false;
-    bool down = false;     // connector_down: the connector is out for this session
-    bool step_up = false;  // the server wants a wider login for this tool (HTTP 403 insufficient_scope)
-    std::string text;      // the result, or the error
+    bool down = false;              // connector_down: the connector is out for this session
+    bool step_up = false;           // the server wants a wider login for this tool (HTTP 403 insufficient_scope)
+    std::string text;               // the result, or the error
+    std::string structured;         // the result's structuredContent as compact JSON (what the model is given)
+    std::vector<std::string> kept;  // the files holding the whole of what was cut (`read` pages them)
     std::vector<std::string> steps;
     std::string reason_kind;
   };

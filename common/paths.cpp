@@ -34,6 +34,8 @@ std::string state_dir() { return xdg("XDG_STATE_HOME", ".local/state"); }
 std::string config_dir() { return xdg("XDG_CONFIG_HOME", ".config"); }
 std::string daemon_log() { return state_dir() + "/oppxd.log"; }
 std::string data_dir() { return xdg("XDG_DATA_HOME", ".local/share"); }
+std::string results_dir() { return cache_dir() + "/results"; }
+
 std::string cache_dir() { return xdg("XDG_CACHE_HOME", ".cache"); }
 
 std::string user_mcp_config() {

@@ -13,6 +13,7 @@ std::string config_dir();       // $XDG_CONFIG_HOME/oppx, else ~/.config/oppx
 std::string daemon_log();       // state_dir()/oppxd.log
 std::string data_dir();         // $XDG_DATA_HOME/oppx, else ~/.local/share/oppx: the engine folder
 std::string cache_dir();        // $XDG_CACHE_HOME/oppx, else ~/.cache/oppx
+std::string results_dir();      // cache_dir()/results: the whole of tool results cut for the model
 std::string user_mcp_config();  // $OPPX_MCP_CONFIG, else config_dir()/mcp.json
 
 // Socket: `explicit_path` (--socket), else $OPPX_SOCKET, else $XDG_RUNTIME_DIR/oppx/oppxd.sock,

@@ -6,6 +6,7 @@
 
 #include "daemon/browser.h"
 #include "daemon/server.h"
+#include "daemon/tool_result.h"
 #include "proto/mcp_results.h"
 
 #include <boost/asio/steady_timer.hpp>
@@ -124,6 +125,22 @@ json::array ScopedConnector::tools_now() const {
   if (!connector_) return {};
   bool cached = false;
   return server_->connectors().tools_of(*connector_, &cached);
+}
+
+std::size_t ScopedConnector::result_limit() const {
+  if (browser_ || !connector_ || connector_->def().result_limit == 0) return kResultLimit;
+  return connector_->def().result_limit;
+}
+
+json::value ScopedConnector::output_schema(const std::string& tool) const {
+  for (const json::value& t : tools_now()) {
+    const json::object* o = t.if_object();
+    const json::value* name = o ? o->if_contains("name") : nullptr;
+    if (!name || !name->is_string() || name->get_string() != tool) continue;
+    const json::value* schema = o->if_contains("outputSchema");
+    return schema ? *schema : json::value();
+  }
+  return {};
 }
 
 Connector::CancelCall ScopedConnector::call(const std::string& tool, json::value arguments, CallOptions options,

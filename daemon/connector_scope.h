@@ -51,6 +51,10 @@ class ScopedConnector {
   // The tools it offers now, without waiting: its running list, the list cached for a connector
   // still starting, or none (tools/search).
   boost::json::array tools_now() const;
+  // The characters of a result its model is given: the entry's "resultLimit", else the default.
+  std::size_t result_limit() const;
+  // `tool`'s outputSchema from the list it offers now; null when it has none.
+  boost::json::value output_schema(const std::string& tool) const;
 
   // Sends a call and gives `done` its result, or the error that kept it from being sent.
   // `options.timeout` is the call's whole limit: a user's or project's connector still starting

@@ -210,6 +210,8 @@ int main(int argc, char** argv) {
   // "retention_days". No session is open yet: none of it is in use.
   if (int n = prune_older_than(paths::cache_dir() + "/browser", retention()); n > 0)
     log::info("removed {} browser folders and logs older than the retention", n);
+  if (int n = prune_older_than(paths::results_dir(), retention()); n > 0)
+    log::info("removed {} cut tool results older than the retention", n);
 #if defined(__SANITIZE_ADDRESS__)
   plant_leak_for_the_harness_test();  // here: in the daemon, not in the parent that waited for it
 #endif

@@ -228,6 +228,11 @@ boost::system::result<ConnectorDef, EntryError> parse_mcp_entry(std::string_view
       return EntryError{bad};
     }
   }
+  if (auto* limit = o.if_contains("resultLimit")) {
+    if (!limit->is_int64() || limit->as_int64() < 1000 || limit->as_int64() > 10'000'000)
+      return EntryError{where + ".resultLimit: expected a number of characters from 1000 to 10000000"};
+    d.result_limit = static_cast<std::size_t>(limit->as_int64());
+  }
   std::string type = "stdio";
   if (auto* t = o.if_contains("type")) {
     if (!t->is_string()) return EntryError{where + ".type: expected a string"};

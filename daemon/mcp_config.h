@@ -42,6 +42,9 @@ struct ConnectorDef {
   // "alwaysLoad": true (every tool, as "*") or the names of tools the agent lists even when it
   // searches for the others (its tool search)
   std::vector<std::string> always_load;
+  // "resultLimit": characters of a result the model is given (the rest kept in a file); 0: the
+  // daemon's default (daemon/tool_result.h)
+  std::size_t result_limit = 0;
   // Why oppx cannot use the entry ("<file>:<line>:<col>: mcpServers.x.type: …") and what to do
   // instead; empty when it can. Such an entry is listed `unsupported` and never starts.
   std::string unsupported, fix;

@@ -16,9 +16,11 @@
 #include "daemon/methods_permissions.h"
 #include "daemon/permissions.h"
 #include "daemon/status_waits.h"
+#include "common/fs.h"
+#include "common/paths.h"
+#include "common/tool_text.h"
 #include "daemon/tool_result.h"
 #include "daemon/tool_search.h"
-#include "common/tool_text.h"
 #include "proto/agent_api.h"
 #include "proto/daemon_api.h"
 #include "proto/elicitation.h"
@@ -28,6 +30,9 @@
 
 #include <boost/json/value_from.hpp>
 
+#include <fmt/format.h>
+
+#include <cctype>
 #include <chrono>
 #include <optional>
 #include <unistd.h>
@@ -224,6 +229,63 @@ void tools_call(Server& s, const proto::ToolsCallParams& p, Reply reply, Client&
       [shared](proto::RpcError e) { shared->fail(std::move(e)); });
 }
 
+// A file of the results folder (cache, 0700) for the whole of a cut result: named for the call,
+// the time and a counter, so that no two calls share one.
+std::string result_file(const proto::ToolsCallParams& p, std::string_view ext) {
+  static std::uint64_t counter = 0;
+  std::string name = p.connector + "." + p.tool;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+  return fmt::format("{}/{}-{}-{}{}", paths::results_dir(), name.substr(0, 100), ms.count(), ++counter, ext);
+}
+
+// The result as the model sees it: its text and its structuredContent (when it fits the tool's
+// outputSchema), each cut at the connector's limit; the whole of what was cut is written to a file
+// of the results folder first (on the worker), and the marker names it.
+void answer_result(Server& s, const proto::ToolsCallParams& p, const json::value& r, std::size_t limit,
+                   const json::value& schema, const SharedReply& shared) {
+  ResultForModel m = result_for_model(r, limit, schema.is_null() ? nullptr : &schema);
+  if (!m.structured_problem.empty())
+    log::info("{}.{}: its structuredContent does not fit its outputSchema ({}); the text is given instead", p.connector,
+              p.tool, m.structured_problem);
+  // The model sees this as reference text from outside, never as instructions.
+  proto::ToolsCallResult out{p.connector, p.tool, p.arguments, m.text, false, !m.whole_text.empty(), true};
+  out.is_error = r.is_object() && r.as_object().contains("isError") && r.as_object().at("isError") == json::value(true);
+  out.structured = m.structured;
+  out.structured_problem = m.structured_problem;
+  struct Whole {
+    std::string text_file, structured_file, error;
+  };
+  Whole want{m.whole_text.empty() ? "" : result_file(p, ".txt"),
+             m.whole_structured.empty() ? "" : result_file(p, ".json"), ""};
+  bool text_cut = !m.whole_text.empty(), structured_cut = !m.whole_structured.empty();
+  auto finish = [shared, out = std::move(out), text_cut, structured_cut, limit, text_chars = m.text_chars,
+                 structured_chars = m.structured_chars](Whole w) mutable {
+    if (!w.error.empty()) log::warn("cannot keep a cut result: {}", w.error);
+    out.text_file = w.error.empty() ? w.text_file : "";
+    out.structured_file = w.error.empty() ? w.structured_file : "";
+    if (text_cut) out.text += cut_marker(limit, text_chars, out.text_file);
+    if (structured_cut) out.structured += cut_marker(limit, structured_chars, out.structured_file);
+    shared->ok(json::value_from(out));
+  };
+  if (want.text_file.empty() && want.structured_file.empty()) return finish(std::move(want));
+  s.connectors().worker().run(
+      [want, text = std::move(m.whole_text), structured = std::move(m.whole_structured)]() mutable {
+        if (auto dir = ensure_private_dir(paths::results_dir()); !dir) {
+          want.error = dir.error();
+          return want;
+        }
+        for (auto [path, content] :
+             {std::pair{&want.text_file, &text}, std::pair{&want.structured_file, &structured}}) {
+          if (path->empty()) continue;
+          if (auto w = atomic_write(*path, *content, 0600); !w) want.error = w.error();
+        }
+        return want;
+      },
+      std::move(finish));
+}
+
 // Found again once the rules let the call go (the session's browser may have stopped meanwhile),
 // then sent; the answer is the result as the model sees it.
 void send_tools_call(Server& s, const proto::ToolsCallParams& p, const SharedReply& shared, Client& client) {
@@ -239,16 +301,13 @@ void send_tools_call(Server& s, const proto::ToolsCallParams& p, const SharedRep
   options.timeout = std::chrono::milliseconds(p.timeout_ms);
   if (!p.progress_token.is_null()) options.on_progress = progress_to(client.peer, shared->id(), p.progress_token);
   options.on_elicit = elicit_from(client.peer, p.connector, p.tool);
-  *cancel = found->call(p.tool, p.arguments, std::move(options), [shared, p](Connector::CallResult r) {
-    if (!r) return shared->fail(r.error());
-    bool truncated = false;
-    std::string text = result_text(*r, kResultLimit, &truncated);
-    bool is_error =
-        r->is_object() && r->as_object().contains("isError") && r->as_object().at("isError") == json::value(true);
-    // The model sees this as reference text from outside, never as instructions.
-    shared->ok(
-        json::value_from(proto::ToolsCallResult{p.connector, p.tool, p.arguments, text, is_error, truncated, true}));
-  });
+  std::size_t limit = found->result_limit();
+  json::value schema = found->output_schema(p.tool);
+  *cancel = found->call(p.tool, p.arguments, std::move(options),
+                        [&s, shared, p, limit, schema = std::move(schema)](Connector::CallResult r) {
+                          if (!r) return shared->fail(r.error());
+                          answer_result(s, p, *r, limit, schema, shared);
+                        });
 }
 
 // The current list, then mcp/changed notifications until the connection ends (or unsubscribe).

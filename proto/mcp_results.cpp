@@ -194,13 +194,21 @@ Decoded<ToolsCallResult> decode(const json::value& v, std::type_identity<ToolsCa
   c.is_error = r.boolean("isError", false).value_or(false);
   c.truncated = r.boolean("truncated", false).value_or(false);
   c.untrusted = r.boolean("untrusted", false).value_or(true);
+  c.structured = r.string("structured", false).value_or("");
+  c.structured_problem = r.string("structured_problem", false).value_or("");
+  c.text_file = r.string("text_file", false).value_or("");
+  c.structured_file = r.string("structured_file", false).value_or("");
   return finish(r, std::move(c));
 }
 
 void tag_invoke(json::value_from_tag, json::value& jv, const ToolsCallResult& v) {
-  jv =
-      json::object{{"connector", v.connector}, {"tool", v.tool},           {"arguments", v.arguments}, {"text", v.text},
-                   {"isError", v.is_error},    {"truncated", v.truncated}, {"untrusted", v.untrusted}};
+  json::object o{{"connector", v.connector}, {"tool", v.tool},           {"arguments", v.arguments}, {"text", v.text},
+                 {"isError", v.is_error},    {"truncated", v.truncated}, {"untrusted", v.untrusted}};
+  put_if_set(o, "structured", v.structured);
+  put_if_set(o, "structured_problem", v.structured_problem);
+  put_if_set(o, "text_file", v.text_file);
+  put_if_set(o, "structured_file", v.structured_file);
+  jv = std::move(o);
 }
 
 Decoded<ConnectorDown> decode(const json::value& v, std::type_identity<ConnectorDown>) {

@@ -95,10 +95,16 @@ struct McpListResult {
 struct ToolsCallResult {
   std::string connector, tool;
   boost::json::value arguments;
-  std::string text;  // the text parts joined, cut at 12 000 characters
+  std::string text;  // the content as text (binary parts described), cut at the connector's limit
   bool is_error = false;
   bool truncated = false;
   bool untrusted = true;  // reference text from outside, never instructions
+  // structuredContent as compact JSON, when it fits the tool's outputSchema: what an agent gives
+  // its model (the text stays for display); cut at the same limit. Else why it was not given.
+  std::string structured, structured_problem;
+  // Where the whole of a cut text (or structured JSON) is kept, under the cache folder; "" when
+  // nothing was cut or the file could not be written.
+  std::string text_file, structured_file;
 };
 
 // The data of a connector_down error (tools/call): which connector, and why, as in mcp/list.

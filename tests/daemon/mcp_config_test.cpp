@@ -44,6 +44,17 @@ TEST(McpConfig, AlwaysLoadIsTrueFalseOrToolNames) {
       << bad->connectors.at(0).unsupported;
 }
 
+TEST(McpConfig, ResultLimitIsANumberOfCharactersFromAThousand) {
+  auto cfg = parse_mcp_config(R"({"mcpServers":{"a":{"command":"x","resultLimit":50000},
+    "b":{"command":"x","resultLimit":10},"c":{"command":"x","resultLimit":"big"}}})",
+                              "m.json");
+  ASSERT_TRUE(cfg);
+  EXPECT_EQ(cfg->connectors.at(0).result_limit, 50000u);
+  EXPECT_NE(cfg->connectors.at(1).unsupported.find("mcpServers.b.resultLimit: expected a number of characters from 1000"),
+            std::string::npos);
+  EXPECT_NE(cfg->connectors.at(2).unsupported.find("resultLimit"), std::string::npos);
+}
+
 TEST(McpConfig, ErrorsSayWhere) {
   auto truncated = parse_mcp_config("{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"", "/h/mcp.json");
   ASSERT_FALSE(truncated);

@@ -1,7 +1,7 @@
-// result_text (daemon/tool_result.h): what a tools/call result gives the model. Text parts joined,
-// other content summarised, the cut at a number of characters (UTF-8 code points, never inside
-// one) with a marker that counts characters too.
-#include "daemon/tool_result.h"
+// result_for_model (daemon/tool_result.h): what a tools/call result gives the model. Text parts
+// joined, binary content described, structuredContent checked against the outputSchema, the cut
+// at a number of characters (UTF-8 code points, never inside one) with a marker that counts
+// characters too.
 #include "daemon/tool_result.h"
 
 #include <boost/json.hpp>
@@ -13,10 +13,9 @@ namespace {
 namespace json = boost::json;
 
 std::string text_of(const json::value& result, std::size_t limit = kResultLimit, bool* cut = nullptr) {
-  bool truncated = false;
-  std::string t = result_text(result, limit, &truncated);
-  if (cut) *cut = truncated;
-  return t;
+  ResultForModel r = result_for_model(result, limit, nullptr);
+  if (cut) *cut = !r.whole_text.empty();
+  return r.whole_text.empty() ? r.text : r.text + cut_marker(limit, r.text_chars, "");
 }
 
 json::value with_text(const std::string& text) {
@@ -33,16 +32,69 @@ TEST(ResultText, TextPartsAreJoinedWithNewlines) {
   EXPECT_EQ(text_of(json::parse(R"({"isError":true})")), "");
 }
 
-TEST(ResultText, NonTextContentIsSummarised) {
+TEST(ResultText, BinaryContentIsDescribedByKindTypeAndSizeAndTextResourcesAreKept) {
   auto r = json::parse(R"({"content":[
     {"type":"text","text":"before"},
-    {"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"},
-    {"type":"resource","resource":{"uri":"file:///x","text":"inside"}},
-    {"type":"audio","data":"AAAA"},
+    {"type":"image","data":")" +
+                       std::string(4000, 'A') + R"(","mimeType":"image/png"},
+    {"type":"resource","resource":{"uri":"file:///x","text":"inside","mimeType":"text/plain"}},
+    {"type":"resource","resource":{"uri":"file:///y.gz","blob":"AAAA","mimeType":"application/gzip"}},
+    {"type":"resource_link","uri":"test://static/1","name":"Resource 1","mimeType":"text/plain"},
+    {"type":"audio","data":"AAA="},
     {"data":"no type"}]})");
   EXPECT_EQ(text_of(r),
-            "before\n[image content: image/png left out]\n[resource content left out]\n[audio content left out]\n"
+            "before\n[image: image/png, 3 KiB, not shown]\n[resource file:///x, text/plain]\ninside\n"
+            "[resource file:///y.gz: application/gzip, 3 bytes binary, not shown]\n"
+            "[resource link test://static/1 (Resource 1), text/plain]\n[audio, 2 bytes, not shown]\n"
             "[non-text content left out]");
+}
+
+// structuredContent is given as compact JSON once it fits the tool's outputSchema; one that does
+// not is not given, and why is said; a tool without a schema has its structuredContent as it is.
+TEST(ResultText, StructuredContentIsCompactJsonOnceItFitsTheOutputSchema) {
+  json::value schema = json::parse(R"({"type":"object","properties":{"temperature":{"type":"number"},
+    "conditions":{"type":"string"}},"required":["temperature","conditions"],"additionalProperties":false})");
+  auto ok = result_for_model(
+      json::parse(R"({"content":[{"type":"text","text":"22.5 C"}],"structuredContent":{"temperature": 22.5,
+        "conditions":"Partly cloudy"}})"),
+      kResultLimit, &schema);
+  EXPECT_EQ(ok.text, "22.5 C");
+  EXPECT_EQ(ok.structured, R"({"temperature":22.5,"conditions":"Partly cloudy"})");
+  EXPECT_EQ(ok.structured_problem, "");
+  auto wrong =
+      result_for_model(json::parse(R"({"content":[],"structuredContent":{"temperature":"hot","conditions":"sun"}})"),
+                       kResultLimit, &schema);
+  EXPECT_EQ(wrong.structured, "");
+  EXPECT_EQ(wrong.structured_problem, "$.temperature: expected number");
+  auto none = result_for_model(json::parse(R"({"content":[],"structuredContent":[1,2]})"), kResultLimit, nullptr);
+  EXPECT_EQ(none.structured, "[1,2]");
+  // Cut like the text, the whole kept for its file.
+  auto big =
+      result_for_model(json::value{{"structuredContent", json::value{{"s", std::string(2000, 'x')}}}}, 1000, nullptr);
+  EXPECT_EQ(big.structured.size(), 1000u);
+  EXPECT_EQ(big.structured_chars, 2008u);
+  EXPECT_EQ(big.whole_structured.size(), 2008u);
+  EXPECT_EQ(cut_marker(1000, 2008, "/c/r.json"),
+            "\n[… cut at 1000 of 2008 characters; the whole result is in /c/r.json (read it with \"offset\": 1000 for "
+            "what follows) …]");
+}
+
+TEST(ResultText, TheSchemaCheckSaysWhereAValueBreaksIt) {
+  auto problem = [](const char* v, const char* s) { return schema_problem(json::parse(v), json::parse(s)); };
+  EXPECT_EQ(problem(R"({"a":[1,2,"x"]})", R"({"properties":{"a":{"type":"array","items":{"type":"integer"}}}})"),
+            "$.a[2]: expected integer");
+  EXPECT_EQ(problem(R"({})", R"({"required":["id"]})"), "$.id: required, and missing");
+  EXPECT_EQ(problem(R"({"x":1})", R"({"additionalProperties":false})"), "$.x: not a property the schema allows");
+  EXPECT_EQ(problem(R"("c")", R"({"enum":["a","b"]})"), "$: not one of its enum");
+  EXPECT_EQ(problem(R"(null)", R"({"type":["string","null"]})"), "");
+  EXPECT_EQ(problem(R"(5)", R"({"type":"number","maximum":4})"), "$: above its maximum 4");
+  EXPECT_EQ(problem(R"(2.0)", R"({"type":"integer"})"), "");
+  EXPECT_EQ(problem(R"({"n":{"v":"s"}})",
+                    R"({"$defs":{"node":{"type":"object","properties":{"v":{"type":"number"}}}},
+                        "properties":{"n":{"$ref":"#/$defs/node"}}})"),
+            "$.n.v: expected number");
+  EXPECT_EQ(problem(R"({"n":1})", R"({"properties":{"n":{"$ref":"#/elsewhere"}}})"),
+            "$.n: the schema's $ref cannot be followed");
 }
 
 TEST(ResultText, IsErrorKeepsItsText) {

@@ -8,7 +8,9 @@
 //          reasoning_content), "usage": {...}, "error_event": {...} (after the deltas),
 //          "body": {...} (a non-200 answer, or with "json": true a whole completion),
 //          "delay_ms": n (before the headers), "gap_ms": n (between deltas),
-//          "hang": true (never answers), "hang_after": k (k deltas, then silence)}
+//          "hang": true (never answers), "hang_after": k (k deltas, then silence),
+//          "match": "regex" (its first group, found in the request's messages as the model read
+//          them, replaces {{match}} in the deltas: a model that copies a path it was told)}
 // Each request is appended to requests.jsonl as {"method", "url", "authorization", "body"}.
 const http = require("http");
 const fs = require("fs");
@@ -46,7 +48,13 @@ const server = http.createServer((req, res) => {
       if (step.status && step.status !== 200) return json(res, step.status, step.body || {});
       if (step.json) return json(res, 200, step.body);
       res.writeHead(200, { "Content-Type": "text/event-stream" });
-      const deltas = step.deltas || [];
+      let deltas = step.deltas || [];
+      if (step.match) {
+        const text = JSON.parse(body).messages.map((m) => m.content).join("\n");
+        const found = new RegExp(step.match).exec(text);
+        const value = found ? JSON.stringify(found[1]).slice(1, -1) : "";
+        deltas = deltas.map((d) => d.split("{{match}}").join(value));
+      }
       let i = 0;
       const send = () => {
         if (step.hang_after !== undefined && i >= step.hang_after) return;
