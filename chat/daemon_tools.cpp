@@ -74,7 +74,8 @@ std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<Connecto
   if (!listed) return proto::unreadable_reply(listed.error());
   for (const auto& c : listed->connectors) {
     if (c.state == "hidden" || c.state == "disabled") continue;
-    if (c.state != "running") {
+    // An idle one (lazy, not started yet) offers the tools of its last run; a call starts it.
+    if (c.state != "running" && c.state != "idle") {
       others.push_back(ConnectorNote{c.name, c.state, c.reason, c.approve, c.steps});
       continue;
     }

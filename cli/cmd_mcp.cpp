@@ -186,6 +186,8 @@ void print_details(const proto::ConnectorEntry& c) {
     if (std::string r = runs(c); !r.empty()) fmt::print("    runs: {}\n", r);
   }
   if (c.login && c.login->logged_in) fmt::print("    {}\n", login_text(*c.login));
+  if (c.state == "idle")
+    fmt::print("    not running: lazy, it starts at its first call; its tools are those of its last run\n");
   if (!c.reason.empty()) fmt::print("    {}\n", c.reason);
   print_steps(stdout, c.steps, "    ");
 }
@@ -225,7 +227,9 @@ void print_definition(const proto::ConnectorEntry& c, bool with_reason = true) {
   }
   if (std::string r = reads(c); !r.empty())
     fmt::print("  reads:    {} (from the environment of the oppx command)\n", r);
-  if (c.state == "running") fmt::print("  tools:    {}\n", c.tool_count);
+  if (c.state == "running" || c.state == "idle")
+    fmt::print("  tools:    {}{}\n", c.tool_count,
+               c.state == "idle" ? " (of its last run; lazy: its first call starts it)" : "");
   if (!c.protocol.empty()) fmt::print("  protocol: MCP {}\n", escape_controls(c.protocol));
   if (c.is_project()) {
     fmt::print("  root:     {}\n", c.root);
@@ -366,7 +370,12 @@ int tools(Context& ctx) {
   json::object params = json::value_from(proto::McpToolsParams{ctx.args[0]}).as_object();
   return run(ctx, self, proto::kMcpTools, std::move(params), as_json,
              typed<proto::ConnectorEntry>([name = ctx.args[0]](const proto::ConnectorEntry& c) {
-               if (c.cached) {
+               if (c.cached && c.state == "idle") {
+                 fmt::print(stderr,
+                            "oppx: {} is not running (lazy: its first call starts it); these are its tools "
+                            "from its last run\n",
+                            name);
+               } else if (c.cached) {
                  fmt::print(stderr, "oppx: {} is still starting; these are its tools from its last run\n", name);
                } else if (c.state != "running") {
                  fmt::print(stderr, "oppx: {} is {}: {}\n", name, c.state, c.reason);

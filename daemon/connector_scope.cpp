@@ -60,14 +60,15 @@ void ConnectorLookup::refresh(Connectors::Restart restart) const {
 
 std::optional<ScopedConnector> ConnectorLookup::find(const std::string& name) const {
   if (browser_ && name == kBrowserName) {
-    ScopedConnector found(server_, ConnectorScope::kSession, name, root_);
+    ScopedConnector found(server_, ConnectorScope::kSession, name, root_, client_.env);
     found.browser_ = browser_;
     found.connector_ = browser_->connector();
     return found;
   }
   auto c = server_.connectors().find(name, root_);
   if (!c) return std::nullopt;
-  ScopedConnector found(server_, c->def().project ? ConnectorScope::kProject : ConnectorScope::kUser, name, root_);
+  ScopedConnector found(server_, c->def().project ? ConnectorScope::kProject : ConnectorScope::kUser, name, root_,
+                        client_.env);
   found.connector_ = std::move(c);
   return found;
 }
@@ -163,6 +164,7 @@ Connector::CancelCall ScopedConnector::call_shared(const std::string& tool, json
   auto limit = options.timeout;
   auto asked_at = std::chrono::steady_clock::now();
   Connectors& all = server_->connectors();
+  if (connector_) all.wake(*connector_, *env_);  // a lazy one starts for its first call
   all.when_settled(root_, name_,
                    [&all, wait, name = name_, root = root_, tool, arguments = std::move(arguments),
                     options = std::move(options), done, limit, asked_at]() mutable {

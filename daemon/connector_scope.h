@@ -67,8 +67,8 @@ class ScopedConnector {
 
  private:
   friend class ConnectorLookup;
-  ScopedConnector(Server& server, ConnectorScope scope, std::string name, std::string root)
-      : server_(&server), scope_(scope), name_(std::move(name)), root_(std::move(root)) {}
+  ScopedConnector(Server& server, ConnectorScope scope, std::string name, std::string root, const EnvMap& env)
+      : server_(&server), scope_(scope), name_(std::move(name)), root_(std::move(root)), env_(&env) {}
 
   Connector::CancelCall call_shared(const std::string& tool, boost::json::value arguments, CallOptions options,
                                     std::function<void(Connector::CallResult)> done) const;
@@ -78,6 +78,7 @@ class ScopedConnector {
   Server* server_;
   ConnectorScope scope_;
   std::string name_, root_;
+  const EnvMap* env_;                        // the asking client's: a lazy connector starts with it
   std::shared_ptr<Connector> connector_;     // as found; a session's is null until it started
   std::shared_ptr<SessionBrowser> browser_;  // the session's browser (kSession only)
 };

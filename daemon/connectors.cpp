@@ -9,6 +9,7 @@
 #include "common/http_client.h"
 #include "common/log.h"
 #include "common/text.h"
+#include "common/user_config.h"
 #include "proto/mcp_results.h"
 
 #include <boost/asio/io_context.hpp>
@@ -25,6 +26,14 @@ namespace oppx::daemon {
 namespace json = boost::json;
 
 namespace {
+
+// config.json "lazy_connectors": true makes every connector of the user's lazy (read when the
+// connectors file is read).
+bool lazy_connectors() {
+  auto config = read_user_config();
+  const json::value* v = config ? config->if_contains("lazy_connectors") : nullptr;
+  return v && v->is_bool() && v->as_bool();
+}
 
 // lstat and stat both: a swapped symlink with a same-sized target is still a change. Compared
 // as numbers, since this runs at every request.
@@ -105,6 +114,7 @@ void Connectors::logged_in(const std::string& name) {
         c.state() == ConnectorState::kStarting)
       return;
     const EnvMap& env = c.last_env();
+    seen_[&c].idle = false;
     envs_.start(c, env, start_timeout(env));
   };
   if (auto it = user_.connectors.find(name); it != user_.connectors.end()) again(*it->second);
@@ -189,6 +199,7 @@ bool Connectors::reread(Source& src, const std::string& path, bool is_user) {
 
 void Connectors::replace_connectors(Source& src, const std::string& root) {
   std::map<std::string, std::shared_ptr<Connector>> next;
+  const bool all_lazy = root.empty() && lazy_connectors();
   for (const ConnectorDef& def : src.defs) {
     if (!root.empty() && user_.connectors.contains(def.name)) continue;  // the user's wins: hidden
     auto it = src.connectors.find(def.name);
@@ -199,6 +210,10 @@ void Connectors::replace_connectors(Source& src, const std::string& root) {
     auto c = Connector::create(io_, def, log_path(def, root), link_factory());
     c->remember_era(cache_.era(def.canonical));
     adopt(c, root);
+    // A user's lazy connector waits for its first call while its definition's list is cached (an
+    // edited definition has none, and starts as any other).
+    if (root.empty() && (def.lazy || all_lazy) && !def.never_starts() && cache_.find(def.canonical))
+      seen_[c.get()].idle = true;
     if (!root.empty()) c->hold(waiting_reason(def.name, root, Consent::kNone));
     next.emplace(def.name, c);
   }
@@ -264,7 +279,7 @@ void Connectors::refresh(const EnvMap& env, const std::string& root, Restart res
     ++user_generation_;
   }
   for (auto& [name, c] : user_.connectors) {
-    if (c->state() == ConnectorState::kStopped) envs_.start(*c, env, start_timeout(env));
+    if (c->state() == ConnectorState::kStopped && !is_idle(*c)) envs_.start(*c, env, start_timeout(env));
   }
   restart_changed(user_, env, restart);
   if (!root.empty()) {
@@ -348,7 +363,9 @@ void Connectors::decide(const std::string& root, const std::string& name, const 
 void Connectors::reconnect(const std::string& name, const EnvMap& env, const std::string& root) {
   auto timeout = name.empty() ? start_timeout(env) : kLoginTimeout;
   for (auto& [n, c] : user_.connectors) {
-    if (name.empty() || n == name) envs_.start(*c, env, timeout);
+    if (!name.empty() && n != name) continue;
+    seen_[c.get()].idle = false;
+    envs_.start(*c, env, timeout);
   }
   auto repo = repos_.find(root);
   if (repo == repos_.end()) return;
@@ -414,9 +431,22 @@ std::string Connectors::source_path(const std::string& root) const {
   return it == repos_.end() ? root + "/.mcp.json" : it->second.path;
 }
 
+bool Connectors::is_idle(const Connector& c) const {
+  auto it = seen_.find(&c);
+  return it != seen_.end() && it->second.idle;
+}
+
+void Connectors::wake(Connector& c, const EnvMap& env) {
+  auto it = seen_.find(&c);
+  if (it == seen_.end() || !it->second.idle) return;
+  it->second.idle = false;
+  log::info("connector {}: started for its first call (lazy)", c.def().name);
+  envs_.start(c, env, start_timeout(env));
+}
+
 const json::array& Connectors::tools_of(const Connector& c, bool* cached) const {
   *cached = false;
-  if (c.state() == ConnectorState::kStarting && c.tools().empty()) {
+  if ((c.state() == ConnectorState::kStarting && c.tools().empty()) || is_idle(c)) {
     if (const json::array* list = cache_.find(c.def().canonical)) {
       *cached = true;
       return *list;
@@ -478,7 +508,7 @@ proto::ConnectorEntry Connectors::entry(const ConnectorDef& d, const Connector* 
   e.file = file;
   e.type = d.kind == ConnectorDef::Kind::kHttp ? "http" : "stdio";
   // Without an instance it is a repository's one that the user's of the same name hides.
-  e.state = c ? state_name(c->state()) : "hidden";
+  e.state = c ? (is_idle(*c) ? "idle" : state_name(c->state())) : "hidden";
   if (d.kind != ConnectorDef::Kind::kHttp) e.log = log_path(d, root);  // its program's stderr; HTTP has none
   e.requests_waiting = c ? static_cast<std::int64_t>(c->calls_waiting()) : 0;
   e.protocol = c ? c->version() : std::string();

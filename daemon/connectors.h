@@ -65,8 +65,12 @@ class Connectors {
   // as_written: values unmasked, as written in the file (never expanded).
   std::optional<proto::ConnectorEntry> get(const std::string& name, const std::string& root,
                                            bool as_written = false) const;
-  // Its tools; while it is starting with none yet, the list cached for its definition, if any.
+  // Its tools; while it is starting with none yet, or idle, the list cached for its definition, if any.
   const boost::json::array& tools_of(const Connector& c, bool* cached) const;
+  // A lazy connector not started yet ("lazy": true, with a tool list cached for its definition).
+  bool is_idle(const Connector& c) const;
+  // Starts an idle connector for a call, with the calling client's environment; nothing otherwise.
+  void wake(Connector& c, const EnvMap& env);
   Subscriptions& subscriptions() { return subscriptions_; }
   std::shared_ptr<Connector> find(const std::string& name, const std::string& root) const;
   std::size_t size() const;
@@ -143,6 +147,7 @@ class Connectors {
     std::string root;
     std::string state;  // state and reason
     std::string tools;  // hash of the last running tool list
+    bool idle = false;  // lazy, not started yet: its cached list is offered, the first call starts it
   };
 
   boost::asio::io_context& io_;

@@ -228,6 +228,10 @@ boost::system::result<ConnectorDef, EntryError> parse_mcp_entry(std::string_view
       return EntryError{bad};
     }
   }
+  if (auto* lazy = o.if_contains("lazy")) {
+    if (!lazy->is_bool()) return EntryError{where + ".lazy: expected true or false"};
+    d.lazy = lazy->as_bool();
+  }
   if (auto* limit = o.if_contains("resultLimit")) {
     if (!limit->is_int64() || limit->as_int64() < 1000 || limit->as_int64() > 10'000'000)
       return EntryError{where + ".resultLimit: expected a number of characters from 1000 to 10000000"};

@@ -45,6 +45,9 @@ struct ConnectorDef {
   // "resultLimit": characters of a result the model is given (the rest kept in a file); 0: the
   // daemon's default (daemon/tool_result.h)
   std::size_t result_limit = 0;
+  // "lazy": true: not started with the daemon while a tool list is cached for this definition;
+  // that list is offered, and the first call starts it (config.json "lazy_connectors": all of them)
+  bool lazy = false;
   // Why oppx cannot use the entry ("<file>:<line>:<col>: mcpServers.x.type: …") and what to do
   // instead; empty when it can. Such an entry is listed `unsupported` and never starts.
   std::string unsupported, fix;
