@@ -6,6 +6,7 @@
 
 #include "chat/action_checks.h"
 #include "chat/builtins.h"
+#include "chat/mentions.h"
 #include "chat/workspace.h"
 #include "common/shell_words.h"
 #include "common/text.h"
@@ -648,11 +649,23 @@ TurnResult Agent::turn(const std::string& message) {
   cancel_claimed_ = false;
   run_control_.reset();
   model_.uncancel();
-  std::string content = message;
   turn_message_ = message;
+  // A connector's prompt as the message, its resources attached (chat/mentions.h).
+  std::set<std::string> connectors;
+  for (const auto& t : tools_) connectors.insert(t.connector);
+  for (const auto& c : others_) connectors.insert(c.name);
+  ExpandedMessage expanded = expand_message(message, connectors, daemon_);
+  for (const auto& n : expanded.notices) front_.notice(n);
+  if (!expanded.error.empty()) {
+    out.reply = expanded.error;
+    front_.reply_text(out.reply);
+    return out;
+  }
+  std::string content = std::move(expanded.content);
   if ((browser_offered() || browser_running()) && needs_running_page(message))
     content += "\n\n" + browser_hint(browser_running());
-  messages_.push_back({"user", std::move(content)});
+  messages_.push_back({"user", std::move(content), false, false,
+                       expanded.sensitive ? "a resource attached to the message (it looks secret)" : ""});
   auto stopped = [&] {
     if (!cancelled_) return false;
     out.cancelled = true;

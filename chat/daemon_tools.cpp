@@ -7,6 +7,7 @@
 #include "proto/mcp_api.h"
 #include "proto/mcp_results.h"
 #include "proto/session_api.h"
+#include "proto/resources_api.h"
 #include "proto/tool_search_api.h"
 
 #include <boost/json.hpp>
@@ -105,6 +106,30 @@ std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<Connecto
                                 [&info](const std::string& p) { return p == "*" || p == info.name; });
       tools.push_back(std::move(info));
     }
+  }
+  return {};
+}
+
+std::string DaemonTools::read_resource(const std::string& name, const std::string& uri, std::string& text) {
+  auto r = client_.call(proto::kMcpRead, json::value_from(proto::McpReadParams{name, uri, cwd_}), kToolsLimit);
+  auto read = proto::decode_reply<proto::McpReadResult>(r);
+  if (!read) return read.error();
+  text = std::move(read->text);
+  return {};
+}
+
+std::string DaemonTools::get_prompt(const std::string& name, const std::string& prompt,
+                                    const proto::StringMap& arguments, std::string& text) {
+  auto r = client_.call(proto::kMcpPrompt, json::value_from(proto::McpPromptParams{name, prompt, cwd_, arguments}),
+                        kToolsLimit);
+  auto got = proto::decode_reply<proto::McpPromptResult>(r);
+  if (!got) return got.error();
+  text.clear();
+  bool roles = got->messages.size() > 1 ||
+               std::any_of(got->messages.begin(), got->messages.end(), [](const auto& m) { return m.role != "user"; });
+  for (const auto& m : got->messages) {
+    if (!text.empty()) text += "\n\n";
+    text += roles ? "[" + m.role + "]\n" + m.text : m.text;
   }
   return {};
 }

@@ -49,6 +49,13 @@ class DaemonTools {
     std::string why, rule;
     bool exposed = false;  // asked because the conversation holds something read that must not leave
   };
+  // mcp/read: resource `uri` of connector `name` as text (binary described, cut like a result);
+  // "" or why not.
+  std::string read_resource(const std::string& name, const std::string& uri, std::string& text);
+  // mcp/prompt: connector `name`'s prompt with `arguments`, its messages ("[role]\ntext" when
+  // more than one user message); "" or why not.
+  std::string get_prompt(const std::string& name, const std::string& prompt, const proto::StringMap& arguments,
+                         std::string& text);
   // tools/search: the best `limit` tools of this folder's connectors for `query` (with `context`,
   // the user's message, at half weight), best first;
   // "" or why the daemon failed.

@@ -56,6 +56,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+bool is_connector_prompt(const std::string& line) {
+  std::string first = line.substr(0, line.find_first_of(" \t\n"));
+  auto colon = first.find(':');
+  return colon != std::string::npos && colon > 1 && colon + 1 < first.size() &&
+         first.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-", 1) == colon;
+}
+
 const std::vector<std::string>& slash_commands() {
   static const std::vector<std::string> c{
       "/mcp",     "/mcp tools",   "/mcp add",       "/mcp remove",   "/mcp reconnect", "/mcp auth",   "/status",
@@ -614,7 +621,9 @@ struct Chat {
       std::string text = r.text;
       if (text.find_first_not_of(" \t\n") == std::string::npos) continue;
       editor.add_history(text);
-      if (text[0] == '/') {
+      // `/<connector>:<prompt> …` is a connector's prompt, which the agent fetches; any other
+      // slash is the chat's own.
+      if (text[0] == '/' && !is_connector_prompt(text)) {
         if (!slash(text)) return kExitOk;
         continue;
       }

@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/mcp_login.h"
+#include "cli/mcp_offers.h"
 #include "cli/elicit_form.h"
 #include "cli/output.h"
 #include "cli/probe.h"
@@ -711,7 +712,7 @@ int remove(Context& ctx) {
 }  // namespace
 
 std::vector<Command> mcp_commands() {
-  return {
+  std::vector<Command> table{
       {"mcp", "list", "[--json]",
        "List your connectors and this repository's, with state, tool count and, when not running, why.",
        "Yours are read from $OPPX_MCP_CONFIG, else mcp.json next to config.json\n"
@@ -795,6 +796,8 @@ std::vector<Command> mcp_commands() {
        "when any of them failed.",
        reconnect},
   };
+  for (Command c : mcp_offer_commands()) table.push_back(c);
+  return table;
 }
 
 }  // namespace oppx::cli

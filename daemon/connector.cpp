@@ -776,6 +776,19 @@ void Connector::check_before_start(std::function<std::string()> fn) { impl_->sta
 void Connector::remember_era(std::string version) { impl_->era = std::move(version); }
 const std::string& Connector::version() const { return impl_->era; }
 const ConnectorDef& Connector::def() const { return impl_->def; }
+void Connector::request(const std::string& method, json::value params, std::chrono::milliseconds limit,
+                        std::function<void(CallResult)> done) {
+  if (impl_->state != ConnectorState::kRunning || !impl_->client) {
+    return done(RpcError::make(ErrorCode::kInternal, proto::kind::kConnectorDown,
+                               fmt::format("{} is {}{}{}", impl_->def.name, state_name(impl_->state),
+                                           impl_->reason.empty() ? "" : ": ", impl_->reason)));
+  }
+  impl_->client->request(method, std::move(params), limit, [w = std::weak_ptr<Impl>(impl_), done](CallResult r) {
+    if (auto self = w.lock()) self->hide_secrets(r);
+    done(std::move(r));
+  });
+}
+
 void Connector::tools_needed() {
   if (impl_->client && impl_->state == ConnectorState::kRunning) impl_->client->refetch_if_stale();
 }

@@ -97,6 +97,10 @@ class Connector {
             std::function<void(CallResult)> done);
   CancelCall call(const std::string& tool, boost::json::value arguments, CallOptions options,
                   std::function<void(CallResult)> done);
+  // Any other request of its session (resources/…, prompts/…) while it runs; else a
+  // connector_down error saying its state. The answer's secrets are hidden as a call's are.
+  void request(const std::string& method, boost::json::value params, std::chrono::milliseconds limit,
+               std::function<void(CallResult)> done);
   void on_change(std::function<void()> fn);
   // Offers the server roots (MCP "Roots") from its next session on: roots/list answers with
   // `folders` as they are when asked, so they may be set after the start (a spare server given

@@ -128,6 +128,23 @@ json::array ScopedConnector::tools_now() const {
   return server_->connectors().tools_of(*connector_, &cached);
 }
 
+void ScopedConnector::request(const std::string& method, json::value params, std::chrono::milliseconds limit,
+                              std::function<void(Connector::CallResult)> done) const {
+  if (browser_ || !connector_) {
+    if (!connector_) return done(unknown_connector(name_));
+    return connector_->request(method, std::move(params), limit, std::move(done));
+  }
+  Connectors& all = server_->connectors();
+  all.wake(*connector_, *env_);
+  all.when_settled(
+      root_, name_,
+      [&all, name = name_, root = root_, method, params = std::move(params), limit, done = std::move(done)]() mutable {
+        auto c = all.find(name, root);
+        if (!c) return done(unknown_connector(name));
+        c->request(method, std::move(params), limit, std::move(done));
+      });
+}
+
 std::size_t ScopedConnector::result_limit() const {
   if (browser_ || !connector_ || connector_->def().result_limit == 0) return kResultLimit;
   return connector_->def().result_limit;

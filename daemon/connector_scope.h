@@ -51,6 +51,10 @@ class ScopedConnector {
   // The tools it offers now, without waiting: its running list, the list cached for a connector
   // still starting, or none (tools/search).
   boost::json::array tools_now() const;
+  // Another request of its server's (resources/…, prompts/…): a lazy connector is started for it,
+  // one still starting waited for (within `limit` too).
+  void request(const std::string& method, boost::json::value params, std::chrono::milliseconds limit,
+               std::function<void(Connector::CallResult)> done) const;
   // The characters of a result its model is given: the entry's "resultLimit", else the default.
   std::size_t result_limit() const;
   // `tool`'s outputSchema from the list it offers now; null when it has none.

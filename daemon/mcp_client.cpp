@@ -286,6 +286,32 @@ void McpClient::fetch_tools() {
 }
 
 // Pages end at the last one, at a cursor seen before, or at kMaxToolPages.
+void McpClient::request(const std::string& method, json::value params, std::chrono::milliseconds limit,
+                        std::function<void(CallResult)> done) {
+  struct Pending {
+    std::function<void(CallResult)> done;
+    Timer timer;
+    json::value id;
+    explicit Pending(asio::io_context& io) : timer(io) {}
+  };
+  auto p = std::make_shared<Pending>(io_);
+  p->done = std::move(done);
+  p->id = peer_->call(method, stamped(std::move(params)), [p](CallResult r) {
+    if (!p->done) return;
+    p->timer.t.cancel();
+    move_server_kind_to_data(r);
+    std::exchange(p->done, nullptr)(std::move(r));
+  });
+  p->timer.t.expires_after(limit);
+  p->timer.t.async_wait([w = weak_from_this(), p, method, limit](boost::system::error_code ec) {
+    if (ec || !p->done) return;
+    if (auto self = w.lock()) self->cancel(p->id, "timed out");
+    std::exchange(p->done,
+                  nullptr)(proto::RpcError::make(proto::ErrorCode::kInternal, proto::kind::kTimeout,
+                                                 fmt::format("{} got no answer within {} ms", method, limit.count())));
+  });
+}
+
 void McpClient::fetch_page(std::shared_ptr<Pages> acc, std::string cursor) {
   json::value params = cursor.empty() ? json::value(nullptr) : json::value(json::object{{"cursor", cursor}});
   params = stamped(std::move(params));

@@ -93,6 +93,11 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
   // Gives up a call: the server is told (notifications/cancelled) and a late answer is skipped;
   // its `done` never runs.
   void cancel(const boost::json::value& id, std::string_view why);
+  // Any other request of the session (resources/list, resources/read, prompts/get, …), stamped as
+  // the era wants; `done` runs once: with the answer, or a `timeout` error after `limit` (the
+  // server is then told the request was cancelled).
+  void request(const std::string& method, boost::json::value params, std::chrono::milliseconds limit,
+               std::function<void(CallResult)> done);
   // Fetches the tools again (when the list may have changed unannounced), if it is ready or listing.
   void refetch_tools();
   // The list is needed (a client asks for it): fetched again when the server's ttlMs for it

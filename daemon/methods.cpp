@@ -14,6 +14,7 @@
 #include "daemon/methods_config.h"
 #include "daemon/methods_oauth.h"
 #include "daemon/methods_permissions.h"
+#include "daemon/methods_resources.h"
 #include "daemon/permissions.h"
 #include "daemon/status_waits.h"
 #include "common/fs.h"
@@ -370,6 +371,10 @@ void register_methods(Router& r, Server& s) {
   method(proto::kConsentDeny, consent_deny);
   method(proto::kToolsCall, tools_call);
   method(proto::kToolsSearch, tools_search);
+  method(proto::kMcpResources, mcp_resources);
+  method(proto::kMcpRead, mcp_read);
+  method(proto::kMcpPrompts, mcp_prompts);
+  method(proto::kMcpPrompt, mcp_prompt);
   method(proto::kSessionOpen, session_open);
   method(proto::kPermissionsList, permissions_list);
   method(proto::kPermissionsAllow, permissions_allow);

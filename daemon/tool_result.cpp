@@ -28,7 +28,7 @@ std::string decoded_size(const std::string& data) {
 
 // One content part as text: a text part as it is; an embedded text resource with its address;
 // anything binary described by kind, type and size, never inlined.
-std::string part_text(const json::object& p) {
+std::string describe_part(const json::object& p) {
   std::string type = str(p, "type");
   std::string mime = str(p, "mimeType");
   if (type == "text" && p.contains("text") && p.at("text").is_string()) return str(p, "text");
@@ -61,7 +61,7 @@ std::string joined_content(const json::value& result) {
     if (!part.is_object()) continue;
     if (!first) text += "\n";
     first = false;
-    text += part_text(part.as_object());
+    text += describe_part(part.as_object());
   }
   return text;
 }
@@ -81,6 +81,8 @@ std::size_t cut_chars(std::string& text, std::size_t limit) {
   return chars;
 }
 
+}  // namespace
+
 // `text` cut at `limit`: the whole moves to `whole` when it was cut.
 std::size_t cut_keeping(std::string& text, std::string& whole, std::size_t limit) {
   if (text.size() <= limit) return text.size();  // never more characters than bytes: nothing to count
@@ -89,6 +91,10 @@ std::size_t cut_keeping(std::string& text, std::string& whole, std::size_t limit
   if (chars > limit) whole = std::move(all);
   return chars;
 }
+
+std::string part_text(const json::object& part) { return describe_part(part); }
+
+namespace {
 
 const json::value* resolve(const json::value& schema, const json::value& root) {
   const json::object* o = schema.if_object();

@@ -35,6 +35,13 @@ ResultForModel result_for_model(const boost::json::value& result, std::size_t li
 // "$defs"/"definitions"; other keywords are not checked.
 std::string schema_problem(const boost::json::value& v, const boost::json::value& schema);
 
+// One content part as text (a text part as it is, binary described, an embedded text resource
+// under its address): what resources/read's contents and a prompt's messages show too.
+std::string part_text(const boost::json::object& part);
+
+// `text` cut at `limit` characters; the count before the cut, and the whole in `whole` when cut.
+std::size_t cut_keeping(std::string& text, std::string& whole, std::size_t limit);
+
 // The marker that replaces what was cut, naming the file that holds the whole.
 std::string cut_marker(std::size_t kept, std::size_t total, const std::string& file);
 

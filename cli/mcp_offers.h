@@ -1,0 +1,18 @@
+// `oppx mcp resources`, `oppx mcp read`, `oppx mcp prompts` and `oppx mcp prompt`: what a
+// connector's server offers besides tools (mcp/resources, mcp/read, mcp/prompts, mcp/prompt).
+#pragma once
+
+#include "cli/commands.h"
+
+#include <vector>
+
+namespace oppx::cli {
+
+int mcp_resources(Context& ctx);
+int mcp_read(Context& ctx);
+int mcp_prompts(Context& ctx);
+int mcp_prompt(Context& ctx);
+// Their lines of the command table (mcp_commands).
+std::vector<Command> mcp_offer_commands();
+
+}  // namespace oppx::cli
