@@ -11,6 +11,7 @@
 #include "cli/agent_client.h"
 #include "cli/agent_setup.h"
 #include "cli/browser.h"
+#include "cli/chat_complete.h"
 #include "cli/chat_front.h"
 #include "cli/elicit_form.h"
 #include "cli/connector_watcher.h"
@@ -672,18 +673,23 @@ int chat_command(Context& ctx) {
   std::string history = paths::state_dir() + "/history";
   std::filesystem::create_directories(paths::state_dir());
   AgentClient* agent_seen = nullptr;  // for the completion, once the agent is open
-  LineEditor editor(history, [&agent_seen](std::string_view before) {
+  OfferCompletion offers(ctx.socket);
+  LineEditor editor(history, [&agent_seen, &offers](std::string_view before) {
     std::vector<std::string> out;
     std::string b(before);
+    std::set<std::string> connectors;
+    if (agent_seen) {
+      for (const auto& t : agent_seen->state().tools) connectors.insert(t.connector);
+      for (const auto& n : agent_seen->state().not_offered) connectors.insert(n.name);
+    }
+    // @connector:uri and /connector:prompt, whole words; "/…" before its colon also lists the
+    // chat's own commands.
+    std::vector<std::string> found = offers.complete(before, connectors);
+    if (!found.empty() && (b[0] != '/' || b.find(':') != std::string::npos)) return found;
     for (const char* sub : {"/mcp tools ", "/mcp remove ", "/mcp reconnect ", "/mcp auth "}) {
       if (b.rfind(sub, 0) != 0) continue;
       std::string word = b.substr(std::string_view(sub).size());
-      std::set<std::string> names;
-      if (agent_seen) {
-        for (const auto& t : agent_seen->state().tools) names.insert(t.connector);
-        for (const auto& n : agent_seen->state().not_offered) names.insert(n.name);
-      }
-      for (const auto& n : names) {
+      for (const auto& n : connectors) {
         if (n.rfind(word, 0) == 0) out.push_back(n);
       }
       return out;
@@ -691,6 +697,7 @@ int chat_command(Context& ctx) {
     for (const auto& c : slash_commands()) {
       if (!b.empty() && b[0] == '/' && c.rfind(b, 0) == 0) out.push_back(c);
     }
+    out.insert(out.end(), found.begin(), found.end());
     // Complete the last word only: what follows its start.
     auto sp = b.rfind(' ');
     if (sp != std::string::npos) {

@@ -1,6 +1,7 @@
 // A connector's prompt and resource in the terminal chat (tmux), on server-everything: the line
 // `/everything:args-prompt city=Paris` is the prompt's message, not one of the chat's own slash
-// commands, and `@everything:<uri>` in a message attaches the resource, said in a notice.
+// commands, and `@everything:<uri>` in a message attaches the resource, said in a notice; Tab
+// completes both.
 #include "tests/support/harness.h"
 #include "tests/support/model_steps.h"
 #include "tests/support/scripted_model.h"
@@ -21,7 +22,8 @@ TEST(ChatOffers, APromptIsAMessageAndAResourceIsAttached) {
   InRepository repo{home};
   home.write_mcp_config(stdio_entry("everything", "node", {kEverything, "stdio"}));
   ScriptedModel model(home.root(), R"({"models": [{"id": "m1", "max_model_len": 32768}], "completions": [)" +
-                                       reply("Sunny in Paris.") + "," + reply("It is about the architecture.") + "]}");
+                                       reply("Sunny in Paris.") + "," + reply("It is about the architecture.") + "," +
+                                       reply("Rainy in Rome.") + "," + reply("Read the features.") + "]}");
   ASSERT_TRUE(model.started()) << model.err();
   connectors_settled(home, repo.root());
   auto last_user_message = [&model] {
@@ -45,6 +47,20 @@ TEST(ChatOffers, APromptIsAMessageAndAResourceIsAttached) {
               std::string::npos)
         << t.screen();
     EXPECT_NE(last_user_message().find("# Everything Server"), std::string::npos);
+
+    // Tab completes a prompt's name and a resource's address, asked of the daemon.
+    t.type("/everything:args");
+    t.keys({"Tab"});
+    t.type(" city=Rome");
+    t.keys({"Enter"});
+    ASSERT_TRUE(t.wait_for("Rainy in Rome.")) << t.screen();
+    EXPECT_EQ(last_user_message(), "What's weather in Rome?");
+    t.type("read @everything:demo://resource/static/document/feat");
+    t.keys({"Tab", "Enter"});
+    ASSERT_TRUE(t.wait_for("Read the features.")) << t.screen();
+    EXPECT_NE(last_user_message().find("The resource @everything:demo://resource/static/document/features.md"),
+              std::string::npos)
+        << last_user_message().substr(0, 300);
   }
   oppx({"daemon", "stop"});
 }
