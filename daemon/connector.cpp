@@ -144,6 +144,7 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
   json::array tools;
   std::function<void()> on_change;
   std::function<void()> on_idle;
+  std::function<void()> on_offers_changed;  // its resources or prompts changed, or a new session began
   std::function<std::string()> start_check;
   std::size_t open_calls = 0;         // calls not answered yet
   std::shared_ptr<Link> link;         // of the current start
@@ -336,6 +337,11 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
       if (!ours && self->link && (self->state == ConnectorState::kRunning || self->state == ConnectorState::kStarting))
         self->link->transport_ended(e);
     };
+    h.on_offers_changed = [w, gen] {
+      auto self = w.lock();
+      if (self && gen == self->generation && self->on_offers_changed) self->on_offers_changed();
+    };
+    if (on_offers_changed) on_offers_changed();  // a new session may offer other lists
     client = McpClient::create(io, std::move(transport), std::move(o), std::move(h));
     client->start();
   }
@@ -750,6 +756,7 @@ Connector::Connector(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Connector::~Connector() {
   impl_->on_change = nullptr;
   impl_->on_idle = nullptr;
+  impl_->on_offers_changed = nullptr;
   impl_->start_check = nullptr;
   impl_->stop();
 }
@@ -771,6 +778,7 @@ Connector::CancelCall Connector::call(const std::string& tool, json::value argum
   return impl_->call(tool, std::move(arguments), std::move(options), std::move(done));
 }
 void Connector::on_change(std::function<void()> fn) { impl_->on_change = std::move(fn); }
+void Connector::on_offers_changed(std::function<void()> fn) { impl_->on_offers_changed = std::move(fn); }
 void Connector::offer_roots(std::vector<std::string> folders) { impl_->roots = std::move(folders); }
 void Connector::check_before_start(std::function<std::string()> fn) { impl_->start_check = std::move(fn); }
 void Connector::remember_era(std::string version) { impl_->era = std::move(version); }

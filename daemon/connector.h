@@ -102,6 +102,8 @@ class Connector {
   void request(const std::string& method, boost::json::value params, std::chrono::milliseconds limit,
                std::function<void(CallResult)> done);
   void on_change(std::function<void()> fn);
+  // Its server's resources or prompts list changed (list_changed), or a new session began.
+  void on_offers_changed(std::function<void()> fn);
   // Offers the server roots (MCP "Roots") from its next session on: roots/list answers with
   // `folders` as they are when asked, so they may be set after the start (a spare server given
   // to a session: daemon/browser.h).

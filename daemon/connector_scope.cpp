@@ -145,6 +145,14 @@ void ScopedConnector::request(const std::string& method, json::value params, std
       });
 }
 
+const json::array* ScopedConnector::offers(const std::string& method) const {
+  return browser_ || !connector_ ? nullptr : server_->connectors().offers(*connector_, method);
+}
+
+void ScopedConnector::keep_offers(const std::string& method, json::array list) const {
+  if (!browser_ && connector_) server_->connectors().keep_offers(*connector_, method, std::move(list));
+}
+
 std::size_t ScopedConnector::result_limit() const {
   if (browser_ || !connector_ || connector_->def().result_limit == 0) return kResultLimit;
   return connector_->def().result_limit;

@@ -55,6 +55,9 @@ class ScopedConnector {
   // one still starting waited for (within `limit` too).
   void request(const std::string& method, boost::json::value params, std::chrono::milliseconds limit,
                std::function<void(Connector::CallResult)> done) const;
+  // A user's or project's connector's list as read last (Connectors::offers), and keeping one.
+  const boost::json::array* offers(const std::string& method) const;
+  void keep_offers(const std::string& method, boost::json::array list) const;
   // The characters of a result its model is given: the entry's "resultLimit", else the default.
   std::size_t result_limit() const;
   // `tool`'s outputSchema from the list it offers now; null when it has none.

@@ -385,6 +385,12 @@ void Connectors::adopt(const std::shared_ptr<Connector>& c, const std::string& r
     settled_check();
   });
   c->on_idle([this, raw] { idle(*raw); });
+  c->on_offers_changed([this, raw] {
+    if (offers_.erase(raw) == 0 || subscriptions_.size() == 0) return;
+    proto::ConnectorEntry e = entry(raw->def(), raw, seen_[raw].root, source_path(seen_[raw].root));
+    e.offers_changed = true;
+    subscriptions_.publish(proto::kMcpChanged, json::value_from(e).as_object());
+  });
   // However it comes to start (a restart after a stop, for a call), a repository's connector
   // starts only while its definition and the files it runs are as approved.
   if (!root.empty()) c->check_before_start([this, raw, root] { return held_because(raw->def(), root, true); });
@@ -415,6 +421,8 @@ void Connectors::changed(const Connector& c) {
 void Connectors::removed(Connector& c, bool gone) {
   c.on_change(nullptr);
   c.on_idle(nullptr);
+  c.on_offers_changed(nullptr);
+  offers_.erase(&c);
   c.check_before_start(nullptr);
   c.stop();
   std::string root = seen_[&c].root;
@@ -429,6 +437,18 @@ std::string Connectors::source_path(const std::string& root) const {
   if (root.empty()) return user_.path;
   auto it = repos_.find(root);
   return it == repos_.end() ? root + "/.mcp.json" : it->second.path;
+}
+
+const json::array* Connectors::offers(const Connector& c, const std::string& method) const {
+  auto it = offers_.find(&c);
+  if (it == offers_.end()) return nullptr;
+  auto list = it->second.find(method);
+  return list == it->second.end() ? nullptr : &list->second;
+}
+
+void Connectors::keep_offers(const Connector& c, const std::string& method, json::array list) {
+  if (!seen_.count(&c) || c.state() != ConnectorState::kRunning) return;
+  offers_[&c][method] = std::move(list);
 }
 
 bool Connectors::is_idle(const Connector& c) const {

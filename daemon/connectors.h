@@ -67,6 +67,10 @@ class Connectors {
                                            bool as_written = false) const;
   // Its tools; while it is starting with none yet, or idle, the list cached for its definition, if any.
   const boost::json::array& tools_of(const Connector& c, bool* cached) const;
+  // The pages of a connector's resources/list, resources/templates/list or prompts/list (`method`)
+  // as last read, kept until its server says a list changed or a new session begins; null when none.
+  const boost::json::array* offers(const Connector& c, const std::string& method) const;
+  void keep_offers(const Connector& c, const std::string& method, boost::json::array list);
   // A lazy connector not started yet ("lazy": true, with a tool list cached for its definition).
   bool is_idle(const Connector& c) const;
   // Starts an idle connector for a call, with the calling client's environment; nothing otherwise.
@@ -169,8 +173,9 @@ class Connectors {
   ToolsCache cache_;
   Subscriptions subscriptions_;
   std::map<const Connector*, Seen> seen_;  // erased when the connector is removed
-  ConnectorEnv envs_;                      // the environment each one started with
-  std::unique_ptr<OAuth> oauth_;           // before the connectors go (stop_all) it stays
+  std::map<const Connector*, std::map<std::string, boost::json::array>> offers_;  // likewise
+  ConnectorEnv envs_;             // the environment each one started with
+  std::unique_ptr<OAuth> oauth_;  // before the connectors go (stop_all) it stays
   LinkFactory link_factory();
   void logged_in(const std::string& name);  // starts the connectors of that name waiting for it
 };

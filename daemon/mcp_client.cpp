@@ -128,6 +128,8 @@ std::shared_ptr<McpClient> McpClient::create(asio::io_context& io, std::unique_p
       self->list_changed();
     } else if (n.method == "notifications/progress" && n.params.is_object()) {
       self->progress(n.params.as_object());
+    } else if (n.method == "notifications/resources/list_changed" || n.method == "notifications/prompts/list_changed") {
+      if (self->handlers_.on_offers_changed) self->handlers_.on_offers_changed();
     }
   };
   o.on_closed = [w](const TransportError& e) {
@@ -401,7 +403,9 @@ void McpClient::listen() {
   RequestOptions request;
   request.slow_first_byte = true;  // the answer comes only when the subscription ends
   request.label = "the subscription to tool list changes";
-  json::object params{{"notifications", json::object{{"toolsListChanged", true}}}};
+  json::object params{
+      {"notifications",
+       json::object{{"toolsListChanged", true}, {"resourcesListChanged", true}, {"promptsListChanged", true}}}};
   peer_->call(
       "subscriptions/listen", stamped(std::move(params)),
       [w = weak_from_this()](CallResult r) {

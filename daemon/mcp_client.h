@@ -66,6 +66,8 @@ class McpClient : public std::enable_shared_from_this<McpClient> {
     std::function<void(std::string_view kind, std::string why, int http_status)> on_failed;
     // The transport ended (its kind as TransportError says).
     std::function<void(const TransportError&)> on_closed;
+    // The server's resources or prompts list changed (notifications/…/list_changed).
+    std::function<void()> on_offers_changed;
   };
 
   static std::shared_ptr<McpClient> create(boost::asio::io_context& io, std::unique_ptr<Transport> transport,

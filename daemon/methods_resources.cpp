@@ -24,9 +24,10 @@ constexpr int kMaxPages = 20;
 using SharedReply = std::shared_ptr<Reply>;
 
 // Every page of a list (`key` of each answer, following nextCursor, at most kMaxPages); a server
-// without the method (-32601) has none.
+// without the method (-32601) has none. Kept until the server says the list changed.
 void all_pages(const ScopedConnector& c, const std::string& method, const std::string& key,
                std::function<void(boost::system::result<json::array, proto::RpcError>)> done) {
+  if (const json::array* kept = c.offers(method)) return done(*kept);
   struct Acc {
     json::array items;
     int pages = 0;
@@ -35,7 +36,7 @@ void all_pages(const ScopedConnector& c, const std::string& method, const std::s
   auto next = std::make_shared<std::function<void(std::string)>>();
   *next = [c, method, key, acc, next, done](std::string cursor) {
     json::value params = cursor.empty() ? json::value(json::object{}) : json::value(json::object{{"cursor", cursor}});
-    c.request(method, std::move(params), kLimit, [method, key, acc, next, done](Connector::CallResult r) {
+    c.request(method, std::move(params), kLimit, [c, method, key, acc, next, done](Connector::CallResult r) {
       if (!r) {
         if (r.error().code == -32601) return done(json::array{});
         *next = nullptr;
@@ -48,6 +49,7 @@ void all_pages(const ScopedConnector& c, const std::string& method, const std::s
       if (cursor && cursor->is_string() && !cursor->as_string().empty() && ++acc->pages < kMaxPages)
         return (*next)(std::string(cursor->as_string()));
       auto fn = std::move(*next);  // breaks the cycle
+      c.keep_offers(method, acc->items);
       done(std::move(acc->items));
     });
   };

@@ -93,6 +93,7 @@ Decoded<ConnectorEntry> decode(const json::value& v, std::type_identity<Connecto
   c.pid = r.integer("pid", false).value_or(0);
   if (auto hides = r.nested<ConnectorEntry>("hides")) c.hides = std::make_shared<const ConnectorEntry>(*hides);
   c.tools_changed = r.boolean("tools_changed", false);
+  c.offers_changed = r.boolean("offers_changed", false);
   c.login = r.nested<LoginState>("login");
   return finish(r, std::move(c));
 }
@@ -139,6 +140,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const ConnectorEntry& v) 
   if (v.pid) o["pid"] = v.pid;
   if (v.hides) o["hides"] = json::value_from(*v.hides);
   if (v.tools_changed) o["tools_changed"] = *v.tools_changed;
+  if (v.offers_changed) o["offers_changed"] = *v.offers_changed;
   if (v.login) o["login"] = json::value_from(*v.login);
   jv = std::move(o);
 }

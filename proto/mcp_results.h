@@ -72,6 +72,7 @@ struct ConnectorEntry {
   std::int64_t pid = 0;                         // the session's browser: its server's pid
   std::shared_ptr<const ConnectorEntry> hides;  // mcp/get: the repository's one this one hides
   std::optional<bool> tools_changed;            // mcp/changed: its tool list changed
+  std::optional<bool> offers_changed;           // mcp/changed: its resources or prompts changed
   std::optional<LoginState> login;              // http: it logs in with OAuth (no Authorization header)
 
   bool is_project() const { return source == "project"; }

@@ -4,6 +4,7 @@
 #include "tests/support/agent_fixture.h"
 #include "tests/support/harness.h"
 #include "tests/support/model_steps.h"
+#include "tests/support/waits.h"
 
 #include <boost/json.hpp>
 
@@ -87,6 +88,36 @@ TEST_F(Offers, AMessageAttachesAResourceAndAPromptIsSentInItsPlace) {
   serve({reply("Plain.")});
   ASSERT_EQ(print({"mail me@example.com:25 and /etc/x:y"}).exit_code, 0);
   EXPECT_EQ(last_user_message(), "mail me@example.com:25 and /etc/x:y");
+}
+
+}  // namespace
+}  // namespace oppx::test
+
+namespace oppx::test {
+namespace {
+
+// A list is kept after its first reading, and read again once the server says it changed: a real
+// 2026-07-28 server (modern_server.mjs) adds a resource with `grow` and announces it on the
+// subscriptions/listen stream.
+TEST(OffersKept, AResourcesListIsReadAgainOnceTheServerSaysItChanged) {
+  TempHome home;
+  const std::string modern = std::string(OPPX_TEST_SUPPORT) + "/modern_server.mjs";
+  home.write_mcp_config(stdio_entry("modern", "node", {modern, "stdio"},
+                                    {{"OPPX_MODERN_SDK", std::string(OPPX_NPM_DIR) + "/node_modules"}}));
+  connectors_settled(home, "");
+  Result first = oppx({"mcp", "resources", "modern"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("@modern:note://base"), std::string::npos) << first.out;
+  EXPECT_EQ(first.out.find("note://grown"), std::string::npos) << first.out;
+  ASSERT_EQ(oppx({"mcp", "call", "modern", "grow"}).exit_code, 0);
+  std::string seen;
+  EXPECT_TRUE(when_connectors_change(home.socket(), [&] {
+    seen = oppx({"mcp", "resources", "modern"}).out;
+    return seen.find("@modern:note://grown") != std::string::npos;
+  })) << seen;
+  Result read = oppx({"mcp", "read", "modern", "note://grown"});
+  EXPECT_EQ(read.out, "the grown note\n") << read.err;
+  oppx({"daemon", "stop"});
 }
 
 }  // namespace

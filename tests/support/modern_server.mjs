@@ -14,8 +14,8 @@
 // from the bare specifier "@modelcontextprotocol/server".
 //
 // Tools: echo {message}, add {a, b}, confirm (asks for {name, count} through
-// an elicitation form carried by an input_required result), grow (adds a tool
-// `grown` for every client from then on and announces it with
+// an elicitation form carried by an input_required result), the resource note://base, grow (adds
+// a tool `grown` and the resource note://grown for every client from then on and announces them with
 // notifications/tools/list_changed to `subscriptions/listen` subscribers).
 
 import fs from 'node:fs';
@@ -63,8 +63,17 @@ let announceToolsChanged = () => {};
 function makeServer() {
     const server = new McpServer(
         { name: 'oppx-modern-test-server', version: '1.0.0' },
-        { capabilities: { tools: { listChanged: true } } } // lets subscriptions/listen honour toolsListChanged
+        // lets subscriptions/listen honour toolsListChanged and resourcesListChanged
+        { capabilities: { tools: { listChanged: true }, resources: { listChanged: true } } }
     );
+
+    // A resource, and one more once `grow` has run (announced as a resources list change).
+    const note = (name, body) =>
+        server.registerResource(name, `note://${name}`, { mimeType: 'text/plain' }, async uri => ({
+            contents: [{ uri: uri.href, text: body }]
+        }));
+    note('base', 'the base note');
+    if (grown) note('grown', 'the grown note');
 
     server.registerTool(
         'echo',
@@ -123,6 +132,7 @@ function makeServer() {
             if (grown) return text('already grown');
             grown = true;
             addGrown();
+            note('grown', 'the grown note');
             announceToolsChanged();
             return text('grew: added tool grown');
         }
