@@ -138,6 +138,9 @@ std::string DaemonTools::search(const std::string& query, const std::string& con
                                 std::vector<proto::ToolsSearchHit>& hits) {
   hits.clear();
   std::string words = context.substr(0, proto::kMaxSearchContext);
+  // Never half a character: the daemon would refuse the line as invalid UTF-8.
+  if (words.size() < context.size())
+    while (!words.empty() && (static_cast<unsigned char>(context[words.size()]) & 0xC0) == 0x80) words.pop_back();
   auto r = client_.call(proto::kToolsSearch, json::value_from(proto::ToolsSearchParams{query, words, cwd_, limit}),
                         kDaemonCall);
   auto found = proto::decode_reply<proto::ToolsSearchResult>(r);

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include <regex>
+#include <cctype>
 
 namespace oppx::chat {
 
@@ -35,32 +35,48 @@ proto::StringMap prompt_arguments(const std::string& words, std::string& rest) {
   return args;
 }
 
+// Where a connector's name starting at `from` ends: the first character that is not a letter,
+// a digit, '-' or '_'.
+std::size_t name_end(const std::string& s, std::size_t from) {
+  std::size_t i = from;
+  while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '-' || s[i] == '_')) ++i;
+  return i;
+}
+
 }  // namespace
 
 ExpandedMessage expand_message(const std::string& message, const std::set<std::string>& connectors,
                                DaemonTools& daemon) {
   ExpandedMessage out{message, {}, {}, false};
-  // /<connector>:<prompt> [name=value …]
-  static const std::regex prompt_re(R"(^/([A-Za-z0-9_-]+):(\S+)([\s\S]*)$)");
-  std::smatch m;
-  if (std::regex_match(message, m, prompt_re) && connectors.count(m[1].str())) {
-    std::string rest;
-    proto::StringMap args = prompt_arguments(m[3].str(), rest);
-    std::string text;
-    if (std::string why = daemon.get_prompt(m[1].str(), m[2].str(), args, text); !why.empty()) {
-      out.error = fmt::format("The prompt {}:{} could not be fetched: {}", m[1].str(), m[2].str(), why);
-      return out;
+  // /<connector>:<prompt> [name=value …], read by hand (a regular expression recurses once per
+  // character, and a long paste would take the stack).
+  if (std::size_t colon = name_end(message, 1);
+      message.size() > 1 && message[0] == '/' && colon > 1 && colon < message.size() && message[colon] == ':') {
+    std::string name = message.substr(1, colon - 1);
+    std::size_t end = message.find_first_of(" \t\n", colon + 1);
+    std::string prompt = message.substr(colon + 1, end == std::string::npos ? std::string::npos : end - colon - 1);
+    if (connectors.count(name) && !prompt.empty()) {
+      std::string rest;
+      proto::StringMap args = prompt_arguments(end == std::string::npos ? "" : message.substr(end), rest);
+      std::string text;
+      if (std::string why = daemon.get_prompt(name, prompt, args, text); !why.empty()) {
+        out.error = fmt::format("The prompt {}:{} could not be fetched: {}", name, prompt, why);
+        return out;
+      }
+      out.notices.push_back(fmt::format("The prompt {}:{} ({} characters) is the message.", name, prompt, text.size()));
+      out.content = rest.empty() ? text : text + "\n\n" + rest;
     }
-    out.notices.push_back(
-        fmt::format("The prompt {}:{} ({} characters) is the message.", m[1].str(), m[2].str(), text.size()));
-    out.content = rest.empty() ? text : text + "\n\n" + rest;
   }
-  // @<connector>:<uri>, with the punctuation that ends a sentence left out of the address.
-  static const std::regex mention_re(R"((^|[\s(])@([A-Za-z0-9_-]+):(\S+))");
+  // @<connector>:<uri> at a word's start, with the punctuation that ends a sentence left out.
   std::string attached;
   std::set<std::string> seen;
-  for (auto it = std::sregex_iterator(message.begin(), message.end(), mention_re); it != std::sregex_iterator(); ++it) {
-    std::string name = (*it)[2].str(), uri = (*it)[3].str();
+  for (std::size_t at = message.find('@'); at != std::string::npos; at = message.find('@', at + 1)) {
+    if (at > 0 && !std::isspace(static_cast<unsigned char>(message[at - 1])) && message[at - 1] != '(') continue;
+    std::size_t colon = name_end(message, at + 1);
+    if (colon == at + 1 || colon >= message.size() || message[colon] != ':') continue;
+    std::string name = message.substr(at + 1, colon - at - 1);
+    std::size_t end = message.find_first_of(" \t\n\r", colon + 1);
+    std::string uri = message.substr(colon + 1, end == std::string::npos ? std::string::npos : end - colon - 1);
     while (!uri.empty() && std::string_view(".,;:!?)'\"").find(uri.back()) != std::string_view::npos) uri.pop_back();
     if (!connectors.count(name) || uri.empty() || !seen.insert(name + ":" + uri).second) continue;
     std::string text;

@@ -792,7 +792,10 @@ void Connector::request(const std::string& method, json::value params, std::chro
                                            impl_->reason.empty() ? "" : ": ", impl_->reason)));
   }
   impl_->client->request(method, std::move(params), limit, [w = std::weak_ptr<Impl>(impl_), done](CallResult r) {
-    if (auto self = w.lock()) self->hide_secrets(r);
+    auto self = w.lock();
+    if (!self)
+      return done(RpcError::make(ErrorCode::kInternal, proto::kind::kConnectorDown, "the connector was removed"));
+    self->hide_secrets(r);
     done(std::move(r));
   });
 }

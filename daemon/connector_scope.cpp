@@ -135,7 +135,9 @@ void ScopedConnector::request(const std::string& method, json::value params, std
     return connector_->request(method, std::move(params), limit, std::move(done));
   }
   Connectors& all = server_->connectors();
-  all.wake(*connector_, *env_);
+  // Only an idle one reads the client's environment: this may run after the client is gone
+  // (a list's next page), by when the connector is no longer idle.
+  if (all.is_idle(*connector_)) all.wake(*connector_, *env_);
   all.when_settled(
       root_, name_,
       [&all, name = name_, root = root_, method, params = std::move(params), limit, done = std::move(done)]() mutable {
@@ -149,8 +151,12 @@ const json::array* ScopedConnector::offers(const std::string& method) const {
   return browser_ || !connector_ ? nullptr : server_->connectors().offers(*connector_, method);
 }
 
-void ScopedConnector::keep_offers(const std::string& method, json::array list) const {
-  if (!browser_ && connector_) server_->connectors().keep_offers(*connector_, method, std::move(list));
+std::uint64_t ScopedConnector::offers_epoch() const {
+  return browser_ || !connector_ ? 0 : server_->connectors().offers_epoch(*connector_);
+}
+
+void ScopedConnector::keep_offers(const std::string& method, json::array list, std::uint64_t epoch) const {
+  if (!browser_ && connector_) server_->connectors().keep_offers(*connector_, method, std::move(list), epoch);
 }
 
 std::size_t ScopedConnector::result_limit() const {
@@ -189,7 +195,7 @@ Connector::CancelCall ScopedConnector::call_shared(const std::string& tool, json
   auto limit = options.timeout;
   auto asked_at = std::chrono::steady_clock::now();
   Connectors& all = server_->connectors();
-  if (connector_) all.wake(*connector_, *env_);  // a lazy one starts for its first call
+  if (connector_ && all.is_idle(*connector_)) all.wake(*connector_, *env_);  // a lazy one starts for its first call
   all.when_settled(root_, name_,
                    [&all, wait, name = name_, root = root_, tool, arguments = std::move(arguments),
                     options = std::move(options), done, limit, asked_at]() mutable {

@@ -57,7 +57,8 @@ class ScopedConnector {
                std::function<void(Connector::CallResult)> done) const;
   // A user's or project's connector's list as read last (Connectors::offers), and keeping one.
   const boost::json::array* offers(const std::string& method) const;
-  void keep_offers(const std::string& method, boost::json::array list) const;
+  std::uint64_t offers_epoch() const;  // bumped by each announced change
+  void keep_offers(const std::string& method, boost::json::array list, std::uint64_t epoch) const;
   // The characters of a result its model is given: the entry's "resultLimit", else the default.
   std::size_t result_limit() const;
   // `tool`'s outputSchema from the list it offers now; null when it has none.

@@ -386,6 +386,7 @@ void Connectors::adopt(const std::shared_ptr<Connector>& c, const std::string& r
   });
   c->on_idle([this, raw] { idle(*raw); });
   c->on_offers_changed([this, raw] {
+    ++offers_epochs_[raw];
     if (offers_.erase(raw) == 0 || subscriptions_.size() == 0) return;
     proto::ConnectorEntry e = entry(raw->def(), raw, seen_[raw].root, source_path(seen_[raw].root));
     e.offers_changed = true;
@@ -423,6 +424,7 @@ void Connectors::removed(Connector& c, bool gone) {
   c.on_idle(nullptr);
   c.on_offers_changed(nullptr);
   offers_.erase(&c);
+  offers_epochs_.erase(&c);
   c.check_before_start(nullptr);
   c.stop();
   std::string root = seen_[&c].root;
@@ -446,8 +448,13 @@ const json::array* Connectors::offers(const Connector& c, const std::string& met
   return list == it->second.end() ? nullptr : &list->second;
 }
 
-void Connectors::keep_offers(const Connector& c, const std::string& method, json::array list) {
-  if (!seen_.count(&c) || c.state() != ConnectorState::kRunning) return;
+std::uint64_t Connectors::offers_epoch(const Connector& c) const {
+  auto it = offers_epochs_.find(&c);
+  return it == offers_epochs_.end() ? 0 : it->second;
+}
+
+void Connectors::keep_offers(const Connector& c, const std::string& method, json::array list, std::uint64_t epoch) {
+  if (!seen_.count(&c) || c.state() != ConnectorState::kRunning || offers_epoch(c) != epoch) return;
   offers_[&c][method] = std::move(list);
 }
 

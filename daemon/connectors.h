@@ -70,7 +70,9 @@ class Connectors {
   // The pages of a connector's resources/list, resources/templates/list or prompts/list (`method`)
   // as last read, kept until its server says a list changed or a new session begins; null when none.
   const boost::json::array* offers(const Connector& c, const std::string& method) const;
-  void keep_offers(const Connector& c, const std::string& method, boost::json::array list);
+  // Kept only when no change was announced since `epoch` (offers_epoch before the reading began).
+  void keep_offers(const Connector& c, const std::string& method, boost::json::array list, std::uint64_t epoch);
+  std::uint64_t offers_epoch(const Connector& c) const;
   // A lazy connector not started yet ("lazy": true, with a tool list cached for its definition).
   bool is_idle(const Connector& c) const;
   // Starts an idle connector for a call, with the calling client's environment; nothing otherwise.
@@ -174,6 +176,7 @@ class Connectors {
   Subscriptions subscriptions_;
   std::map<const Connector*, Seen> seen_;  // erased when the connector is removed
   std::map<const Connector*, std::map<std::string, boost::json::array>> offers_;  // likewise
+  std::map<const Connector*, std::uint64_t> offers_epochs_;                       // likewise
   ConnectorEnv envs_;             // the environment each one started with
   std::unique_ptr<OAuth> oauth_;  // before the connectors go (stop_all) it stays
   LinkFactory link_factory();

@@ -128,7 +128,7 @@ void tools_search(Server& s, const proto::ToolsSearchParams& p, Reply reply, Cli
   lookup.list(false, [&listed](proto::McpListResult l) { listed = std::move(l); });  // at once: no wait
   std::vector<std::pair<std::string, json::array>> lists;
   for (const auto& e : listed.connectors) {
-    if (e.state != "running" && e.state != "starting") continue;
+    if (e.state != "running" && e.state != "starting" && e.state != "idle") continue;
     auto found = lookup.find(e.name);
     if (!found) continue;
     json::array offered;
@@ -272,9 +272,10 @@ void answer_result(Server& s, const proto::ToolsCallParams& p, const json::value
   };
   if (want.text_file.empty() && want.structured_file.empty()) return finish(std::move(want));
   s.connectors().worker().run(
-      [want, text = std::move(m.whole_text), structured = std::move(m.whole_structured)]() mutable {
-        if (auto dir = ensure_private_dir(paths::results_dir()); !dir) {
-          want.error = dir.error();
+      [want, dir = paths::results_dir(), text = std::move(m.whole_text),
+       structured = std::move(m.whole_structured)]() mutable {
+        if (auto made = ensure_private_dir(dir); !made) {
+          want.error = made.error();
           return want;
         }
         for (auto [path, content] :

@@ -28,18 +28,19 @@ using SharedReply = std::shared_ptr<Reply>;
 void all_pages(const ScopedConnector& c, const std::string& method, const std::string& key,
                std::function<void(boost::system::result<json::array, proto::RpcError>)> done) {
   if (const json::array* kept = c.offers(method)) return done(*kept);
+  std::uint64_t epoch = c.offers_epoch();  // a change announced meanwhile: the pages read are not kept
   struct Acc {
     json::array items;
     int pages = 0;
   };
   auto acc = std::make_shared<Acc>();
   auto next = std::make_shared<std::function<void(std::string)>>();
-  *next = [c, method, key, acc, next, done](std::string cursor) {
+  *next = [c, method, key, acc, next, done, epoch](std::string cursor) {
     json::value params = cursor.empty() ? json::value(json::object{}) : json::value(json::object{{"cursor", cursor}});
-    c.request(method, std::move(params), kLimit, [c, method, key, acc, next, done](Connector::CallResult r) {
+    c.request(method, std::move(params), kLimit, [c, method, key, acc, next, done, epoch](Connector::CallResult r) {
       if (!r) {
+        *next = nullptr;  // breaks the cycle (this callback holds its own copies)
         if (r.error().code == -32601) return done(json::array{});
-        *next = nullptr;
         return done(r.error());
       }
       const json::object* o = r->if_object();
@@ -48,8 +49,8 @@ void all_pages(const ScopedConnector& c, const std::string& method, const std::s
       const json::value* cursor = o ? o->if_contains("nextCursor") : nullptr;
       if (cursor && cursor->is_string() && !cursor->as_string().empty() && ++acc->pages < kMaxPages)
         return (*next)(std::string(cursor->as_string()));
-      auto fn = std::move(*next);  // breaks the cycle
-      c.keep_offers(method, acc->items);
+      *next = nullptr;  // breaks the cycle
+      c.keep_offers(method, acc->items, epoch);
       done(std::move(acc->items));
     });
   };

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace oppx::daemon {
 
 namespace json = boost::json;
@@ -120,7 +122,7 @@ bool has_type(const json::value& v, std::string_view t) {
   if (t == "number") return v.is_number();
   if (t == "integer") {
     if (v.is_int64() || v.is_uint64()) return true;
-    return v.is_double() && v.get_double() == static_cast<double>(static_cast<long long>(v.get_double()));
+    return v.is_double() && std::isfinite(v.get_double()) && std::trunc(v.get_double()) == v.get_double();
   }
   return true;  // a type we do not know: not held against the value
 }

@@ -60,6 +60,14 @@ TEST(LazyStart, ALazyConnectorWaitsForItsFirstCallWithTheToolsOfItsLastRun) {
   EXPECT_NE(tools.out.find("everything.echo: "), std::string::npos);
   EXPECT_NE(tools.err.find("not running (lazy: its first call starts it)"), std::string::npos) << tools.err;
   EXPECT_EQ(status_of(home.socket()).at("children"), 0);
+  // Its cached tools are searched too, without starting it.
+  auto client = hello_client(home);
+  ASSERT_TRUE(client);
+  auto found = client->call("tools/search", json::object{{"query", "echo"}}, 10s);
+  ASSERT_TRUE(found) << found.error().message;
+  ASSERT_FALSE(found->at("tools").as_array().empty());
+  EXPECT_EQ(found->at("tools").as_array().at(0).at("name"), "echo");
+  EXPECT_EQ(status_of(home.socket()).at("children"), 0);
 
   // The first call starts it, and is answered.
   Result echo = oppx({"mcp", "call", "everything", "echo", R"({"message":"first"})"});

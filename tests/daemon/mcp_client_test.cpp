@@ -488,7 +488,7 @@ TEST(McpClient, AModernServersListChangesComeOnAStandingSubscription) {
              {"subscriptions/listen",
               [&listens](proto::Request& req, Reply&) {
                 ++listens;
-                EXPECT_EQ(req.params.at("notifications"), (json::object{{"toolsListChanged", true}}));
+                EXPECT_EQ(req.params.at("notifications"), (json::object{{"toolsListChanged", true}, {"resourcesListChanged", true}, {"promptsListChanged", true}}));
               }}},
             input::modern());
   s.client->start();
