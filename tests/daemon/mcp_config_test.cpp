@@ -50,8 +50,9 @@ TEST(McpConfig, ResultLimitIsANumberOfCharactersFromAThousand) {
                               "m.json");
   ASSERT_TRUE(cfg);
   EXPECT_EQ(cfg->connectors.at(0).result_limit, 50000u);
-  EXPECT_NE(cfg->connectors.at(1).unsupported.find("mcpServers.b.resultLimit: expected a number of characters from 1000"),
-            std::string::npos);
+  EXPECT_NE(
+      cfg->connectors.at(1).unsupported.find("mcpServers.b.resultLimit: expected a number of characters from 1000"),
+      std::string::npos);
   EXPECT_NE(cfg->connectors.at(2).unsupported.find("resultLimit"), std::string::npos);
 }
 
