@@ -2,6 +2,8 @@
 // sortable UTC time) is the last one.
 #include "chat/conversations.h"
 
+#include "chat/agent.h"
+
 #include "common/fs.h"
 #include "common/paths.h"
 #include "common/retention.h"
@@ -144,6 +146,38 @@ boost::system::result<int, std::string> forget_conversations(const std::string& 
   std::filesystem::remove_all(dir, ec);
   if (ec) return {boost::system::in_place_error, fmt::format("cannot remove {}: {}", dir, ec.message())};
   return removed;
+}
+
+// The agent's conversation as it is saved and restored (`-c`): its messages with their marks.
+json::array Agent::conversation() const {
+  json::array a;
+  for (const auto& m : messages_) {
+    json::object o{{"role", m.role}, {"content", m.content}};
+    if (m.result) o["result"] = true;
+    if (m.shortened) o["shortened"] = true;
+    if (!m.exposed.empty()) o["exposed"] = m.exposed;
+    a.push_back(std::move(o));
+  }
+  return a;
+}
+
+void Agent::restore(const json::array& messages) {
+  messages_.clear();
+  for (const auto& v : messages) {
+    if (!v.is_object()) continue;
+    const json::object& o = v.as_object();
+    auto str = [&o](std::string_view k) {
+      const json::value* v = o.if_contains(k);
+      return v && v->is_string() ? std::string(v->as_string()) : std::string();
+    };
+    std::string role = str("role");
+    if (role != "user" && role != "assistant") continue;
+    auto flag = [&](std::string_view k) {
+      const json::value* b = o.if_contains(k);
+      return b && b->is_bool() && b->as_bool();
+    };
+    messages_.push_back({role, str("content"), flag("result"), flag("shortened"), str("exposed")});
+  }
 }
 
 }  // namespace oppx::chat

@@ -371,13 +371,9 @@ int tools(Context& ctx) {
   json::object params = json::value_from(proto::McpToolsParams{ctx.args[0]}).as_object();
   return run(ctx, self, proto::kMcpTools, std::move(params), as_json,
              typed<proto::ConnectorEntry>([name = ctx.args[0]](const proto::ConnectorEntry& c) {
-               if (c.cached && c.state == "idle") {
-                 fmt::print(stderr,
-                            "oppx: {} is not running (lazy: its first call starts it); these are its tools "
-                            "from its last run\n",
-                            name);
-               } else if (c.cached) {
-                 fmt::print(stderr, "oppx: {} is still starting; these are its tools from its last run\n", name);
+               if (c.cached) {
+                 fmt::print(stderr, "oppx: {} is {}; these are its tools from its last run\n", name,
+                            c.state == "idle" ? "not running (lazy: its first call starts it)" : "still starting");
                } else if (c.state != "running") {
                  fmt::print(stderr, "oppx: {} is {}: {}\n", name, c.state, c.reason);
                  print_steps(stderr, c.steps, "  ");
@@ -767,7 +763,7 @@ std::vector<Command> mcp_commands() {
       {"mcp", "deny", "<name> [--json]", "Keep this repository's connector <name> from running.",
        "Recorded for exactly this definition; `oppx mcp approve <name>` changes your mind.", deny},
       {"mcp", "tools", "<name> [--json]", "Show a connector's tools, one line each, as the model sees them.",
-       "While it is starting, its tools from its last run (same definition) are shown at once.", tools},
+       "While it is starting, or idle (lazy), its tools from its last run (same definition) are shown.", tools},
       {"mcp", "call", "<name> <tool> [json-arguments] [--timeout SECONDS] [--elicit HOW] [--json]",
        "Call one tool and print its result.",
        "Progress the server reports is printed to stderr while the call runs (`oppx: <tool>: 2/5 …`).\n"

@@ -33,28 +33,6 @@ namespace json = boost::json;
 using proto::ErrorCode;
 using proto::RpcError;
 
-std::string_view state_name(ConnectorState s) {
-  switch (s) {
-    case ConnectorState::kStarting:
-      return "starting";
-    case ConnectorState::kRunning:
-      return "running";
-    case ConnectorState::kFailed:
-      return "failed";
-    case ConnectorState::kLogin:
-      return "login";
-    case ConnectorState::kStopped:
-      return "stopped";
-    case ConnectorState::kWaiting:
-      return "waiting";
-    case ConnectorState::kDisabled:
-      return "disabled";
-    case ConnectorState::kUnsupported:
-      return "unsupported";
-  }
-  return "unknown";
-}
-
 namespace {
 
 // Crash loop: a program that stops on its own is started again after 1, 2, 4… s (at most
@@ -77,20 +55,6 @@ std::chrono::milliseconds unreachable_retry() {
 constexpr auto kExitWait = std::chrono::seconds(5);
 
 }  // namespace
-
-std::string duration_text(std::chrono::milliseconds limit) {
-  auto ms = limit.count();
-  return ms % 1000 ? fmt::format("{} ms", ms) : fmt::format("{} s", ms / 1000);
-}
-
-proto::RpcError start_outlasted_call(const std::string& connector, std::chrono::milliseconds limit) {
-  auto e = RpcError::make(ErrorCode::kInternal, proto::kind::kTimeout,
-                          fmt::format("{} was still starting when the call's time limit of {} passed, so the call was "
-                                      "not sent; try again in a moment, or with a longer time limit",
-                                      connector, duration_text(limit)));
-  e.data["connector"] = connector;
-  return e;
-}
 
 struct Connector::Impl : std::enable_shared_from_this<Impl> {
   Impl(asio::io_context& io, ConnectorDef def, std::string log_path, LinkFactory factory)
@@ -724,23 +688,6 @@ struct Connector::Impl : std::enable_shared_from_this<Impl> {
 
 // OPPX_MCP_START_TIMEOUT_MS in the asking client's environment shortens or lengthens the 30 s a
 // connector gets to start (a slow first npx download; a test of a server that never answers).
-std::chrono::milliseconds start_timeout(const EnvMap& env) {
-  return env_milliseconds(env, "OPPX_MCP_START_TIMEOUT_MS", kStartTimeout, 100, 3'600'000);
-}
-
-std::chrono::milliseconds discover_bound(const EnvMap& env) {
-  return env_milliseconds(env, "OPPX_MCP_DISCOVER_TIMEOUT_MS", std::chrono::milliseconds(3'000), 10, 60'000);
-}
-
-std::chrono::milliseconds env_milliseconds(const EnvMap& env, std::string_view name, std::chrono::milliseconds fallback,
-                                           long long min_ms, long long max_ms) {
-  auto it = env.find(name);
-  if (it == env.end()) return fallback;
-  char* end = nullptr;
-  long long ms = std::strtoll(it->second.c_str(), &end, 10);
-  if (end == it->second.c_str() || *end != '\0' || ms < min_ms || ms > max_ms) return fallback;
-  return std::chrono::milliseconds(ms);
-}
 
 std::shared_ptr<Connector> Connector::create(asio::io_context& io, ConnectorDef def, std::string log_path) {
   return create(io, std::move(def), std::move(log_path), make_link);

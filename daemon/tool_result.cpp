@@ -1,6 +1,8 @@
 // What a tools/call result gives the model (daemon/tool_result.h).
 #include "daemon/tool_result.h"
 
+#include "proto/jsonrpc.h"
+
 #include <boost/json.hpp>
 
 #include <fmt/format.h>
@@ -221,42 +223,6 @@ std::string check(const json::value& v, const json::value& schema_in, const json
   return {};
 }
 
-// JSON as the model reads it best: no spaces, and numbers as people write them ("22.5", where
-// Boost.JSON writes "2.25E1").
-void compact(const json::value& v, std::string& out) {
-  switch (v.kind()) {
-    case json::kind::double_:
-      out += fmt::format("{}", v.get_double());
-      return;
-    case json::kind::object: {
-      out += '{';
-      bool first = true;
-      for (const auto& [k, item] : v.get_object()) {
-        if (!first) out += ',';
-        first = false;
-        out += json::serialize(json::string(k));
-        out += ':';
-        compact(item, out);
-      }
-      out += '}';
-      return;
-    }
-    case json::kind::array: {
-      out += '[';
-      bool first = true;
-      for (const auto& item : v.get_array()) {
-        if (!first) out += ',';
-        first = false;
-        compact(item, out);
-      }
-      out += ']';
-      return;
-    }
-    default:
-      out += json::serialize(v);
-  }
-}
-
 }  // namespace
 
 std::string schema_problem(const json::value& v, const json::value& schema) { return check(v, schema, schema, "$", 0); }
@@ -279,7 +245,7 @@ ResultForModel result_for_model(const json::value& result, std::size_t limit, co
     r.structured_problem = schema_problem(*sc, *output_schema);
     if (!r.structured_problem.empty()) return r;
   }
-  compact(*sc, r.structured);
+  r.structured = proto::json_text(*sc);  // no spaces, numbers as people write them
   r.structured_chars = cut_keeping(r.structured, r.whole_structured, limit);
   return r;
 }
