@@ -1,4 +1,5 @@
-// oppx help [group] [command]: the same texts as --help, made from the command table.
+// oppx help [group] [command]: the same texts as --help, made from the command table; `--man`
+// prints them all as the man page (cli/man_page.cpp).
 #include "cli/commands.h"
 
 #include <fmt/format.h>
@@ -8,6 +9,12 @@ namespace oppx::cli {
 namespace {
 
 int help(Context& ctx) {
+  if (take_flag(ctx.args, "--man")) {
+    if (!ctx.args.empty())
+      return usage_error(*find_command("", "help"), "--man prints the whole page; drop " + ctx.args[0]);
+    fmt::print("{}", man_page());
+    return kExitOk;
+  }
   if (ctx.args.empty()) {
     fmt::print("{}", overview_help());
     return kExitOk;
@@ -29,7 +36,8 @@ int help(Context& ctx) {
 }  // namespace
 
 std::vector<Command> help_commands() {
-  return {{"", "help", "[command]", "Show the commands, or the help of one (`oppx help daemon status`).", "", help}};
+  return {{"", "help", "[command] [--man]", "Show the commands, or the help of one (`oppx help daemon status`).",
+           "--man prints all of them as the man page, in roff (`oppx help --man | man -l -`).", help}};
 }
 
 }  // namespace oppx::cli

@@ -12,7 +12,7 @@ const std::vector<Command>& command_table() {
   static const std::vector<Command> table = [] {
     std::vector<Command> t;
     for (auto part : {chat_commands(), print_commands(), mcp_commands(), permissions_commands(), browser_commands(),
-                      daemon_commands(), demo_commands(), help_commands()})
+                      daemon_commands(), demo_commands(), help_commands(), completion_commands()})
       t.insert(t.end(), part.begin(), part.end());
     return t;
   }();
@@ -47,32 +47,24 @@ std::string command_help(const Command& c) {
 std::string group_help(std::string_view group) {
   std::string out = fmt::format("usage: oppx {} <command> [options]\n\nCommands:\n", group);
   for (const Command& c : command_table()) {
-    if (c.group == group) out += fmt::format("  {:<28} {}\n", fmt::format("{} {}", c.name, c.usage), c.summary);
+    if (c.group == group && !c.hidden)
+      out += fmt::format("  {:<28} {}\n", fmt::format("{} {}", c.name, c.usage), c.summary);
   }
   out += fmt::format("\nRun `oppx {} <command> --help` for one command.\n", group);
   return out;
 }
 
-std::string overview_help() {
-  std::string out =
-      "usage: oppx [--socket PATH] <command> [options]\n"
-      "\n"
+const OverviewText& overview_text() {
+  static const OverviewText text{
+      "oppx [--socket PATH] <command> [options]",
       "oppx is the client of oppxd, the per-user daemon that keeps MCP connectors warm for every\n"
       "session. Commands that need the daemon start it when none answers.\n"
       "`oppx` alone, in a terminal, opens the chat (`oppx chat`); `oppx -p MESSAGE` runs one turn of\n"
-      "the agent headless.\n"
-      "\nCommands:\n";
-  for (const Command& c : command_table()) {
-    std::string name = c.group.empty() ? std::string(c.name) : fmt::format("{} {}", c.group, c.name);
-    out += fmt::format("  {:<34} {}\n", fmt::format("{} {}", name, c.usage), c.summary);
-  }
-  out +=
-      "\nOptions:\n"
+      "the agent headless.\n",
       "  --socket PATH   the daemon's socket (default: $OPPX_SOCKET, else\n"
       "                  $XDG_RUNTIME_DIR/oppx/oppxd.sock, else /tmp/oppx-$UID/oppxd.sock)\n"
       "  --version       print the version and build id\n"
-      "  -h, --help      help; also after any command\n"
-      "\nExit codes:\n"
+      "  -h, --help      help; also after any command\n",
       "  0  success\n"
       "  1  the command failed (the message says why)\n"
       "  2  usage error\n"
@@ -80,7 +72,19 @@ std::string overview_help() {
       "  4  the daemon speaks another protocol version: run `oppx daemon restart`\n"
       "  5  (-p) the model server failed (the message says what to do)\n"
       "  6  (-p) an action was declined: print mode cannot ask, or a deny rule\n"
-      "  7  (-p) the turn stopped short: a connector it needed was down, or the bound of steps\n";
+      "  7  (-p) the turn stopped short: a connector it needed was down, or the bound of steps\n"};
+  return text;
+}
+
+std::string overview_help() {
+  const OverviewText& text = overview_text();
+  std::string out = fmt::format("usage: {}\n\n{}\nCommands:\n", text.synopsis, text.description);
+  for (const Command& c : command_table()) {
+    if (c.hidden) continue;
+    std::string name = c.group.empty() ? std::string(c.name) : fmt::format("{} {}", c.group, c.name);
+    out += fmt::format("  {:<34} {}\n", fmt::format("{} {}", name, c.usage), c.summary);
+  }
+  out += fmt::format("\nOptions:\n{}\nExit codes:\n{}", text.options, text.exit_codes);
   return out;
 }
 

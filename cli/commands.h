@@ -34,6 +34,7 @@ struct Command {
   std::string_view summary;  // one line for listings
   std::string_view details;  // the rest of `--help`
   int (*run)(Context&);
+  bool hidden = false;  // left out of the help, the man page and the completions (`oppx __complete`)
 };
 
 std::vector<Command> print_commands();
@@ -44,6 +45,7 @@ std::vector<Command> demo_commands();
 std::vector<Command> mcp_commands();
 std::vector<Command> permissions_commands();
 std::vector<Command> browser_commands();
+std::vector<Command> completion_commands();
 
 const std::vector<Command>& command_table();
 const Command* find_command(std::string_view group, std::string_view name);
@@ -53,6 +55,17 @@ bool is_group(std::string_view name);
 std::string command_help(const Command& c);
 std::string group_help(std::string_view group);
 std::string overview_help();
+
+// The overview's parts around the table, which the man page lays out too (cli/man_page.cpp).
+struct OverviewText {
+  std::string_view synopsis;     // "oppx [--socket PATH] <command> [options]"
+  std::string_view description;  // the paragraph under it
+  std::string_view options;      // "  --socket PATH   …": a tag, two spaces or more, its text
+  std::string_view exit_codes;   // "  0  success", the same layout
+};
+const OverviewText& overview_text();
+// `man oppx` as roff, made from the command table and overview_text() (`oppx help --man`).
+std::string man_page();
 
 // Small helpers for argument parsing inside commands.
 bool take_flag(std::vector<std::string>& args, std::string_view flag);

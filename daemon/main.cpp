@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/retention.h"
+#include "common/roff.h"
 #include "daemon/child_process.h"
 #include "daemon/connectors.h"
 #include "daemon/server.h"
@@ -129,6 +130,10 @@ int main(int argc, char** argv) {
       return 0;
     } else if (a == "--version") {
       fmt::print("oppxd {} (build {})\n", OPPX_VERSION, kBuildId);
+      return 0;
+    } else if (a == "--man") {  // `man oppxd`, from the text above (the build writes it: docs_generated)
+      fmt::print("{}", roff::page_from_usage(kUsage, OPPX_VERSION,
+                                             "the oppx daemon: MCP connectors, sessions and the agent", "oppx(1)"));
       return 0;
     } else {
       fmt::print(stderr, "oppxd: unknown argument {}\n{}", a, kUsage);
