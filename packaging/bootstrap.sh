@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets a Debian 12 machine up to build and test oppx, then builds it. Idempotent: a second run
 # installs nothing, configures nothing and only lets Ninja check that the build is up to date.
-#   usage: packaging/bootstrap.sh [--preset NAME]     (default preset: default, into build/;
-#          the others: asan, tsan, fuzz, into build-NAME/)
+#   usage: packaging/bootstrap.sh [--preset NAME] [--quick]   (default preset: default, into
+#          build/; the others: asan, tsan, fuzz, into build-NAME/; --quick: only oppx and oppxd and
+#          the npm packages the demo starts, into build/; a later run without it builds the rest)
 # Run as root when Debian packages are missing. The npm packages go into build/npm, build/node22
 # and build/conformance, never globally.
 set -euo pipefail
@@ -15,6 +16,7 @@ die() {
 }
 
 preset=default
+quick=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --preset)
@@ -26,12 +28,16 @@ while [ $# -gt 0 ]; do
       preset=${1#--preset=}
       shift
       ;;
+    --quick)
+      quick=1
+      shift
+      ;;
     -h | --help)
-      sed -n '2,6s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+      sed -n '2,7s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
       exit 0
       ;;
     *)
-      printf 'bootstrap: unknown argument %s\nusage: packaging/bootstrap.sh [--preset NAME]\n' "$1" >&2
+      printf 'bootstrap: unknown argument %s\nusage: packaging/bootstrap.sh [--preset NAME] [--quick]\n' "$1" >&2
       exit 2
       ;;
   esac
@@ -48,6 +54,9 @@ case "$preset" in
   fuzz) bin=$root/build-fuzz ;;
   *) die "no preset named \"$preset\"; the presets are default, asan, tsan and fuzz (CMakePresets.json)" ;;
 esac
+if [ -n "$quick" ] && [ "$preset" != default ]; then
+  die "--quick builds the default preset only (oppx and oppxd into build/); drop --preset $preset or --quick"
+fi
 
 # 1. Debian packages: ask dpkg first, so that nothing calls apt when all are there.
 apt_packages=(g++ cmake ninja-build pkg-config libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
@@ -105,9 +114,12 @@ if ! command -v npm >/dev/null 2>&1; then
 else
   npm_install npm
   # The MCP conformance harness that the tests run (tests/conformance/run.sh) and the Node 22 it
-  # needs, in a prefix of its own: the system's node is left as it is.
-  npm_install node22
-  npm_install conformance
+  # needs, in a prefix of its own: the system's node is left as it is. Not for --quick: only the
+  # tests use them.
+  if [ -z "$quick" ]; then
+    npm_install node22
+    npm_install conformance
+  fi
   # Playwright's MCP server for the browser tests (they drive Debian's chromium with it).
   npm_install playwright
   [ ${#up_to_date[@]} -eq 0 ] || say "npm packages up to date in ${up_to_date[*]}"
@@ -137,6 +149,14 @@ else
   cmake --preset "$preset"
 fi
 
+if [ -n "$quick" ]; then
+  # What `oppx demo` runs and nothing else; the tests, benchmarks, man pages and completions come
+  # with the next run without --quick.
+  say "building oppx and oppxd in $rel/ (preset $preset, --quick)"
+  cmake --build --preset "$preset" --target oppx oppxd
+  say "done: $rel/oppx is ready (packaging/bootstrap.sh without --quick builds the tests and the rest)"
+  exit 0
+fi
 say "building $rel/ (preset $preset)"
 cmake --build --preset "$preset"
 if [ "$preset" = fuzz ]; then
