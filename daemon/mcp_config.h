@@ -3,6 +3,8 @@
 // ${VAR:-default} are expanded at start from the asking client's environment, never written back.
 #pragma once
 
+#include "common/masking.h"
+
 #include <boost/json/object.hpp>
 #include <boost/system/result.hpp>
 
@@ -90,19 +92,15 @@ boost::system::result<McpConfig, std::string> parse_mcp_config(std::string_view 
 // The user's connectors file: $OPPX_MCP_CONFIG, else mcp.json next to config.json.
 std::string user_mcp_config_path(const EnvMap& env);
 
-// One ${NAME} or ${NAME:-default} in a value. A default may hold references of its own, as in the
-// shell: ${A:-${B}} reads B when A is unset or empty, and closes at the second "}".
-struct Reference {
-  std::string_view name;
-  std::string_view fallback;  // the default as written, its own references unexpanded
-  bool has_default = false;
-  std::size_t end = 0;  // one past the closing "}"
-};
-// A name a reference may read: letters, digits and '_' ("${X${Y}sk-1}" is not one, and is never
-// read or shown: it may hold a secret).
-bool variable_name(std::string_view s);
-// The reference whose "${" is at `open`, or nothing when no "}" closes it.
-std::optional<Reference> reference_at(std::string_view s, std::size_t open);
+// The ${VAR} grammar and the masking for display live in common/masking.h, which the CLI uses too.
+using oppx::mask_args;
+using oppx::mask_url;
+using oppx::mask_value;
+using oppx::Reference;
+using oppx::reference_at;
+using oppx::secret_word;
+using oppx::variable_name;
+
 // How deep defaults may hold defaults (${A:-${B:-${C}}} is 2): deeper is an error, not a recursion.
 inline constexpr int kMaxDefaultNesting = 8;
 
@@ -122,19 +120,6 @@ boost::system::result<std::string, ExpandError> expand(std::string_view s, const
 // The variables a definition reads (${NAME} and ${NAME:-default}, in command, args, cwd, env, url
 // and headers, and those in defaults), each once, in order of first use.
 std::vector<std::string> referenced_variables(const ConnectorDef& def);
-
-// For display: a value with its secret part hidden ("Bearer lin_…***"), except ${VAR} references.
-// Literal text beside a reference is hidden too ("Bearer ***${T}").
-std::string mask_value(std::string_view value);
-// A name that says it holds a secret (token, key, password, auth…), in any case.
-bool secret_word(std::string_view name);
-
-// A URL with a password and query values masked ("https://h/mcp?api_key=***").
-std::string mask_url(std::string_view url);
-
-// Arguments with the value after a flag that names a secret (--token, --api-key, --password=…),
-// a "Authorization: …" header argument, and URLs masked; the rest as given.
-std::vector<std::string> mask_args(const std::vector<std::string>& args);
 
 // One mcpServers entry. Its own error type: a result<ConnectorDef, std::string> could not tell a
 // message from a definition. The message starts with the key path ("mcpServers.x.url: …").
