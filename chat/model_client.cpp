@@ -463,25 +463,6 @@ ModelResult<Completion> ModelClient::complete(json::object body,
   return out;
 }
 
-// Appends the UTF-8 of a code point.
-static void put_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 std::string StreamingField::feed(std::string_view piece) {
   std::string out;
   auto ws = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n'; };
@@ -579,7 +560,7 @@ std::string StreamingField::feed(std::string_view piece) {
             cp = 0x10000 + ((high_surrogate_ - 0xD800) << 10) + (cp - 0xDC00);
           }
           high_surrogate_ = 0;
-          put_utf8(out, cp);
+          append_utf8(out, cp);
         } else if (escape_) {
           escape_ = false;
           switch (ch) {

@@ -2,6 +2,7 @@
 // control characters become \xNN, so it can neither drive a terminal nor forge log lines.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,9 @@ std::string json_escape_controls(std::string_view json_text);
 // not copied) when it is all UTF-8. For JSON written on a wire: a string the daemon made from raw
 // bytes (a server's stderr line, a file name) would otherwise make the whole line unparseable.
 std::string valid_utf8(std::string s);
+
+// Appends the UTF-8 of a code point (a \u escape decoded); the caller checks it is a scalar value.
+void append_utf8(std::string& out, std::uint32_t cp);
 
 // ASCII letters in lower case (header names, words matched without regard to case).
 std::string lower(std::string_view s);
