@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/mcp_login.h"
+#include "cli/mcp_import.h"
 #include "cli/mcp_offers.h"
 #include "cli/elicit_form.h"
 #include "cli/output.h"
@@ -793,6 +794,7 @@ std::vector<Command> mcp_commands() {
        reconnect},
   };
   for (Command c : mcp_offer_commands()) table.push_back(c);
+  for (Command c : mcp_import_commands()) table.push_back(c);
   return table;
 }
 
