@@ -1,6 +1,7 @@
-// oppx daemon status|start|stop|restart|logs.
+// oppx daemon status|start|stop|restart|logs (install-service: cmd_daemon_service.cpp).
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
+#include "cli/daemon_service.h"
 #include "cli/output.h"
 #include "common/paths.h"
 
@@ -120,6 +121,8 @@ int end_frozen(std::int64_t pid) {
   return kExitOk;
 }
 
+}  // namespace
+
 // Asks the daemon to stop and waits until its process is gone; one that is frozen (it holds the
 // socket's lock but does not answer) is ended by signals. Returns an exit code.
 int stop_daemon(const std::string& socket, bool quiet_if_absent) {
@@ -160,6 +163,8 @@ int stop_daemon(const std::string& socket, bool quiet_if_absent) {
   fmt::print("stopped oppxd (pid {})\n", pid);
   return kExitOk;
 }
+
+namespace {
 
 int stop(Context& ctx) {
   if (!ctx.args.empty()) return usage_error(*find_command("daemon", "stop"), "unexpected argument " + ctx.args[0]);
@@ -241,7 +246,7 @@ int logs(Context& ctx) {
 }  // namespace
 
 std::vector<Command> daemon_commands() {
-  return {
+  std::vector<Command> table{
       {"daemon", "status", "[--json] [--no-start]", "Show the daemon's pid, build, uptime, clients and connectors.",
        "Starts the daemon when none answers, unless --no-start (then exit status 3 when it is not running).\n"
        "  --json       print the daemon/status reply as JSON\n"
@@ -261,6 +266,8 @@ std::vector<Command> daemon_commands() {
        "The log is $XDG_STATE_HOME/oppx/oppxd.log (default ~/.local/state/oppx/oppxd.log).",
        logs},
   };
+  for (Command c : daemon_service_commands()) table.push_back(c);
+  return table;
 }
 
 }  // namespace oppx::cli

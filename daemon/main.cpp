@@ -1,6 +1,7 @@
 // oppxd: the per-user daemon. By default it detaches and returns once its socket is ready (or
 // prints why it could not start, with an exit code from startup.h); --foreground stays attached
-// and logs to stderr too, for debugging and systemd.
+// and logs to stderr too, for debugging. Under systemd (Type=forking) it may be handed its socket
+// (socket_activation.h).
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/paths.h"
@@ -9,6 +10,7 @@
 #include "daemon/child_process.h"
 #include "daemon/connectors.h"
 #include "daemon/server.h"
+#include "daemon/socket_activation.h"
 #include "proto/daemon_api.h"
 
 #include <boost/asio/io_context.hpp>
@@ -44,6 +46,7 @@ constexpr const char* kUsage =
     "  --version       print the version and build id\n"
     "  --help          this text\n"
     "\n"
+    "Under systemd, oppxd.socket can hand it the socket (socket activation; `oppx daemon install-service`).\n"
     "Exit codes: 0 started, 1 failed, 2 usage, 3 unsafe socket path, 4 another oppxd already serves it.\n"
     "Log: $XDG_STATE_HOME/oppx/oppxd.log (default ~/.local/state/oppx/oppxd.log).\n";
 
@@ -141,8 +144,11 @@ int main(int argc, char** argv) {
     }
   }
 
+  // systemd's socket first (socket activation): its variables are cleared for every child, and its
+  // descriptor is kept from the close below.
+  const int passed_fd = daemon::take_passed_socket();
   // Whatever started us may have leaked descriptors; a daemon that keeps them holds pipes open.
-  ::close_range(3, ~0U, 0);
+  ::close_range(passed_fd >= 0 ? passed_fd + 1 : 3, ~0U, 0);
   raise_fd_limit();
   // Buffers of 1 MiB and more (a long line, a big answer) are mapped and go back to the system
   // when freed. By default glibc raises that threshold to the largest buffer freed so far and then
@@ -187,7 +193,9 @@ int main(int argc, char** argv) {
 
   boost::asio::io_context io(1);
   daemon::watch_reaper_on(io);
-  daemon::Server server(io, daemon::ServerOptions{socket_path, log_path});
+  daemon::ServerOptions options{socket_path, log_path};
+  options.passed_fd = passed_fd;
+  daemon::Server server(io, std::move(options));
   if (auto r = server.listen(); !r) {
     log::write(r.error().exit_code == daemon::kExitAlreadyRunning ? log::Level::kInfo : log::Level::kError,
                r.error().message);

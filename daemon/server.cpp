@@ -11,6 +11,7 @@
 #include "daemon/browser.h"
 #include "daemon/connectors.h"
 #include "daemon/permissions.h"
+#include "daemon/socket_activation.h"
 #include "proto/daemon_api.h"
 
 #include <boost/asio/io_context.hpp>
@@ -255,7 +256,9 @@ struct Server::Impl {
     signals.cancel(ec);
     watch.close(ec);
     retry_timer.cancel();
-    if (socket_is_ours(options.socket_path, listener.socket)) ::unlink(options.socket_path.c_str());
+    // systemd's socket stays for the next start (socket activation): only one we bound goes.
+    if (!listener.socket.passed && socket_is_ours(options.socket_path, listener.socket))
+      ::unlink(options.socket_path.c_str());
     acceptor.close(ec);
     agents.stop();
     for (auto& [id, peer] : clients) peer->close();
@@ -274,8 +277,11 @@ Server::~Server() {
 }
 
 boost::system::result<void, StartupError> Server::listen() {
-  auto l = acquire_socket(impl_->options.socket_path, impl_->options.lock_wait);
+  const ServerOptions& o = impl_->options;
+  auto l = o.passed_fd >= 0 ? adopt_passed_socket(o.passed_fd, o.socket_path, o.lock_wait)
+                            : acquire_socket(o.socket_path, o.lock_wait);
   if (!l) return l.error();
+  if (l->socket.passed) log::info("serving the socket passed by systemd (socket activation)");
   impl_->listener.lock_fd = l->lock_fd;
   impl_->adopt(l->socket);
   return {};

@@ -31,6 +31,7 @@ struct ServerOptions {
   NdjsonLimits limits;
   std::chrono::milliseconds lock_wait{3000};
   bool handle_signals = true;  // in-process tests leave the signals alone
+  int passed_fd = -1;          // a listening socket from systemd (socket_activation.h), or -1
 };
 
 class Server {

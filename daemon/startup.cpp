@@ -86,6 +86,29 @@ boost::system::result<BoundSocket, std::string> bind_listener(const std::string&
   return BoundSocket{fd, st.st_dev, st.st_ino};
 }
 
+boost::system::result<int, StartupError> take_lock(const std::string& path, std::chrono::milliseconds lock_wait,
+                                                   bool answering_means_taken) {
+  const std::string lock = paths::lock_path(path);
+  int lock_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (lock_fd < 0)
+    return StartupError{kExitUnsafePath, fmt::format("cannot open the lock file {}: {}", lock, std::strerror(errno))};
+
+  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    std::string holder = lock_holder(lock_fd);
+    if ((answering_means_taken && socket_answers(path)) || !lock_within(lock_fd, lock_wait)) {
+      ::close(lock_fd);
+      return StartupError{
+          kExitAlreadyRunning,
+          fmt::format("another oppxd (pid {}) already serves {}; stop it with `oppx daemon stop`", holder, path)};
+    }
+  }
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(lock_fd, 0) != 0 || ::pwrite(lock_fd, pid.data(), pid.size(), 0) < 0) {
+    // The pid in the lock file only improves messages; the lock itself is what counts.
+  }
+  return {boost::system::in_place_value, lock_fd};
+}
+
 boost::system::result<Listener, StartupError> acquire_socket(const std::string& path,
                                                              std::chrono::milliseconds lock_wait) {
   const std::string dir = dirname_of(path);
@@ -98,39 +121,23 @@ boost::system::result<Listener, StartupError> acquire_socket(const std::string& 
         fmt::format("refusing {}: it exists and is not a socket; move it away or set OPPX_SOCKET elsewhere", path)};
   }
 
-  const std::string lock = paths::lock_path(path);
-  int lock_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (lock_fd < 0)
-    return StartupError{kExitUnsafePath, fmt::format("cannot open the lock file {}: {}", lock, std::strerror(errno))};
-
-  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    std::string holder = lock_holder(lock_fd);
-    if (socket_answers(path) || !lock_within(lock_fd, lock_wait)) {
-      ::close(lock_fd);
-      return StartupError{
-          kExitAlreadyRunning,
-          fmt::format("another oppxd (pid {}) already serves {}; stop it with `oppx daemon stop`", holder, path)};
-    }
-  }
+  auto lock_fd = take_lock(path, lock_wait, true);
+  if (!lock_fd) return lock_fd.error();
   // We hold the lock: no oppxd of ours serves this path. Something else answering is still left alone.
   if (::lstat(path.c_str(), &st) == 0 && socket_answers(path)) {
-    ::close(lock_fd);
+    ::close(*lock_fd);
     return StartupError{kExitAlreadyRunning,
                         fmt::format("something already answers on {} without holding {}; it is left alone. "
                                     "Stop it, or set OPPX_SOCKET to another path",
-                                    path, lock)};
+                                    path, paths::lock_path(path))};
   }
 
   auto bound = bind_listener(path);  // the rename replaces a stale socket in one step
   if (!bound) {
-    ::close(lock_fd);
+    ::close(*lock_fd);
     return StartupError{kExitFailed, bound.error()};
   }
-  std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(lock_fd, 0) != 0 || ::pwrite(lock_fd, pid.data(), pid.size(), 0) < 0) {
-    // The pid in the lock file only improves messages; the lock itself is what counts.
-  }
-  return Listener{*bound, lock_fd};
+  return Listener{*bound, *lock_fd};
 }
 
 }  // namespace oppx::daemon

@@ -30,6 +30,7 @@ struct BoundSocket {
   int fd = -1;
   dev_t dev = 0;
   ino_t ino = 0;
+  bool passed = false;  // bound by systemd (socket_activation.h): the daemon never unlinks it
 };
 
 struct Listener {
@@ -41,6 +42,12 @@ struct Listener {
 // longer answers (it is shutting down) to let go of it.
 boost::system::result<Listener, StartupError> acquire_socket(const std::string& socket_path,
                                                              std::chrono::milliseconds lock_wait);
+
+// Opens `<socket>.lock` and takes it, waiting up to `lock_wait` for a daemon that holds it but is
+// on its way out; with `answering_means_taken`, a socket that answers means another daemon serves
+// it and there is no wait. Writes our pid into it once taken; returns its descriptor.
+boost::system::result<int, StartupError> take_lock(const std::string& socket_path, std::chrono::milliseconds lock_wait,
+                                                   bool answering_means_taken);
 
 // Binds and listens on `socket_path` through a temporary name and a rename.
 boost::system::result<BoundSocket, std::string> bind_listener(const std::string& socket_path);
