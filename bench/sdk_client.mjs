@@ -6,15 +6,18 @@
 // to its answer), then close (stop the server: timed apart). In process (--in-process MODULE):
 // the server made by MODULE's createServer() (server-everything's dist/server/index.js) in this
 // same Node process, linked by the SDK's in-memory transport: the SDK's own cost, no IPC at all.
+// --tool names the echo tool (`everything__echo` through `oppx mcp serve`). A spawned server gets
+// this process's whole environment (the SDK passes only a few variables unless told).
 //   usage: node bench/sdk_client.mjs --npm-dir DIR [--calls N] [--warmup W] [--inflight K]
-//                                    [--cold R] (--url URL | --in-process MODULE | -- command [args...])
+//                                    [--cold R] [--tool NAME]
+//                                    (--url URL | --in-process MODULE | -- command [args...])
 // Prints one JSON line: {"calls":N,"p50_us":…,"p90_us":…,"p99_us":…,"min_us":…,"mean_us":…,
 // "calls_per_s":…,"errors":E,"first_error":…}; with --cold, "calls" counts the runs, and
 // "close_p50_us" is the median time close took.
 import { pathToFileURL } from "node:url";
 
 const argv = process.argv.slice(2);
-const opts = { npmDir: "build/npm", calls: 2000, warmup: 200, inflight: 1, cold: 0, url: "", inProcess: "" };
+const opts = { npmDir: "build/npm", calls: 2000, warmup: 200, inflight: 1, cold: 0, url: "", inProcess: "", tool: "echo" };
 let command = [];
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === "--") {
@@ -28,6 +31,7 @@ for (let i = 0; i < argv.length; i++) {
   else if (argv[i] === "--cold") opts.cold = Number(argv[++i]);
   else if (argv[i] === "--url") opts.url = argv[++i];
   else if (argv[i] === "--in-process") opts.inProcess = argv[++i];
+  else if (argv[i] === "--tool") opts.tool = argv[++i];
   else {
     console.error(`sdk_client: unknown argument ${argv[i]}`);
     process.exit(2);
@@ -52,7 +56,7 @@ const { StreamableHTTPClientTransport } = await load("streamableHttp.js");
 const transport = () =>
   opts.url
     ? new StreamableHTTPClientTransport(new URL(opts.url))
-    : new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: "ignore" });
+    : new StdioClientTransport({ command: command[0], args: command.slice(1), env: { ...process.env }, stderr: "ignore" });
 
 // In process: the server's end of an in-memory pair, connected first; `stop` ends its timers.
 let stop = () => {};
@@ -74,7 +78,7 @@ function failed(why) {
 }
 async function echo(client) {
   try {
-    const r = await client.callTool({ name: "echo", arguments: { message: "hello" } });
+    const r = await client.callTool({ name: opts.tool, arguments: { message: "hello" } });
     const text = r.content?.[0]?.text;
     if (text !== "Echo: hello") failed(`unexpected reply: ${JSON.stringify(r)}`);
   } catch (e) {
@@ -108,7 +112,7 @@ if (opts.cold > 0) {
     try {
       await client.connect(transport());
       const tools = await client.listTools();
-      if (!tools.tools.some((t) => t.name === "echo")) failed("tools/list has no echo");
+      if (!tools.tools.some((t) => t.name === opts.tool)) failed(`tools/list has no ${opts.tool}`);
       await echo(client);
     } catch (e) {
       failed(String(e?.message ?? e));

@@ -7,6 +7,7 @@
 #include "cli/mcp_login.h"
 #include "cli/mcp_import.h"
 #include "cli/mcp_offers.h"
+#include "cli/mcp_serve.h"
 #include "cli/elicit_form.h"
 #include "cli/output.h"
 #include "cli/probe.h"
@@ -795,6 +796,7 @@ std::vector<Command> mcp_commands() {
   };
   for (Command c : mcp_offer_commands()) table.push_back(c);
   for (Command c : mcp_import_commands()) table.push_back(c);
+  for (Command c : mcp_serve_commands()) table.push_back(c);
   return table;
 }
 

@@ -1,0 +1,44 @@
+// `oppx mcp serve`: oppx as an MCP server (2025-11-25 and older) for another client, backed by
+// oppxd. The client's tools/list is the tools of the connectors its folder can see (running, idle
+// with a cached list, or starting with one; never a repository's connector still waiting for
+// consent, nor a tool a deny rule covers), each named as serve_names.h says; its tools/call goes
+// through the daemon's own tools/call in a session of this folder, so the daemon's rules decide:
+// a call they would ask about is asked of the client's user by elicitation when the client offers
+// it, else declined with the `oppx permissions allow` line. Progress, cancellation and the
+// server's own questions pass both ways; notifications/tools/list_changed follows the daemon's
+// mcp/changed. One daemon connection per client; it is opened again (the daemon started when
+// none runs) when the daemon restarts.
+#pragma once
+
+#include "cli/commands.h"
+#include "common/transport.h"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace oppx::cli {
+
+struct ServeOptions {
+  std::string socket;  // the daemon's
+  std::string cwd;     // whose connectors and rules (absolute)
+  std::chrono::milliseconds call_timeout{120'000};
+  std::function<void()> on_client_gone;  // the client closed its end: the server is done
+};
+
+class McpServe;
+
+// Serves one MCP client on `client` (stdin/stdout, or one HTTP session's transport) until it
+// closes; runs on `io`'s thread.
+std::shared_ptr<McpServe> serve_mcp(boost::asio::io_context& io, std::unique_ptr<Transport> client,
+                                    ServeOptions options);
+
+// The command's line of the table (mcp_commands).
+std::vector<Command> mcp_serve_commands();
+
+}  // namespace oppx::cli

@@ -1,0 +1,167 @@
+// `oppx mcp serve` with the official TypeScript SDK client as its peer (support/serve_peer.mjs),
+// over the real daemon and server-everything: the list and its names, calls with their text,
+// structured content and progress, a cancel, list_changed, the permission question asked by
+// elicitation (yes and no) or declined with the line that allows it, and a deny rule's tool left
+// out. The tool names' form is tested on its own below.
+#include "cli/serve_names.h"
+#include "tests/support/harness.h"
+
+#include <boost/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace oppx::test {
+namespace {
+
+namespace json = boost::json;
+
+// Runs the peer with a scenario; its output's lines by step.
+std::map<std::string, json::object> peer(const std::vector<std::string>& extra, std::string* raw = nullptr) {
+  std::vector<std::string> argv{"node", std::string(OPPX_TEST_SUPPORT) + "/serve_peer.mjs", "--npm-dir", OPPX_NPM_DIR};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  for (std::string a : {std::string("--"), std::string(OPPX_BIN), std::string("mcp"), std::string("serve")})
+    argv.push_back(a);
+  Result r = run(argv, std::chrono::seconds(120));
+  if (raw) *raw = r.out + r.err;
+  std::map<std::string, json::object> steps;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    boost::system::error_code ec;
+    json::value v = json::parse(line, ec);
+    if (!ec && v.is_object() && v.as_object().contains("step"))
+      steps[std::string(v.as_object().at("step").as_string())] = v.as_object();
+  }
+  return steps;
+}
+
+std::string first_text(const json::object& step) {
+  const json::value& content = step.at("result").at("content");
+  return content.as_array().empty() ? "" : std::string(content.at(0).at("text").as_string());
+}
+
+bool has_name(const json::object& step, std::string_view name) {
+  for (const json::value& n : step.at("names").as_array())
+    if (n.as_string() == name) return true;
+  return false;
+}
+
+struct McpServe : ::testing::Test {
+  TempHome home;
+  void SetUp() override {
+    ASSERT_EQ(::access(kEverything.c_str(), R_OK), 0) << kEverything << " is missing: run packaging/bootstrap.sh";
+    home.write_mcp_config(stdio_entry("everything", "node", {kEverything, "stdio"}));
+    Result up = oppx({"mcp", "list"});  // starts the daemon, which starts the connector
+    ASSERT_EQ(up.exit_code, 0) << up.err;
+  }
+  void TearDown() override { oppx({"daemon", "stop"}); }
+};
+
+TEST_F(McpServe, TheSdkClientListsAndCallsTheWarmConnectorsToolsWithProgress) {
+  std::string raw;
+  auto steps = peer({"--scenario", "basic"}, &raw);
+  ASSERT_TRUE(steps.count("progress")) << raw;
+  EXPECT_EQ(steps["initialized"].at("server").at("name"), json::value("oppx"));
+  EXPECT_EQ(steps["initialized"].at("capabilities").at("tools").at("listChanged"), json::value(true));
+  EXPECT_TRUE(has_name(steps["list"], "everything__echo")) << raw;
+  EXPECT_TRUE(has_name(steps["list"], "everything__trigger-long-running-operation")) << raw;
+  const json::object& echo = steps["list"].at("echo").as_object();
+  EXPECT_EQ(echo.at("title"), json::value("everything: Echo Tool"));
+  EXPECT_TRUE(echo.at("inputSchema").at("properties").as_object().contains("message"));
+  EXPECT_EQ(echo.at("annotations").at("readOnlyHint"), json::value(true));
+
+  EXPECT_EQ(first_text(steps["echo"]), "Echo: through oppx");
+  EXPECT_EQ(steps["echo"].at("result").at("isError"), json::value(false));
+  EXPECT_TRUE(steps["structured"].at("result").as_object().contains("structuredContent")) << raw;
+  EXPECT_GE(steps["progress"].at("progress").as_array().size(), 2u) << raw;
+  EXPECT_NE(first_text(steps["progress"]).find("completed"), std::string::npos) << raw;
+  EXPECT_NE(std::string(steps["unknown"].at("error").as_string()).find("Unknown tool: nobody__nothing"),
+            std::string::npos)
+      << raw;
+}
+
+TEST_F(McpServe, ACancelFromTheClientEndsTheCallAndTheConnectionGoesOn) {
+  std::string raw;
+  auto steps = peer({"--scenario", "cancel"}, &raw);
+  ASSERT_TRUE(steps.count("after")) << raw;
+  EXPECT_FALSE(steps["cancel"].at("error").is_null()) << raw;
+  EXPECT_FALSE(steps["cancel"].at("first").is_null()) << raw;
+  EXPECT_LT(steps["cancel"].at("ms").to_number<double>(), 30'000) << raw;
+  EXPECT_EQ(first_text(steps["after"]), "Echo: after");
+  // The daemon passed the cancel on: no call stays open on the connector while the client is here.
+  EXPECT_EQ(steps["after"].at("requests_waiting"), json::value(0)) << raw;
+}
+
+TEST_F(McpServe, AnAddedConnectorIsAnnouncedWithListChanged) {
+  std::string add = std::string(OPPX_BIN) + " mcp add second -- node " + kEverything + " stdio";
+  std::string raw;
+  auto steps = peer({"--scenario", "changed", "--add", add}, &raw);
+  ASSERT_TRUE(steps.count("relisted")) << raw;
+  EXPECT_FALSE(has_name(steps["list"], "second__echo")) << raw;
+  EXPECT_TRUE(has_name(steps["relisted"], "second__echo")) << raw;
+  EXPECT_GE(steps["relisted"].at("changes").to_number<int>(), 1);
+}
+
+TEST_F(McpServe, ACallTheRulesAskAboutIsAskedByElicitationOrDeclinedWithTheLineThatAllowsIt) {
+  std::string raw;
+  auto yes = peer({"--scenario", "ask", "--answer", "yes"}, &raw);
+  ASSERT_TRUE(yes.count("ask")) << raw;
+  EXPECT_EQ(yes["ask"].at("result").at("isError"), json::value(false)) << raw;
+  ASSERT_EQ(yes["ask"].at("questions").as_array().size(), 1u) << raw;
+  EXPECT_NE(std::string(yes["ask"].at("questions").at(0).as_string()).find("everything.toggle-simulated-logging"),
+            std::string::npos);
+
+  auto no = peer({"--scenario", "ask", "--answer", "no"}, &raw);
+  ASSERT_TRUE(no.count("ask")) << raw;
+  EXPECT_EQ(no["ask"].at("result").at("isError"), json::value(true)) << raw;
+  EXPECT_NE(first_text(no["ask"]).find("said no"), std::string::npos) << raw;
+
+  auto cannot = peer({"--scenario", "ask", "--answer", "none"}, &raw);
+  ASSERT_TRUE(cannot.count("ask")) << raw;
+  EXPECT_EQ(cannot["ask"].at("result").at("isError"), json::value(true)) << raw;
+  EXPECT_NE(first_text(cannot["ask"]).find("oppx permissions allow everything.toggle-simulated-logging"),
+            std::string::npos)
+      << raw;
+
+  // Once allowed by a rule, it runs without a question.
+  ASSERT_EQ(oppx({"permissions", "allow", "everything.toggle-simulated-logging"}).exit_code, 0);
+  auto allowed = peer({"--scenario", "ask", "--answer", "none"}, &raw);
+  EXPECT_EQ(allowed["ask"].at("result").at("isError"), json::value(false)) << raw;
+}
+
+TEST_F(McpServe, ADeniedToolIsNotOffered) {
+  ASSERT_EQ(oppx({"permissions", "deny", "everything.get-sum"}).exit_code, 0);
+  std::string raw;
+  auto steps = peer({"--scenario", "basic"}, &raw);
+  ASSERT_TRUE(steps.count("list")) << raw;
+  EXPECT_FALSE(has_name(steps["list"], "everything__get-sum")) << raw;
+  EXPECT_TRUE(has_name(steps["list"], "everything__echo")) << raw;
+}
+
+TEST(ServedNames, KeepPlainNamesAndHashTheOnesThatHadToChange) {
+  EXPECT_EQ(cli::served_name("everything", "echo"), "everything__echo");
+  EXPECT_EQ(cli::served_name("gh-2", "list_issues"), "gh-2__list_issues");
+  std::string dotted = cli::served_name("my.server", "do it");
+  EXPECT_EQ(dotted.substr(0, 17), "my_server__do_it_") << dotted;
+  EXPECT_EQ(dotted.size(), 17u + 8u) << dotted;
+  std::string longer = cli::served_name(std::string(40, 'a'), std::string(40, 'b'));
+  EXPECT_EQ(longer.size(), cli::kMaxToolName);
+  // Same pair, same name; another pair, another name.
+  EXPECT_EQ(cli::served_name("my.server", "do it"), dotted);
+  EXPECT_NE(cli::served_name("my.server", "do_it"), dotted);
+  for (char c : longer + dotted) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+  // Two tools that would share a name both get the hashed form, whatever their order.
+  cli::ServedNames a({{"a__b", "c"}, {"a", "b__c"}});
+  cli::ServedNames b({{"a", "b__c"}, {"a__b", "c"}});
+  EXPECT_NE(a.name_of(0), a.name_of(1));
+  EXPECT_EQ(a.name_of(0), b.name_of(1));
+  EXPECT_EQ(a.find(a.name_of(1))->tool, "b__c");
+  EXPECT_FALSE(a.find("a__b__c").has_value());
+}
+
+}  // namespace
+}  // namespace oppx::test

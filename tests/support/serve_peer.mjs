@@ -1,0 +1,149 @@
+// The official TypeScript SDK client as the peer of `oppx mcp serve` (tests/cli/mcp_serve_test.cpp):
+// it spawns the server command given after --, with this process's whole environment (the SDK
+// passes only a few variables unless told), runs one scenario and prints one JSON line per step.
+//   usage: node serve_peer.mjs --npm-dir DIR --scenario NAME [--answer yes|no|none] [--add CMD] -- command [args...]
+// Scenarios:
+//   basic      tools/list, then echo, get-sum (structured) and a long operation with progress
+//   cancel     a long operation cancelled after its first progress notification, then echo and
+//              the connector's requests_waiting (by running the server command's `mcp list --json`)
+//   changed    lists, runs the --add command (which adds a connector), waits for
+//              notifications/tools/list_changed and lists again
+//   ask        calls toggle-simulated-logging (not read-only): --answer says what the elicitation
+//              handler answers (none: the client does not offer elicitation)
+import { execFileSync } from "node:child_process";
+import { pathToFileURL } from "node:url";
+
+const argv = process.argv.slice(2);
+const opts = { npmDir: "build/npm", scenario: "basic", answer: "none", add: "" };
+let command = [];
+for (let i = 0; i < argv.length; i++) {
+  if (argv[i] === "--") {
+    command = argv.slice(i + 1);
+    break;
+  }
+  if (argv[i] === "--npm-dir") opts.npmDir = argv[++i];
+  else if (argv[i] === "--scenario") opts.scenario = argv[++i];
+  else if (argv[i] === "--answer") opts.answer = argv[++i];
+  else if (argv[i] === "--add") opts.add = argv[++i];
+  else {
+    console.error(`serve_peer: unknown argument ${argv[i]}`);
+    process.exit(2);
+  }
+}
+
+const sdk = `${opts.npmDir}/node_modules/@modelcontextprotocol/sdk/dist/esm`;
+const { Client } = await import(pathToFileURL(`${sdk}/client/index.js`).href);
+const { StdioClientTransport } = await import(pathToFileURL(`${sdk}/client/stdio.js`).href);
+const types = await import(pathToFileURL(`${sdk}/types.js`).href);
+
+const say = (o) => console.log(JSON.stringify(o));
+const within = (ms, what, p) =>
+  Promise.race([p, new Promise((_, no) => setTimeout(() => no(new Error(`no ${what} within ${ms} ms`)), ms).unref())]);
+
+const capabilities = opts.answer === "none" ? {} : { elicitation: { form: {} } };
+const client = new Client({ name: "serve-peer", version: "1.0.0" }, { capabilities });
+const questions = [];
+if (opts.answer !== "none") {
+  client.setRequestHandler(types.ElicitRequestSchema, async (req) => {
+    questions.push(req.params.message);
+    const schema = req.params.requestedSchema;
+    if (opts.answer === "no") return { action: "decline" };
+    return { action: "accept", content: { answer: schema.properties.answer.enum.includes("yes") ? "yes" : "?" } };
+  });
+}
+let changes = 0;
+let changed = () => {};
+client.setNotificationHandler(types.ToolListChangedNotificationSchema, () => {
+  changes++;
+  changed();
+});
+
+const transport = new StdioClientTransport({
+  command: command[0],
+  args: command.slice(1),
+  env: { ...process.env },
+  stderr: "inherit",
+});
+await client.connect(transport);
+say({ step: "initialized", server: client.getServerVersion(), capabilities: client.getServerCapabilities() });
+
+const names = async () => (await client.listTools()).tools.map((t) => t.name);
+
+try {
+  if (opts.scenario === "basic") {
+    const listed = await client.listTools();
+    say({ step: "list", names: listed.tools.map((t) => t.name), echo: listed.tools.find((t) => t.name === "everything__echo") });
+    const echo = await client.callTool({ name: "everything__echo", arguments: { message: "through oppx" } });
+    say({ step: "echo", result: echo });
+    const sum = await client.callTool({ name: "everything__get-structured-content", arguments: { location: "New York" } });
+    say({ step: "structured", result: sum });
+    const progress = [];
+    const long = await client.callTool(
+      { name: "everything__trigger-long-running-operation", arguments: { duration: 1, steps: 3 } },
+      undefined,
+      { onprogress: (p) => progress.push(p) },
+    );
+    say({ step: "progress", progress, result: long });
+    try {
+      await client.callTool({ name: "nobody__nothing", arguments: {} });
+      say({ step: "unknown", error: null });
+    } catch (e) {
+      say({ step: "unknown", error: String(e.message), code: e.code });
+    }
+  } else if (opts.scenario === "cancel") {
+    const controller = new AbortController();
+    const started = Date.now();
+    let first = null;
+    const call = client.callTool(
+      { name: "everything__trigger-long-running-operation", arguments: { duration: 60, steps: 60 } },
+      undefined,
+      {
+        signal: controller.signal,
+        onprogress: (p) => {
+          if (!first) {
+            first = p;
+            controller.abort("the test cancels");
+          }
+        },
+      },
+    );
+    try {
+      await call;
+      say({ step: "cancel", error: null });
+    } catch (e) {
+      say({ step: "cancel", error: String(e.message ?? e), first, ms: Date.now() - started });
+    }
+    // The connection stays usable after a cancel.
+    const echo = await client.callTool({ name: "everything__echo", arguments: { message: "after" } });
+    // While this client is still connected: the daemon holds no call open on the connector.
+    const listed = JSON.parse(execFileSync(command[0], ["mcp", "list", "--json"], { encoding: "utf8" }));
+    const everything = listed.connectors.find((c) => c.name === "everything");
+    say({ step: "after", result: echo, requests_waiting: everything.requests_waiting });
+  } else if (opts.scenario === "changed") {
+    say({ step: "list", names: await names() });
+    const announced = new Promise((yes) => {
+      changed = yes;
+    });
+    const t0 = Date.now();
+    execFileSync("/bin/sh", ["-c", opts.add], { stdio: ["ignore", "ignore", "inherit"] });
+    const added = Date.now() - t0;
+    await within(60000, "notifications/tools/list_changed", announced);
+    const announcedMs = Date.now() - t0;
+    // The added connector may still be starting at the first notice: list until it shows.
+    let now = await names();
+    const deadline = Date.now() + 60000;
+    while (!now.some((n) => n.startsWith("second__")) && Date.now() < deadline) {
+      await within(60000, "another list_changed", new Promise((yes) => (changed = yes)));
+      now = await names();
+    }
+    say({ step: "relisted", names: now, changes, added_ms: added, announced_ms: announcedMs, ms: Date.now() - t0 });
+  } else if (opts.scenario === "ask") {
+    const r = await client.callTool({ name: "everything__toggle-simulated-logging", arguments: {} });
+    say({ step: "ask", result: r, questions });
+  }
+} catch (e) {
+  say({ step: "failed", error: String(e.stack ?? e) });
+  process.exitCode = 1;
+}
+await client.close();
+say({ step: "closed" });
