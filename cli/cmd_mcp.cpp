@@ -7,7 +7,6 @@
 #include "cli/mcp_login.h"
 #include "cli/mcp_import.h"
 #include "cli/mcp_offers.h"
-#include "cli/mcp_serve.h"
 #include "cli/elicit_form.h"
 #include "cli/output.h"
 #include "cli/probe.h"

@@ -1,6 +1,8 @@
-// `oppx mcp serve`: the command around cli/mcp_serve.h, on stdin and stdout.
+// `oppx mcp serve`: the command around common/mcp_serve.h, on stdin and stdout, its daemon
+// connection made as every command makes one (connect_daemon: started when none answers).
 #include "cli/commands.h"
-#include "cli/mcp_serve.h"
+#include "cli/daemon_client.h"
+#include "common/mcp_serve.h"
 #include "common/ndjson_transport.h"
 
 #include <boost/asio/io_context.hpp>
@@ -18,7 +20,6 @@ namespace {
 int serve(Context& ctx) {
   const Command& self = *find_command("mcp", "serve");
   ServeOptions options;
-  options.socket = ctx.socket;
   for (std::size_t i = 0; i < ctx.args.size(); ++i) {
     const std::string& a = ctx.args[i];
     if ((a == "--timeout" || a == "--cwd") && i + 1 >= ctx.args.size()) return usage_error(self, a + " needs a value");
@@ -46,6 +47,19 @@ int serve(Context& ctx) {
   }
   boost::asio::io_context io;
   options.on_client_gone = [&io] { io.stop(); };
+  options.connect = [&io, socket = ctx.socket](std::string& why) -> std::unique_ptr<Transport> {
+    auto conn = connect_daemon(socket, Start::kIfNeeded);
+    if (!conn) {
+      why = conn.error().message;
+      return nullptr;
+    }
+    int fd = ::dup(conn->client.fd());  // the connection said hello; the SyncClient closes its own
+    if (fd < 0) {
+      why = "no file descriptor left for the daemon's connection";
+      return nullptr;
+    }
+    return make_ndjson_transport(io, fd, fd);
+  };
   // stdin and stdout are the client's: nothing else may be written to stdout.
   auto server = serve_mcp(io, make_ndjson_transport(io, STDIN_FILENO, STDOUT_FILENO), options);
   io.run();

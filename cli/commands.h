@@ -43,6 +43,7 @@ std::vector<Command> daemon_commands();
 std::vector<Command> help_commands();
 std::vector<Command> demo_commands();
 std::vector<Command> mcp_commands();
+std::vector<Command> mcp_serve_commands();  // cmd_mcp_serve.cpp, appended by mcp_commands()
 std::vector<Command> permissions_commands();
 std::vector<Command> browser_commands();
 std::vector<Command> completion_commands();

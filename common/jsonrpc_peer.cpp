@@ -49,7 +49,7 @@ void Reply::finish(std::string line, std::string_view error_kind) {
   auto peer = peer_.lock();
   if (!peer || cancelled()) return;
   peer->reply_done(id_);
-  peer->send_response(std::move(line));
+  peer->send_response(std::move(line), id_);
 }
 
 std::shared_ptr<JsonRpcPeer> JsonRpcPeer::create(std::unique_ptr<Transport> transport, Options options) {
@@ -90,9 +90,10 @@ void JsonRpcPeer::send(Message m) {
   if (!closed_) transport_->send(std::move(m));
 }
 
-void JsonRpcPeer::send_response(std::string line) {
+void JsonRpcPeer::send_response(std::string line, const json::value& id) {
   Message m;
   m.text = std::move(line);
+  m.id = id;
   send(std::move(m));
 }
 

@@ -110,7 +110,7 @@ class JsonRpcPeer : public std::enable_shared_from_this<JsonRpcPeer> {
   void request_failed(const boost::json::value& id, proto::RpcError error);
   void on_closed(const TransportError& e);
   void send(Message m);
-  void send_response(std::string line);
+  void send_response(std::string line, const boost::json::value& id = nullptr);  // the id it answers
   void reply_done(const boost::json::value& id);
 
   std::unique_ptr<Transport> transport_;

@@ -62,5 +62,11 @@ std::string socket_path(std::string_view explicit_path) {
 
 std::string lock_path(const std::string& socket) { return socket + ".lock"; }
 std::string start_lock_path(const std::string& socket) { return socket + ".start"; }
+std::string mcp_http_socket(const std::string& socket) {
+  constexpr std::string_view kSuffix = ".sock";
+  std::string_view s = socket;
+  if (s.size() > kSuffix.size() && s.substr(s.size() - kSuffix.size()) == kSuffix) s.remove_suffix(kSuffix.size());
+  return std::string(s) + "-mcp.sock";
+}
 
 }  // namespace oppx::paths

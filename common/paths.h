@@ -21,5 +21,7 @@ std::string user_mcp_config();  // $OPPX_MCP_CONFIG, else config_dir()/mcp.json
 std::string socket_path(std::string_view explicit_path = {});
 std::string lock_path(const std::string& socket);        // one daemon per socket: flock on it
 std::string start_lock_path(const std::string& socket);  // CLIs starting a daemon take turns on it
+// The daemon's streamable-HTTP MCP socket beside `socket`: oppxd.sock -> oppxd-mcp.sock.
+std::string mcp_http_socket(const std::string& socket);
 
 }  // namespace oppx::paths

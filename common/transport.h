@@ -24,7 +24,7 @@ struct Message {
   Kind kind = Kind::kResponse;
   std::string text;            // the whole message, without a newline
   std::string method;          // of a request or a notification
-  boost::json::value id;       // of a request
+  boost::json::value id;       // of a request, or the request a response answers
   boost::json::value cancels;  // of a notification that cancels a request: that request's id
   // A request that may be sent again on a new connection after one closed before its answer (it
   // is safe to run twice: MCP's tools/call only for a tool marked read-only).

@@ -10,6 +10,7 @@
 #include "daemon/agent_service.h"
 #include "daemon/browser.h"
 #include "daemon/connectors.h"
+#include "daemon/mcp_http.h"
 #include "daemon/permissions.h"
 #include "daemon/socket_activation.h"
 #include "proto/daemon_api.h"
@@ -99,6 +100,7 @@ struct Server::Impl {
   int fd_limit = soft_fd_limit();
   int client_fd_ceiling = fd_limit - std::max(kFdHeadroom, fd_limit / 16);
   int spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  std::unique_ptr<McpHttp> mcp_http;  // last: its sessions' connections end first
 
   ~Impl() {
     if (spare_fd >= 0) ::close(spare_fd);
@@ -260,6 +262,7 @@ struct Server::Impl {
     if (!listener.socket.passed && socket_is_ours(options.socket_path, listener.socket))
       ::unlink(options.socket_path.c_str());
     acceptor.close(ec);
+    if (mcp_http) mcp_http->stop();
     agents.stop();
     for (auto& [id, peer] : clients) peer->close();
     connectors.stop_all();
@@ -302,6 +305,13 @@ void Server::start() {
   log::info("oppxd {} (build {}) listening on {} (pid {})", OPPX_VERSION, kBuildId, impl_->options.socket_path,
             ::getpid());
   impl_->accept_next();
+  // The same connectors for other MCP clients, as streamable HTTP on a socket beside this one.
+  impl_->mcp_http = std::make_unique<McpHttp>(*this);
+  std::string mcp = paths::mcp_http_socket(impl_->options.socket_path);
+  if (std::string why = impl_->mcp_http->listen(mcp); !why.empty())
+    log::warn("MCP over HTTP is off: {}", why);
+  else
+    log::info("MCP over HTTP on {}", mcp);
 }
 
 void Server::stop(const std::string& reason) { impl_->stop(reason); }

@@ -3,7 +3,7 @@
 // structured content and progress, a cancel, list_changed, the permission question asked by
 // elicitation (yes and no) or declined with the line that allows it, and a deny rule's tool left
 // out. The tool names' form is tested on its own below.
-#include "cli/serve_names.h"
+#include "common/serve_names.h"
 #include "tests/support/harness.h"
 
 #include <boost/json.hpp>
@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace oppx::test {
@@ -20,12 +21,27 @@ namespace {
 
 namespace json = boost::json;
 
-// Runs the peer with a scenario; its output's lines by step.
-std::map<std::string, json::object> peer(const std::vector<std::string>& extra, std::string* raw = nullptr) {
-  std::vector<std::string> argv{"node", std::string(OPPX_TEST_SUPPORT) + "/serve_peer.mjs", "--npm-dir", OPPX_NPM_DIR};
+enum class Over { kStdio, kHttp };
+
+// Runs the peer with a scenario, over stdio (spawning `oppx mcp serve`) or the daemon's HTTP
+// socket; its output's lines by step.
+std::map<std::string, json::object> peer(Over over, const TempHome& home, const std::vector<std::string>& extra,
+                                         std::string* raw = nullptr) {
+  std::vector<std::string> argv{"env",       std::string("OPPX_BIN=") + OPPX_BIN,
+                                "node",      std::string(OPPX_TEST_SUPPORT) + "/serve_peer.mjs",
+                                "--npm-dir", OPPX_NPM_DIR};
   argv.insert(argv.end(), extra.begin(), extra.end());
-  for (std::string a : {std::string("--"), std::string(OPPX_BIN), std::string("mcp"), std::string("serve")})
-    argv.push_back(a);
+  if (over == Over::kHttp) {
+    argv.push_back("--unix");
+    argv.push_back(home.root() + "/run/oppx/oppxd-mcp.sock");
+    // The folder whose rules apply, as `oppx mcp serve` takes the current one (the URL's ?cwd=).
+    char here[4096];
+    argv.push_back("--cwd");
+    argv.push_back(::getcwd(here, sizeof here) ? here : "/");
+  } else {
+    for (std::string a : {std::string("--"), std::string(OPPX_BIN), std::string("mcp"), std::string("serve")})
+      argv.push_back(a);
+  }
   Result r = run(argv, std::chrono::seconds(120));
   if (raw) *raw = r.out + r.err;
   std::map<std::string, json::object> steps;
@@ -50,8 +66,11 @@ bool has_name(const json::object& step, std::string_view name) {
   return false;
 }
 
-struct McpServe : ::testing::Test {
+struct McpServe : ::testing::TestWithParam<Over> {
   TempHome home;
+  std::map<std::string, json::object> peer(const std::vector<std::string>& extra, std::string* raw = nullptr) {
+    return test::peer(GetParam(), home, extra, raw);
+  }
   void SetUp() override {
     ASSERT_EQ(::access(kEverything.c_str(), R_OK), 0) << kEverything << " is missing: run packaging/bootstrap.sh";
     home.write_mcp_config(stdio_entry("everything", "node", {kEverything, "stdio"}));
@@ -61,7 +80,7 @@ struct McpServe : ::testing::Test {
   void TearDown() override { oppx({"daemon", "stop"}); }
 };
 
-TEST_F(McpServe, TheSdkClientListsAndCallsTheWarmConnectorsToolsWithProgress) {
+TEST_P(McpServe, TheSdkClientListsAndCallsTheWarmConnectorsToolsWithProgress) {
   std::string raw;
   auto steps = peer({"--scenario", "basic"}, &raw);
   ASSERT_TRUE(steps.count("progress")) << raw;
@@ -84,7 +103,7 @@ TEST_F(McpServe, TheSdkClientListsAndCallsTheWarmConnectorsToolsWithProgress) {
       << raw;
 }
 
-TEST_F(McpServe, ACancelFromTheClientEndsTheCallAndTheConnectionGoesOn) {
+TEST_P(McpServe, ACancelFromTheClientEndsTheCallAndTheConnectionGoesOn) {
   std::string raw;
   auto steps = peer({"--scenario", "cancel"}, &raw);
   ASSERT_TRUE(steps.count("after")) << raw;
@@ -96,7 +115,7 @@ TEST_F(McpServe, ACancelFromTheClientEndsTheCallAndTheConnectionGoesOn) {
   EXPECT_EQ(steps["after"].at("requests_waiting"), json::value(0)) << raw;
 }
 
-TEST_F(McpServe, AnAddedConnectorIsAnnouncedWithListChanged) {
+TEST_P(McpServe, AnAddedConnectorIsAnnouncedWithListChanged) {
   std::string add = std::string(OPPX_BIN) + " mcp add second -- node " + kEverything + " stdio";
   std::string raw;
   auto steps = peer({"--scenario", "changed", "--add", add}, &raw);
@@ -106,7 +125,7 @@ TEST_F(McpServe, AnAddedConnectorIsAnnouncedWithListChanged) {
   EXPECT_GE(steps["relisted"].at("changes").to_number<int>(), 1);
 }
 
-TEST_F(McpServe, ACallTheRulesAskAboutIsAskedByElicitationOrDeclinedWithTheLineThatAllowsIt) {
+TEST_P(McpServe, ACallTheRulesAskAboutIsAskedByElicitationOrDeclinedWithTheLineThatAllowsIt) {
   std::string raw;
   auto yes = peer({"--scenario", "ask", "--answer", "yes"}, &raw);
   ASSERT_TRUE(yes.count("ask")) << raw;
@@ -133,7 +152,7 @@ TEST_F(McpServe, ACallTheRulesAskAboutIsAskedByElicitationOrDeclinedWithTheLineT
   EXPECT_EQ(allowed["ask"].at("result").at("isError"), json::value(false)) << raw;
 }
 
-TEST_F(McpServe, ADeniedToolIsNotOffered) {
+TEST_P(McpServe, ADeniedToolIsNotOffered) {
   ASSERT_EQ(oppx({"permissions", "deny", "everything.get-sum"}).exit_code, 0);
   std::string raw;
   auto steps = peer({"--scenario", "basic"}, &raw);
@@ -142,21 +161,37 @@ TEST_F(McpServe, ADeniedToolIsNotOffered) {
   EXPECT_TRUE(has_name(steps["list"], "everything__echo")) << raw;
 }
 
+INSTANTIATE_TEST_SUITE_P(Over, McpServe, ::testing::Values(Over::kStdio, Over::kHttp),
+                         [](const auto& info) { return info.param == Over::kStdio ? "Stdio" : "Http"; });
+
+TEST(McpServeHttp, ItsSocketIsTheUsersAloneBesideTheDaemons) {
+  TempHome home;
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  struct stat st {};
+  std::string path = home.root() + "/run/oppx/oppxd-mcp.sock";
+  ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+  ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
+  EXPECT_NE(::stat(path.c_str(), &st), 0) << "the socket stays after the daemon stopped";
+}
+
 TEST(ServedNames, KeepPlainNamesAndHashTheOnesThatHadToChange) {
-  EXPECT_EQ(cli::served_name("everything", "echo"), "everything__echo");
-  EXPECT_EQ(cli::served_name("gh-2", "list_issues"), "gh-2__list_issues");
-  std::string dotted = cli::served_name("my.server", "do it");
+  EXPECT_EQ(served_name("everything", "echo"), "everything__echo");
+  EXPECT_EQ(served_name("gh-2", "list_issues"), "gh-2__list_issues");
+  std::string dotted = served_name("my.server", "do it");
   EXPECT_EQ(dotted.substr(0, 17), "my_server__do_it_") << dotted;
   EXPECT_EQ(dotted.size(), 17u + 8u) << dotted;
-  std::string longer = cli::served_name(std::string(40, 'a'), std::string(40, 'b'));
-  EXPECT_EQ(longer.size(), cli::kMaxToolName);
+  std::string longer = served_name(std::string(40, 'a'), std::string(40, 'b'));
+  EXPECT_EQ(longer.size(), kMaxToolName);
   // Same pair, same name; another pair, another name.
-  EXPECT_EQ(cli::served_name("my.server", "do it"), dotted);
-  EXPECT_NE(cli::served_name("my.server", "do_it"), dotted);
+  EXPECT_EQ(served_name("my.server", "do it"), dotted);
+  EXPECT_NE(served_name("my.server", "do_it"), dotted);
   for (char c : longer + dotted) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
   // Two tools that would share a name both get the hashed form, whatever their order.
-  cli::ServedNames a({{"a__b", "c"}, {"a", "b__c"}});
-  cli::ServedNames b({{"a", "b__c"}, {"a__b", "c"}});
+  ServedNames a({{"a__b", "c"}, {"a", "b__c"}});
+  ServedNames b({{"a", "b__c"}, {"a__b", "c"}});
   EXPECT_NE(a.name_of(0), a.name_of(1));
   EXPECT_EQ(a.name_of(0), b.name_of(1));
   EXPECT_EQ(a.find(a.name_of(1))->tool, "b__c");

@@ -1,20 +1,25 @@
 // The official TypeScript SDK client as the peer of `oppx mcp serve` (tests/cli/mcp_serve_test.cpp):
 // it spawns the server command given after --, with this process's whole environment (the SDK
 // passes only a few variables unless told), runs one scenario and prints one JSON line per step.
-//   usage: node serve_peer.mjs --npm-dir DIR --scenario NAME [--answer yes|no|none] [--add CMD] -- command [args...]
+// With --unix PATH it speaks streamable HTTP to the daemon's MCP socket instead (node's fetch has
+// no Unix sockets: requests go through node:http with socketPath), --cwd FOLDER on its URL.
+//   usage: node serve_peer.mjs --npm-dir DIR --scenario NAME [--answer yes|no|none] [--add CMD]
+//                              (--unix PATH [--cwd FOLDER] | -- command [args...])
 // Scenarios:
 //   basic      tools/list, then echo, get-sum (structured) and a long operation with progress
 //   cancel     a long operation cancelled after its first progress notification, then echo and
-//              the connector's requests_waiting (by running the server command's `mcp list --json`)
+//              the connector's requests_waiting (by running $OPPX_BIN mcp list --json)
 //   changed    lists, runs the --add command (which adds a connector), waits for
 //              notifications/tools/list_changed and lists again
 //   ask        calls toggle-simulated-logging (not read-only): --answer says what the elicitation
 //              handler answers (none: the client does not offer elicitation)
 import { execFileSync } from "node:child_process";
+import http from "node:http";
+import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
 
 const argv = process.argv.slice(2);
-const opts = { npmDir: "build/npm", scenario: "basic", answer: "none", add: "" };
+const opts = { npmDir: "build/npm", scenario: "basic", answer: "none", add: "", unix: "", cwd: "" };
 let command = [];
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === "--") {
@@ -25,6 +30,8 @@ for (let i = 0; i < argv.length; i++) {
   else if (argv[i] === "--scenario") opts.scenario = argv[++i];
   else if (argv[i] === "--answer") opts.answer = argv[++i];
   else if (argv[i] === "--add") opts.add = argv[++i];
+  else if (argv[i] === "--unix") opts.unix = argv[++i];
+  else if (argv[i] === "--cwd") opts.cwd = argv[++i];
   else {
     console.error(`serve_peer: unknown argument ${argv[i]}`);
     process.exit(2);
@@ -34,6 +41,7 @@ for (let i = 0; i < argv.length; i++) {
 const sdk = `${opts.npmDir}/node_modules/@modelcontextprotocol/sdk/dist/esm`;
 const { Client } = await import(pathToFileURL(`${sdk}/client/index.js`).href);
 const { StdioClientTransport } = await import(pathToFileURL(`${sdk}/client/stdio.js`).href);
+const { StreamableHTTPClientTransport } = await import(pathToFileURL(`${sdk}/client/streamableHttp.js`).href);
 const types = await import(pathToFileURL(`${sdk}/types.js`).href);
 
 const say = (o) => console.log(JSON.stringify(o));
@@ -58,12 +66,29 @@ client.setNotificationHandler(types.ToolListChangedNotificationSchema, () => {
   changed();
 });
 
-const transport = new StdioClientTransport({
-  command: command[0],
-  args: command.slice(1),
-  env: { ...process.env },
-  stderr: "inherit",
-});
+// fetch over a Unix socket: the request through node:http, the answer as a streamed Response.
+const unixFetch = (socketPath) => (url, init = {}) =>
+  new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const headers = init.headers instanceof Headers ? Object.fromEntries(init.headers.entries()) : init.headers ?? {};
+    const req = http.request({ socketPath, path: u.pathname + u.search, method: init.method ?? "GET", headers }, (res) => {
+      const h = new Headers();
+      for (const [k, v] of Object.entries(res.headers)) for (const x of [v].flat()) if (x !== undefined) h.append(k, x);
+      const empty = [101, 204, 205, 304].includes(res.statusCode);
+      resolve(new Response(empty ? null : Readable.toWeb(res), { status: res.statusCode, headers: h }));
+    });
+    req.on("error", reject);
+    init.signal?.addEventListener("abort", () => req.destroy(new Error("aborted")));
+    if (init.body) req.write(init.body);
+    req.end();
+  });
+
+const transport = opts.unix
+  ? new StreamableHTTPClientTransport(
+      new URL(`http://localhost/mcp${opts.cwd ? `?cwd=${encodeURIComponent(opts.cwd)}` : ""}`),
+      { fetch: unixFetch(opts.unix) },
+    )
+  : new StdioClientTransport({ command: command[0], args: command.slice(1), env: { ...process.env }, stderr: "inherit" });
 await client.connect(transport);
 say({ step: "initialized", server: client.getServerVersion(), capabilities: client.getServerCapabilities() });
 
@@ -116,7 +141,7 @@ try {
     // The connection stays usable after a cancel.
     const echo = await client.callTool({ name: "everything__echo", arguments: { message: "after" } });
     // While this client is still connected: the daemon holds no call open on the connector.
-    const listed = JSON.parse(execFileSync(command[0], ["mcp", "list", "--json"], { encoding: "utf8" }));
+    const listed = JSON.parse(execFileSync(process.env.OPPX_BIN, ["mcp", "list", "--json"], { encoding: "utf8" }));
     const everything = listed.connectors.find((c) => c.name === "everything");
     say({ step: "after", result: echo, requests_waiting: everything.requests_waiting });
   } else if (opts.scenario === "changed") {

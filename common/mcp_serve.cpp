@@ -1,12 +1,11 @@
 // `oppx mcp serve`'s server: the MCP client's requests on one side, a daemon connection (a session
 // of the client's folder, subscribed to mcp/changed) on the other. See mcp_serve.h.
-#include "cli/mcp_serve.h"
+#include "common/mcp_serve.h"
 
 #include "cli/daemon_client.h"
-#include "cli/serve_names.h"
+#include "common/serve_names.h"
 #include "common/jsonrpc_peer.h"
 #include "common/log.h"
-#include "common/ndjson_transport.h"
 #include "proto/elicitation.h"
 #include "proto/mcp_versions.h"
 
@@ -17,13 +16,11 @@
 
 #include <fmt/format.h>
 
-#include <unistd.h>
-
 #include <map>
 #include <optional>
 #include <vector>
 
-namespace oppx::cli {
+namespace oppx {
 
 namespace json = boost::json;
 
@@ -113,27 +110,23 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     client_->start();
   }
 
+  void end() {
+    if (client_) client_->close();
+    if (daemon_) daemon_->close();
+  }
+
  private:
   // ---- the daemon side ----
 
-  // Connects (starting a daemon when none answers), opens a session of the folder and subscribes.
-  // False with down_ saying why.
+  // Connects (options_.connect), then hello (when asked), a session of the folder and the
+  // subscription, each waiting for the one before. False with down_ saying why when no connection
+  // was made; the steps after it fail into down_ and the waiters.
   bool connect_daemon_now() {
     if (daemon_ && !daemon_->closed()) return true;
-    auto conn = connect_daemon(options_.socket, Start::kIfNeeded);
-    if (!conn) {
-      down_ = conn.error().message;
-      return false;
-    }
-    auto opened =
-        conn->client.call("session/open", json::object{{"cwd", options_.cwd}, {"mode", "editor"}}, kCallTimeout);
-    if (!opened) {
-      down_ = "oppxd did not open a session: " + opened.error().message;
-      return false;
-    }
-    int fd = ::dup(conn->client.fd());
-    if (fd < 0) {
-      down_ = "no descriptor left for the daemon's connection";
+    std::string why;
+    std::unique_ptr<Transport> transport = options_.connect(why);
+    if (!transport) {
+      down_ = why;
       return false;
     }
     JsonRpcPeer::Options po;
@@ -147,16 +140,44 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     po.on_closed = [w = weak_from_this()](const TransportError&) {
       if (auto self = w.lock()) self->daemon_gone();
     };
-    daemon_ = JsonRpcPeer::create(make_ndjson_transport(io_, fd, fd), std::move(po));
+    daemon_ = JsonRpcPeer::create(std::move(transport), std::move(po));
     daemon_->start();
     down_.clear();
     subscribed_ = false;
+    if (options_.hello)
+      step("hello", json::value_from(*options_.hello), "oppxd refused hello", &McpServe::open_session);
+    else
+      open_session();
+    return true;
+  }
+
+  // One request of the handshake; `next` runs on its answer, a failure ends the connection.
+  void step(std::string_view method, json::value params, std::string failure, void (McpServe::*next)()) {
+    daemon_->call(method, params, [w = weak_from_this(), d = daemon_, failure, next](JsonRpcPeer::CallResult r) {
+      auto self = w.lock();
+      if (!self || self->daemon_ != d) return;
+      if (!r) {
+        self->down_ = failure + ": " + r.error().message;
+        d->close();
+        return;
+      }
+      if (next) (self.get()->*next)();
+    });
+  }
+
+  void open_session() {
+    step("session/open", json::object{{"cwd", options_.cwd}, {"mode", "editor"}}, "oppxd did not open a session",
+         &McpServe::subscribe);
+  }
+
+  void subscribe() {
     daemon_->call("mcp/subscribe", json::object{}, [w = weak_from_this(), d = daemon_](JsonRpcPeer::CallResult r) {
       auto self = w.lock();
       if (!self || self->daemon_ != d) return;
       if (!r) {
         self->down_ = "oppxd refused the subscription: " + r.error().message;
-        return self->run_waiters();
+        d->close();
+        return;
       }
       self->connectors_.clear();
       if (const json::value* list = r->is_object() ? r->as_object().if_contains("connectors") : nullptr;
@@ -165,7 +186,6 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
       self->subscribed_ = true;
       self->run_waiters();
     });
-    return true;
   }
 
   void daemon_gone() {
@@ -174,7 +194,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     connectors_.clear();
     tools_.clear();
     names_.reset();
-    down_ = "oppxd stopped";
+    if (down_.empty()) down_ = "oppxd stopped";
     reconnect_announces_ = initialized_;
     run_waiters();
   }
@@ -530,6 +550,8 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   std::map<std::string, json::value> in_flight_;  // the client's request id (id_key) -> the daemon's
 };
 
+void end_serving(McpServe& serve) { serve.end(); }
+
 std::shared_ptr<McpServe> serve_mcp(boost::asio::io_context& io, std::unique_ptr<Transport> client,
                                     ServeOptions options) {
   auto s = std::make_shared<McpServe>(io, std::move(options));
@@ -537,4 +559,4 @@ std::shared_ptr<McpServe> serve_mcp(boost::asio::io_context& io, std::unique_ptr
   return s;
 }
 
-}  // namespace oppx::cli
+}  // namespace oppx

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace oppx::cli {
+namespace oppx {
 
 struct ServedTool {
   std::string connector;
@@ -38,4 +38,4 @@ class ServedNames {
   std::map<std::string, ServedTool, std::less<>> by_name_;
 };
 
-}  // namespace oppx::cli
+}  // namespace oppx

@@ -1,11 +1,11 @@
 // The tool names of `oppx mcp serve`: see serve_names.h for the form.
-#include "cli/serve_names.h"
+#include "common/serve_names.h"
 
 #include <fmt/format.h>
 
 #include <cstdint>
 
-namespace oppx::cli {
+namespace oppx {
 
 namespace {
 
@@ -73,4 +73,4 @@ std::optional<ServedTool> ServedNames::find(std::string_view name) const {
   return it->second;
 }
 
-}  // namespace oppx::cli
+}  // namespace oppx

@@ -1,0 +1,46 @@
+// oppx as an MCP server (2025-11-25 and older) for another client, backed by oppxd: `oppx mcp
+// serve` on stdin/stdout, and oppxd's streamable-HTTP socket (daemon/mcp_http.h), one per session.
+// The client's tools/list is the tools of the connectors its folder can see (running, idle with a
+// cached list, or starting with one; never a repository's connector still waiting for consent,
+// nor a tool a deny rule covers), each named as serve_names.h says; its tools/call goes through
+// the daemon's own tools/call in a session of this folder, so the daemon's rules decide: a call
+// they would ask about is asked of the client's user by elicitation when the client offers it,
+// else declined with the `oppx permissions allow` line. Progress, cancellation and the server's
+// own questions pass both ways; notifications/tools/list_changed follows the daemon's
+// mcp/changed. One daemon connection per client, opened again after the daemon went away.
+#pragma once
+
+#include "common/transport.h"
+#include "proto/daemon_api.h"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace oppx {
+
+struct ServeOptions {
+  // A new connection to the daemon, or null with `why` set. With `hello` set it is said first;
+  // without, the connection has said it already (the CLI's connect_daemon).
+  std::function<std::unique_ptr<Transport>(std::string& why)> connect;
+  std::optional<proto::HelloParams> hello;
+  std::string cwd;  // whose connectors and rules (absolute)
+  std::chrono::milliseconds call_timeout{120'000};
+  std::function<void()> on_client_gone;  // the client closed its end: the server is done
+};
+
+class McpServe;
+
+// Serves one MCP client on `client` until it closes; runs on `io`'s thread.
+std::shared_ptr<McpServe> serve_mcp(boost::asio::io_context& io, std::unique_ptr<Transport> client,
+                                    ServeOptions options);
+// Ends the client's session from our side (the HTTP session deleted): its daemon connection closes.
+void end_serving(McpServe& serve);
+
+}  // namespace oppx

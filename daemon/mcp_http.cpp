@@ -1,0 +1,384 @@
+// McpHttp: an acceptor on the MCP socket, one coroutine per connection reading HTTP/1.1 requests
+// with Beast, and per MCP session a Transport (SessionLink) that routes what the session's server
+// sends: a response to the event stream of the POST that carried its request (which it ends), any
+// other message to the session's GET stream, else to the newest POST stream still open, else
+// kept (at most kMaxKept) until a GET stream opens. Streams are written as chunked event streams.
+#include "daemon/mcp_http.h"
+
+#include "common/log.h"
+#include "common/mcp_serve.h"
+#include "common/ndjson_transport.h"
+#include "common/paths.h"
+#include "daemon/server.h"
+#include "proto/daemon_api.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/json.hpp>
+#include <boost/url/parse.hpp>
+
+#include <fmt/format.h>
+
+#include <openssl/rand.h>
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <deque>
+#include <map>
+
+// As in http_transport.cpp: GCC 12's false positive on Asio's coroutine frames.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+namespace oppx::daemon {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+namespace json = boost::json;
+using unix_socket = asio::local::stream_protocol;
+
+namespace {
+
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t kMaxBody = 4u << 20;
+constexpr std::size_t kMaxKept = 256;  // messages waiting for a stream
+constexpr std::size_t kMaxSessions = 64;
+
+// One event stream of a response, written in order; `done` is cancelled once it has ended (its
+// last chunk written, or a write failed), which wakes the connection's coroutine.
+struct Stream : std::enable_shared_from_this<Stream> {
+  Stream(unix_socket::socket& sock, asio::io_context& io) : sock(sock), done(io) {
+    done.expires_at(asio::steady_timer::time_point::max());
+  }
+  unix_socket::socket& sock;
+  asio::steady_timer done;
+  std::deque<std::string> queue;
+  bool writing = false, finishing = false, ended = false;
+
+  void push(std::string_view message) {
+    if (finishing || ended) return;
+    std::string event = fmt::format("event: message\ndata: {}\n\n", message);
+    queue.push_back(fmt::format("{:x}\r\n{}\r\n", event.size(), event));
+    pump();
+  }
+  void finish() {
+    if (finishing || ended) return;
+    finishing = true;
+    queue.push_back("0\r\n\r\n");
+    pump();
+  }
+  void pump() {
+    if (writing || queue.empty()) return;
+    writing = true;
+    asio::async_write(sock, asio::buffer(queue.front()),
+                      [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                        self->writing = false;
+                        self->queue.pop_front();
+                        if (ec || (self->finishing && self->queue.empty())) return self->end();
+                        self->pump();
+                      });
+  }
+  void end() {
+    ended = true;
+    done.cancel();
+  }
+};
+
+// The session's side of the client: what the HTTP requests deliver, and the streams its server's
+// messages go to.
+struct SessionState {
+  std::string id;
+  Transport::Handlers handlers;
+  bool started = false, closed = false;
+  std::map<std::string, std::shared_ptr<Stream>> by_request;  // proto::id_key -> its POST's stream
+  std::vector<std::weak_ptr<Stream>> posts;                   // open POST streams, oldest first
+  std::weak_ptr<Stream> standalone;                           // the GET stream
+  std::deque<std::string> kept;
+  std::shared_ptr<McpServe> serve;
+
+  std::shared_ptr<Stream> newest_post() {
+    for (auto it = posts.rbegin(); it != posts.rend(); ++it)
+      if (auto s = it->lock(); s && !s->finishing && !s->ended) return s;
+    return nullptr;
+  }
+  void route(const Message& m) {
+    if (m.kind == Message::Kind::kResponse) {
+      auto it = by_request.find(proto::id_key(m.id));
+      if (it == by_request.end()) return;
+      it->second->push(m.text);
+      it->second->finish();
+      by_request.erase(it);
+      return;
+    }
+    if (auto s = standalone.lock(); s && !s->ended) return s->push(m.text);
+    if (auto s = newest_post()) return s->push(m.text);
+    if (kept.size() < kMaxKept) kept.push_back(m.text);
+  }
+  void end_streams() {
+    for (auto& [id, s] : by_request) s->finish();
+    by_request.clear();
+    if (auto s = standalone.lock()) s->finish();
+  }
+  // The client ended the session (DELETE) or the daemon stops: the server hears the client close.
+  void hang_up() {
+    if (closed) return;
+    closed = true;
+    end_streams();
+    if (handlers.on_closed) {
+      auto on_closed = std::move(handlers.on_closed);
+      handlers = {};
+      on_closed(TransportError{"eof", "the MCP session ended"});
+    }
+  }
+};
+
+class SessionLink : public Transport {
+ public:
+  explicit SessionLink(std::shared_ptr<SessionState> state, asio::io_context& io) : state_(std::move(state)), io_(io) {}
+  void start(Handlers handlers) override {
+    state_->handlers = std::move(handlers);
+    state_->started = true;
+  }
+  bool send(Message message) override {
+    if (!state_->closed) state_->route(message);
+    return true;
+  }
+  void close() override { end(); }
+  void abort() override { end(); }
+
+ private:
+  void end() {
+    asio::post(io_, [s = state_] { s->hang_up(); });
+  }
+  std::shared_ptr<SessionState> state_;
+  asio::io_context& io_;
+};
+
+std::string session_id() {
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) return {};
+  std::string out;
+  for (unsigned char b : bytes) out += fmt::format("{:02x}", b);
+  return out;
+}
+
+std::string plain_response(int status, std::string_view reason, std::string_view body,
+                           std::string_view content_type = "text/plain; charset=utf-8", std::string_view extra = "") {
+  return fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}\r\n{}", status, reason,
+                     content_type, body.size(), extra, body);
+}
+
+std::string rpc_error(std::string_view message, int code = -32600) {
+  return proto::json_text(
+      json::object{{"jsonrpc", "2.0"}, {"id", nullptr}, {"error", json::object{{"code", code}, {"message", message}}}});
+}
+
+}  // namespace
+
+struct McpHttp::Impl : std::enable_shared_from_this<Impl> {
+  Impl(Server& server) : server(server), io(server.io()), acceptor(io) {}
+  Server& server;
+  asio::io_context& io;
+  unix_socket::acceptor acceptor;
+  std::string path;
+  bool stopping = false;
+  std::map<std::string, std::shared_ptr<SessionState>> sessions;
+
+  void accept_next() {
+    acceptor.async_accept([self = shared_from_this()](boost::system::error_code ec, unix_socket::socket sock) {
+      if (self->stopping || ec == asio::error::operation_aborted) return;
+      if (!ec) self->on_accept(std::move(sock));
+      self->accept_next();
+    });
+  }
+
+  void on_accept(unix_socket::socket sock) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(sock.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != ::geteuid()) {
+      log::warn("refused an MCP connection from uid {} (pid {}): only uid {} may use it", cred.uid, cred.pid,
+                ::geteuid());
+      return;
+    }
+    asio::co_spawn(io, connection(std::move(sock)), asio::detached);
+  }
+
+  asio::awaitable<void> connection(unix_socket::socket sock) {
+    auto self = shared_from_this();
+    boost::beast::flat_buffer buffer;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(kMaxBody);
+      auto [ec, n] = co_await http::async_read(sock, buffer, parser, kTuple);
+      if (ec || stopping) co_return;
+      if (!co_await answer(sock, parser.release())) co_return;
+    }
+  }
+
+  // One HTTP request; false when the connection is to close after it.
+  asio::awaitable<bool> answer(unix_socket::socket& sock, http::request<http::string_body> req) {
+    auto target = boost::urls::parse_origin_form(req.target());
+    if (!target || (target->path() != "/mcp" && target->path() != "/")) {
+      co_return co_await write(sock, plain_response(404, "Not Found", "The MCP endpoint is /mcp\n"));
+    }
+    std::string cwd = paths::home();
+    if (auto it = target->params().find("cwd"); it != target->params().end() && (*it).has_value) cwd = (*it).value;
+    std::string sid(req["Mcp-Session-Id"]);
+    if (req.method() == http::verb::delete_) {
+      auto it = sessions.find(sid);
+      if (it == sessions.end()) co_return co_await write(sock, plain_response(404, "Not Found", "No such session\n"));
+      end_session(it);
+      co_return co_await write(sock, plain_response(200, "OK", ""));
+    }
+    if (req.method() == http::verb::get) {
+      auto it = sessions.find(sid);
+      if (it == sessions.end()) co_return co_await write(sock, plain_response(404, "Not Found", "No such session\n"));
+      if (auto s = it->second->standalone.lock(); s && !s->ended)
+        co_return co_await write(sock, plain_response(409, "Conflict", "This session's stream is open already\n"));
+      auto stream = std::make_shared<Stream>(sock, io);
+      it->second->standalone = stream;
+      if (!co_await write(sock, stream_head(sid))) co_return false;
+      for (std::string& m : it->second->kept) stream->push(m);
+      it->second->kept.clear();
+      co_await stream->done.async_wait(kTuple);
+      co_return false;
+    }
+    if (req.method() != http::verb::post)
+      co_return co_await write(
+          sock, plain_response(405, "Method Not Allowed", "", "text/plain", "Allow: GET, POST, DELETE\r\n"));
+
+    boost::system::error_code jec;
+    json::value body = json::parse(req.body(), jec);
+    if (jec || !body.is_object())
+      co_return co_await write(
+          sock, plain_response(400, "Bad Request",
+                               rpc_error(jec ? "Parse error" : "One JSON-RPC message per request", -32700),
+                               "application/json"));
+    const json::object& msg = body.as_object();
+    const json::value* method = msg.if_contains("method");
+    const json::value* id = msg.if_contains("id");
+    bool is_request = method && id && !id->is_null();
+    std::shared_ptr<SessionState> session;
+    if (is_request && method->is_string() && method->as_string() == "initialize") {
+      if (sessions.size() >= kMaxSessions)
+        co_return co_await write(sock, plain_response(503, "Service Unavailable",
+                                                      rpc_error("Too many MCP sessions are open"), "application/json"));
+      struct stat st {};
+      if (cwd.empty() || cwd[0] != '/' || ::stat(cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        co_return co_await write(sock, plain_response(400, "Bad Request", rpc_error("cwd must name an existing folder"),
+                                                      "application/json"));
+      session = open_session(cwd);
+      if (!session)
+        co_return co_await write(sock, plain_response(500, "Internal Server Error",
+                                                      rpc_error("no session could be made"), "application/json"));
+      sid = session->id;
+    } else {
+      auto it = sessions.find(sid);
+      if (sid.empty())
+        co_return co_await write(
+            sock,
+            plain_response(400, "Bad Request", rpc_error("Mcp-Session-Id header is required"), "application/json"));
+      if (it == sessions.end())
+        co_return co_await write(sock,
+                                 plain_response(404, "Not Found", rpc_error("Session not found"), "application/json"));
+      session = it->second;
+    }
+    if (!is_request) {
+      deliver(*session, req.body());
+      co_return co_await write(sock, plain_response(202, "Accepted", ""));
+    }
+    auto stream = std::make_shared<Stream>(sock, io);
+    session->by_request[proto::id_key(*id)] = stream;
+    session->posts.push_back(stream);
+    if (!co_await write(sock, stream_head(sid))) co_return false;
+    deliver(*session, req.body());
+    co_await stream->done.async_wait(kTuple);
+    std::erase_if(session->posts, [](const std::weak_ptr<Stream>& w) { return w.expired() || w.lock()->ended; });
+    co_return stream->finishing && !stopping;
+  }
+
+  static std::string stream_head(const std::string& sid) {
+    return fmt::format(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: "
+        "chunked\r\nMcp-Session-Id: {}\r\n\r\n",
+        sid);
+  }
+
+  asio::awaitable<bool> write(unix_socket::socket& sock, std::string text) {
+    auto [ec, n] = co_await asio::async_write(sock, asio::buffer(text), kTuple);
+    co_return !ec;
+  }
+
+  void deliver(SessionState& s, std::string line) {
+    if (s.started && !s.closed && s.handlers.on_line) s.handlers.on_line(std::move(line));
+  }
+
+  std::shared_ptr<SessionState> open_session(const std::string& cwd) {
+    auto state = std::make_shared<SessionState>();
+    state->id = session_id();
+    if (state->id.empty()) return nullptr;
+    ServeOptions o;
+    o.cwd = cwd;
+    o.hello = proto::HelloParams{proto::kProtocolVersion, "mcp over http", kBuildId, {}, cwd};
+    o.connect = [&server = server, &io = io](std::string& why) -> std::unique_ptr<Transport> {
+      int fd = server.connect_self();
+      if (fd < 0) {
+        why = "the daemon could not connect to itself";
+        return nullptr;
+      }
+      return make_ndjson_transport(io, fd, fd);
+    };
+    o.on_client_gone = [w = weak_from_this(), id = state->id] {
+      if (auto self = w.lock()) asio::post(self->io, [self, id] { self->sessions.erase(id); });
+    };
+    state->serve = serve_mcp(io, std::make_unique<SessionLink>(state, io), std::move(o));
+    sessions[state->id] = state;
+    log::info("MCP over HTTP: session {} opened for {}", state->id.substr(0, 8), cwd);
+    return state;
+  }
+
+  void end_session(std::map<std::string, std::shared_ptr<SessionState>>::iterator it) {
+    auto state = it->second;
+    sessions.erase(it);
+    state->hang_up();
+    if (state->serve) end_serving(*state->serve);
+  }
+};
+
+McpHttp::McpHttp(Server& server) : impl_(std::make_shared<Impl>(server)) {}
+McpHttp::~McpHttp() { stop(); }
+
+std::string McpHttp::listen(const std::string& path) {
+  impl_->path = path;
+  ::unlink(path.c_str());  // the daemon holds the lock of this folder's socket: a file here is a stale one
+  boost::system::error_code ec;
+  impl_->acceptor.open(unix_socket(), ec);
+  if (!ec) impl_->acceptor.bind(unix_socket::endpoint(path), ec);
+  if (!ec) ::chmod(path.c_str(), 0600);
+  if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return fmt::format("cannot listen on {}: {}", path, ec.message());
+  impl_->accept_next();
+  return "";
+}
+
+void McpHttp::stop() {
+  if (impl_->stopping) return;
+  impl_->stopping = true;
+  boost::system::error_code ec;
+  impl_->acceptor.close(ec);
+  while (!impl_->sessions.empty()) impl_->end_session(impl_->sessions.begin());
+  if (!impl_->path.empty()) ::unlink(impl_->path.c_str());
+}
+
+}  // namespace oppx::daemon

@@ -1,0 +1,35 @@
+// oppx as a streamable-HTTP MCP server on a second Unix socket, `mcp.sock` beside the daemon's
+// own (the same 0700 folder; every connection's uid checked): the server of common/mcp_serve.h,
+// one per MCP session (Mcp-Session-Id), each with a daemon connection of its own made inside the
+// daemon (Server::connect_self). VS Code reaches it with a `unix://` URL. A POST of a request is
+// answered with an event stream that carries what belongs to the call (progress, a question) and
+// ends with its response; a GET opens the session's stream for the rest (list_changed); DELETE
+// ends the session. `?cwd=/abs/folder` on the URL picks whose connectors and rules apply
+// (default: HOME).
+#pragma once
+
+#include <memory>
+#include <string>
+
+namespace oppx::daemon {
+
+class Server;
+
+class McpHttp {
+ public:
+  explicit McpHttp(Server& server);
+  ~McpHttp();
+  McpHttp(const McpHttp&) = delete;
+  McpHttp& operator=(const McpHttp&) = delete;
+
+  // Binds `path` (a stale socket file there is replaced) and starts accepting; "" or why not.
+  std::string listen(const std::string& path);
+  // Stops accepting, ends every session and removes the socket file.
+  void stop();
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace oppx::daemon
