@@ -147,7 +147,13 @@ if [ -f "$cache" ]; then
   say "$rel/ already configured"
 else
   say "configuring $rel/ (preset $preset)"
-  cmake --preset "$preset"
+  if [ -n "$quick" ]; then
+    # Without debug information: a third less compiling on two cores. The folder keeps it for the
+    # tests built later into it (a clean clone's test line compiles with it, as CI does).
+    cmake --preset "$preset" -DOPPX_DEBUG_INFO=OFF
+  else
+    cmake --preset "$preset"
+  fi
 fi
 
 if [ -n "$quick" ]; then
