@@ -29,6 +29,9 @@ namespace {
 // How long the first tools/list waits for connectors still starting without a cached list.
 constexpr std::chrono::seconds kFirstStart{10};
 
+// subscriptions/listen requests held at once (a client needs one).
+constexpr std::size_t kMaxListens = 4;
+
 constexpr std::string_view kInstructions =
     "The tools of the user's MCP connectors, kept running by oppx. Each is named "
     "<connector>__<tool>. The user's oppx permission rules decide what runs.";
@@ -271,6 +274,14 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     if (r.method == "initialize") return initialize(r.params, std::move(reply));
     if (r.method == "server/discover") return discover(std::move(reply));
     if (r.method == "ping") return reply.ok(json::object{});
+    if (r.method == "subscriptions/listen") {
+      // MCP 2026-07-28's standing request for list changes: held open (never answered while the
+      // client is here); the changes go out as notifications, as to any client.
+      initialized_ = true;
+      listens_.push_back(std::make_shared<Reply>(std::move(reply)));
+      if (listens_.size() > kMaxListens) listens_.erase(listens_.begin());  // answered (an error) as dropped
+      return;
+    }
     if (r.method == "tools/list") {
       remember_modern_capabilities(r.params);
       return with_listing([this, reply = std::make_shared<Reply>(std::move(reply))]() mutable {
@@ -547,6 +558,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   std::optional<ServedNames> names_;
   json::array listing_;
   std::vector<std::function<void()>> waiters_;
+  std::vector<std::shared_ptr<Reply>> listens_;   // subscriptions/listen, held until the client goes
   std::map<std::string, json::value> in_flight_;  // the client's request id (id_key) -> the daemon's
 };
 

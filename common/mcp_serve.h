@@ -1,4 +1,5 @@
-// oppx as an MCP server (2025-11-25 and older) for another client, backed by oppxd: `oppx mcp
+// oppx as an MCP server (2025-11-25 and older, and 2026-07-28's server/discover and
+// subscriptions/listen) for another client, backed by oppxd: `oppx mcp
 // serve` on stdin/stdout, and oppxd's streamable-HTTP socket (daemon/mcp_http.h), one per session.
 // The client's tools/list is the tools of the connectors its folder can see (running, idle with a
 // cached list, or starting with one; never a repository's connector still waiting for consent,

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -175,6 +176,51 @@ TEST(McpServeHttp, ItsSocketIsTheUsersAloneBesideTheDaemons) {
   EXPECT_EQ(st.st_uid, ::geteuid());
   ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
   EXPECT_NE(::stat(path.c_str(), &st), 0) << "the socket stays after the daemon stopped";
+}
+
+// oppx's own client speaks MCP 2026-07-28 first: a second daemon (its own HOME) with `oppx mcp
+// serve` of the first as a connector discovers it as such and calls through it.
+TEST(McpServeModern, AnotherDaemonSpeaks20260728ToItAndCallsThroughIt) {
+  TempHome home;
+  ASSERT_EQ(::access(kEverything.c_str(), R_OK), 0) << kEverything << " is missing: run packaging/bootstrap.sh";
+  home.write_mcp_config(stdio_entry("everything", "node", {kEverything, "stdio"}));
+  ASSERT_EQ(oppx({"mcp", "list"}).exit_code, 0);
+  const std::string b = home.root() + "/second";
+  for (std::string d : {"", "/config", "/config/oppx", "/state", "/cache", "/data", "/run"})
+    ASSERT_EQ(::mkdir((b + d).c_str(), 0700), 0) << b + d;
+  json::object upstream{
+      {"command", OPPX_BIN},
+      {"args", json::array{"mcp", "serve"}},
+      // The first daemon reads the user's mcp.json where the client's environment says.
+      {"env", json::object{{"OPPX_SOCKET", home.socket()}, {"XDG_CONFIG_HOME", home.root() + "/config"}}}};
+  {
+    std::ofstream f(b + "/config/oppx/mcp.json");
+    f << json::serialize(json::object{{"mcpServers", json::object{{"upstream", upstream}}}});
+  }
+  ::chmod((b + "/config/oppx/mcp.json").c_str(), 0600);
+  auto in_b = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{"env",
+                                  "HOME=" + b,
+                                  "XDG_CONFIG_HOME=" + b + "/config",
+                                  "XDG_STATE_HOME=" + b + "/state",
+                                  "XDG_CACHE_HOME=" + b + "/cache",
+                                  "XDG_DATA_HOME=" + b + "/data",
+                                  "XDG_RUNTIME_DIR=" + b + "/run",
+                                  OPPX_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, std::chrono::seconds(60));
+  };
+  Result call = in_b({"mcp", "call", "upstream", "everything__echo", R"({"message":"two daemons"})"});
+  EXPECT_EQ(call.exit_code, 0) << call.err;
+  EXPECT_EQ(call.out, "Echo: two daemons\n");
+  Result list = in_b({"mcp", "list", "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  json::value listed = json::parse(list.out);
+  const json::object& c = listed.at("connectors").at(0).as_object();
+  EXPECT_EQ(c.at("protocol"), json::value("2026-07-28")) << list.out;
+  EXPECT_GT(c.at("tools").to_number<int>(), 10)
+      << list.out << read_file(b + "/state/oppx/mcp-upstream.log") << read_file(b + "/state/oppx/oppxd.log");
+  in_b({"daemon", "stop"});
 }
 
 TEST(ServedNames, KeepPlainNamesAndHashTheOnesThatHadToChange) {
