@@ -165,14 +165,21 @@ std::size_t ScopedConnector::result_limit() const {
 }
 
 json::value ScopedConnector::output_schema(const std::string& tool) const {
-  for (const json::value& t : tools_now()) {
-    const json::object* o = t.if_object();
-    const json::value* name = o ? o->if_contains("name") : nullptr;
-    if (!name || !name->is_string() || name->get_string() != tool) continue;
-    const json::value* schema = o->if_contains("outputSchema");
-    return schema ? *schema : json::value();
-  }
-  return {};
+  auto schema_in = [&tool](const json::array& tools) -> json::value {
+    for (const json::value& t : tools) {
+      const json::object* o = t.if_object();
+      const json::value* name = o ? o->if_contains("name") : nullptr;
+      if (!name || !name->is_string() || name->get_string() != tool) continue;
+      const json::value* schema = o->if_contains("outputSchema");
+      return schema ? *schema : json::value();
+    }
+    return {};
+  };
+  if (browser_) return schema_in(browser_->tools());
+  if (!connector_) return {};
+  // Looked up in the kept list, not a copy of it: this runs on every call.
+  bool cached = false;
+  return schema_in(server_->connectors().tools_of(*connector_, &cached));
 }
 
 Connector::CancelCall ScopedConnector::call(const std::string& tool, json::value arguments, CallOptions options,

@@ -211,21 +211,24 @@ std::function<void(const json::object&, std::function<void(json::object)>)> elic
   };
 }
 
-void send_tools_call(Server& s, const proto::ToolsCallParams& p, const SharedReply& shared, Client& client);
+void send_tools_call(Server& s, const proto::ToolsCallParams& p, const std::string& root, const SharedReply& shared,
+                     Client& client);
 
 // The rules first (gate_call: deny, plan mode, allow, else the session is asked), then the call.
+// The folder's repository is found once (a walk up for .git) and judged and called in alike.
 void tools_call(Server& s, const proto::ToolsCallParams& p, Reply reply, Client& client) {
-  ConnectorLookup lookup(s, client, request_root(p.cwd, client));
+  std::string root = request_root(p.cwd, client);
+  ConnectorLookup lookup(s, client, root);
   if (!lookup.refresh_and_find(p.connector, Connectors::Restart::kMay))
     return reply.fail(unknown_connector(p.connector));
   auto shared = std::make_shared<Reply>(std::move(reply));
   // While the session is asked the client may go, or cancel the call: then nothing is sent.
   std::weak_ptr<JsonRpcPeer> peer = client.peer;
   gate_call(
-      s, p, client,
-      [&s, p, shared, peer, &client] {
+      s, p, root, client,
+      [&s, p, root, shared, peer, &client] {
         if (shared->cancelled() || !peer.lock()) return;
-        send_tools_call(s, p, shared, client);
+        send_tools_call(s, p, root, shared, client);
       },
       [shared](proto::RpcError e) { shared->fail(std::move(e)); });
 }
@@ -290,8 +293,9 @@ void answer_result(Server& s, const proto::ToolsCallParams& p, const json::value
 
 // Found again once the rules let the call go (the session's browser may have stopped meanwhile),
 // then sent; the answer is the result as the model sees it.
-void send_tools_call(Server& s, const proto::ToolsCallParams& p, const SharedReply& shared, Client& client) {
-  auto found = ConnectorLookup(s, client, request_root(p.cwd, client)).find(p.connector);
+void send_tools_call(Server& s, const proto::ToolsCallParams& p, const std::string& root, const SharedReply& shared,
+                     Client& client) {
+  auto found = ConnectorLookup(s, client, root).find(p.connector);
   if (!found) return shared->fail(unknown_connector(p.connector));
   // A caller that goes away cancels its call: at the server too once it was sent. The hook
   // holds the cancel weakly (see Connector::CancelCall), so a finished call frees at once.

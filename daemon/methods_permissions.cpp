@@ -198,9 +198,8 @@ void permissions_judge(Server& s, const proto::JudgeParams& p, Reply reply, Clie
   reply.ok(json::value_from(result));
 }
 
-void gate_call(Server& s, const proto::ToolsCallParams& p, Client& client, std::function<void()> go,
-               std::function<void(proto::RpcError)> refuse) {
-  std::string project = request_root(p.cwd, client);
+void gate_call(Server& s, const proto::ToolsCallParams& p, const std::string& project, Client& client,
+               std::function<void()> go, std::function<void(proto::RpcError)> refuse) {
   if (project.empty()) return go();  // no folder, no rules
   const std::string name = p.connector + "." + p.tool;
   ToolVerdict v = judge_tool_call(s, client, project, p.connector, p.tool);

@@ -28,8 +28,9 @@ void permissions_judge(Server& s, const proto::JudgeParams& p, Reply reply, Clie
 // a deny rule refuses it (kind "denied") for every client; for a session, plan mode refuses a
 // tool that is not read-only, an allow rule or a read-only tool lets it go, and anything else is
 // asked of the session's client (permissions/ask): go() only on its yes, else kind "declined".
-// A client without a session is a command the user typed, held by deny rules only.
-void gate_call(Server& s, const proto::ToolsCallParams& p, Client& client, std::function<void()> go,
-               std::function<void(proto::RpcError)> refuse);
+// A client without a session is a command the user typed, held by deny rules only. `project` is
+// request_root(p.cwd, client), found once by the caller for the whole call.
+void gate_call(Server& s, const proto::ToolsCallParams& p, const std::string& project, Client& client,
+               std::function<void()> go, std::function<void(proto::RpcError)> refuse);
 
 }  // namespace oppx::daemon
