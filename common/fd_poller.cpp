@@ -54,8 +54,11 @@ struct FdPoller::Impl {
   // descriptors still ready after a batch (level-triggered here: a read that took 64 KiB of more)
   // would be lost: the set is waited on only once a poll found nothing ready, and until then
   // each batch posts the next. A new descriptor already ready wakes the set as it is added.
-  void arm() {
+  // `now`: from the wait's own handler, which is a turn of its own, so the batch is taken at once
+  // (a post would cost the loop one more epoll_wait on every wake-up, twice per relayed call).
+  void arm(bool now = false) {
     if (waiting || polling || dispatching || shut || watchers.empty() || !waiter) return;
+    if (now) return poll();
     polling = true;
     asio::post(waiter->get_executor(), [this] { poll(); });
   }
@@ -90,7 +93,7 @@ struct FdPoller::Impl {
   void on_wait(boost::system::error_code ec) {
     waiting = false;
     if (ec && ec != asio::error::operation_aborted) log::error("waiting on the epoll set failed: {}", ec.message());
-    arm();
+    arm(/*now=*/true);
   }
 
   // The wait keeps the io_context running: with nothing left to watch, it ends.
