@@ -1,6 +1,8 @@
 // `oppx mcp import`: the servers another MCP client has (cli/mcp_import.h) set beside the
 // connectors oppx has (mcp/list), shown with their values masked; with --yes each one is added
-// through mcp/add, the daemon's own checked and atomic write, one at a time.
+// through mcp/add, the daemon's own checked and atomic write, one at a time. A repository's
+// servers (--project) are added without consent: each waits for `oppx mcp approve <name>`, which
+// shows it unmasked, since this preview masks its values.
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/mcp_import.h"
@@ -81,6 +83,11 @@ void print_files(const std::vector<FileRead>& files) {
   }
 }
 
+// A repository's server is added unapproved: it runs once the user has seen it in full.
+std::string waits(std::string_view name, bool project) {
+  return project ? fmt::format(", to wait for `oppx mcp approve {}`", escape_controls(name)) : std::string();
+}
+
 void print_candidate(const Planned& p, const Options& opt) {
   const Candidate& c = *p.candidate;
   fmt::print("\n{}  from {} ({})\n", escape_controls(c.name), escape_controls(c.source.label()),
@@ -96,10 +103,11 @@ void print_candidate(const Planned& p, const Options& opt) {
   }
   switch (p.action) {
     case Action::kAdd:
-      fmt::print("  -> {}\n", opt.yes ? "adding" : "would be added");
+      fmt::print("  -> {}{}\n", opt.yes ? "adding" : "would be added", waits(c.name, opt.project));
       break;
     case Action::kReplace:
-      fmt::print("  -> {} oppx's connector of that name (--force)\n", opt.yes ? "replacing" : "would replace");
+      fmt::print("  -> {} oppx's connector of that name (--force){}\n", opt.yes ? "replacing" : "would replace",
+                 waits(c.name, opt.project));
       break;
     case Action::kExists:
     case Action::kDuplicate:
@@ -113,7 +121,8 @@ void print_candidate(const Planned& p, const Options& opt) {
 
 // One mcp/add; the daemon's answer (or its error) as JSON, and a line that says how it went.
 bool add_one(SyncClient& client, const Candidate& c, bool project, bool replace, bool as_json, json::object& record) {
-  proto::McpAddParams params{.name = c.name, .definition = c.definition, .project = project, .force = replace};
+  proto::McpAddParams params{
+      .name = c.name, .definition = c.definition, .project = project, .force = replace, .consent = !project};
   auto r = client.call(proto::kMcpAdd, json::value_from(params), kAddTimeout);
   if (!r) {
     record["error"] = r.error().to_json();
@@ -130,7 +139,9 @@ bool add_one(SyncClient& client, const Candidate& c, bool project, bool replace,
   if (!added->warning.empty()) fmt::print(stderr, "oppx: warning: {}\n", added->warning);
   if (!added->consent_error.empty()) fmt::print(stderr, "oppx: {}\n", added->consent_error);
   std::string how;
-  if (const auto& e = added->connector; e && e->state == "running") {
+  if (const auto& e = added->connector; project && !(e && e->state == "running")) {
+    how = fmt::format("; it waits for `oppx mcp approve {}`, which shows it in full", c.name);
+  } else if (e && e->state == "running") {
     how = fmt::format(": running, {}", counted(e->tools ? e->tools->size() : e->tool_count, "tool"));
   } else if (e) {
     how = fmt::format("; it did not start ({}): {}", e->state, e->reason);
@@ -263,8 +274,10 @@ std::vector<Command> mcp_import_commands() {
        "(oppx has one of that name: --force replaces it) or cannot be imported, and why (SSE, VS\n"
        "Code's ${input:…}, a value of the wrong type). ${VAR} stays a reference; ${env:VAR} is\n"
        "written ${VAR}; Codex's bearer_token_env_var becomes 'Authorization: Bearer ${VAR}'.\n"
-       "Nothing is written without --yes; with it each is added as `oppx mcp add` does. Exit status\n"
-       "1 when a file could not be read, an add failed, or --from found no file.",
+       "Nothing is written without --yes; with it each is added as `oppx mcp add` does, except that\n"
+       "a repository's (--project) are not approved: each waits for `oppx mcp approve NAME`, which\n"
+       "shows it in full. Exit status 1 when a file could not be read, an add failed, or --from found\n"
+       "no file.",
        import_command},
   };
 }

@@ -142,7 +142,9 @@ void added(Server& s, const std::shared_ptr<Reply>& reply, const proto::McpAddPa
   log::info("connector {} {} in {}", p.name, out->replaced ? "replaced" : "added", path);
   proto::McpAddResult result{.name = p.name, .file = path, .replaced = out->replaced, .warning = out->warning};
   s.connectors().file_written();
-  if (!p.project) return settle_added(s, reply, p, root, env, std::move(result));
+  // Without consent (what `oppx mcp import --project` adds: a repository's own files' servers) it
+  // waits for consent/approve, where the user sees it in full.
+  if (!p.project || !p.consent) return settle_added(s, reply, p, root, env, std::move(result));
   // Adding it to the repository yourself is consent to exactly what was written, and to the
   // files it runs as they are now.
   ConnectorDef written = def;

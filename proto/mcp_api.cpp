@@ -88,6 +88,7 @@ Decoded<McpAddParams> decode(const json::value& v, std::type_identity<McpAddPara
   p.name = r.string("name", true).value_or("");
   p.project = r.boolean("project", false).value_or(false);
   p.force = r.boolean("force", false).value_or(false);
+  p.consent = r.boolean("consent", false).value_or(true);
   p.cwd = r.absolute_path("cwd");
   p.definition = r.any("definition");
   if (!p.definition.is_object()) r.fail("definition", "expected object");
@@ -189,6 +190,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const McpAddParams& v) {
   json::object o{{"name", v.name}, {"definition", v.definition}};
   if (v.project) o["project"] = true;
   if (v.force) o["force"] = true;
+  if (!v.consent) o["consent"] = false;
   put_if_set(o, "cwd", v.cwd);
   jv = std::move(o);
 }

@@ -69,6 +69,7 @@ struct McpAddParams {
   std::string name, cwd;
   boost::json::value definition;  // one mcpServers entry, written as given
   bool project = false, force = false;
+  bool consent = true;  // with project: adding it is consent; false leaves it waiting for consent/approve
 };
 struct McpRemoveParams {
   std::string name, cwd;

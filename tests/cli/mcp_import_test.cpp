@@ -398,6 +398,27 @@ TEST_F(McpImportCli, ProjectReadsTheRepositorysFilesAndWritesItsMcpJson) {
   EXPECT_EQ(written.at("mcpServers").at("team").at("args"), json::parse(R"(["ok"])"));
   EXPECT_EQ(read_file(config), "");
   EXPECT_EQ(listed(), (std::set<std::string>{"team"}));
+  // The repository wrote it, and the preview masked its values: the import is no consent. It
+  // waits for `oppx mcp approve`, which shows it in full, and nothing of it ran.
+  EXPECT_NE(r.out.find("-> adding, to wait for `oppx mcp approve team`"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Added team in " + repo.root() + "/.mcp.json; it waits for `oppx mcp approve team`"),
+            std::string::npos)
+      << r.out;
+  Result get = oppx({"mcp", "get", "team", "--json"});
+  EXPECT_EQ(json::parse(get.out).at("state"), json::value("waiting")) << get.out;
+  EXPECT_EQ(read_file(home.root() + "/state/oppx/mcp-approved.json").find("\"team\""), std::string::npos);
+
+  // --force does not turn the waiting one into an approved one either.
+  write(repo.root() + "/.cursor/mcp.json",
+        std::string(R"({"mcpServers": {"team": {"command": ")") + FAKE_MCP_SERVER + R"(", "args": ["ok", "2"]}}})");
+  Result forced = oppx({"mcp", "import", "--project", "--yes", "--force"}, 60s);
+  ASSERT_EQ(forced.exit_code, 0) << forced.err << forced.out;
+  EXPECT_NE(forced.out.find("Replaced team in " + repo.root() + "/.mcp.json; it waits for `oppx mcp approve team`"),
+            std::string::npos)
+      << forced.out;
+  get = oppx({"mcp", "get", "team", "--json"});
+  EXPECT_EQ(json::parse(get.out).at("state"), json::value("waiting")) << get.out;
+  EXPECT_EQ(read_file(home.root() + "/state/oppx/mcp-approved.json").find("\"team\""), std::string::npos);
 }
 
 }  // namespace
