@@ -126,7 +126,8 @@ bool add_one(SyncClient& client, const Candidate& c, bool project, bool replace,
   auto r = client.call(proto::kMcpAdd, json::value_from(params), kAddTimeout);
   if (!r) {
     record["error"] = r.error().to_json();
-    if (!as_json) fmt::print(stderr, "oppx: {} was not added: {}\n", escape_controls(c.name), r.error().message);
+    if (!as_json)
+      fmt::print(stderr, "oppx: {} was not added: {}\n", escape_controls(c.name), escape_controls(r.error().message));
     return false;
   }
   record["result"] = *r;
@@ -136,8 +137,8 @@ bool add_one(SyncClient& client, const Candidate& c, bool project, bool replace,
     unreadable_answer(added.error());
     return false;
   }
-  if (!added->warning.empty()) fmt::print(stderr, "oppx: warning: {}\n", added->warning);
-  if (!added->consent_error.empty()) fmt::print(stderr, "oppx: {}\n", added->consent_error);
+  if (!added->warning.empty()) fmt::print(stderr, "oppx: warning: {}\n", escape_controls(added->warning));
+  if (!added->consent_error.empty()) fmt::print(stderr, "oppx: {}\n", escape_controls(added->consent_error));
   std::string how;
   if (const auto& e = added->connector; project && !(e && e->state == "running")) {
     how = fmt::format("; it waits for `oppx mcp approve {}`, which shows it in full", c.name);
@@ -146,8 +147,8 @@ bool add_one(SyncClient& client, const Candidate& c, bool project, bool replace,
   } else if (e) {
     how = fmt::format("; it did not start ({}): {}", e->state, e->reason);
   }
-  fmt::print("{} {} in {}{}\n", added->replaced ? "Replaced" : "Added", escape_controls(c.name), added->file,
-             escape_controls(how));
+  fmt::print("{} {} in {}{}\n", added->replaced ? "Replaced" : "Added", escape_controls(c.name),
+             escape_controls(added->file), escape_controls(how));
   return true;
 }
 
@@ -204,7 +205,7 @@ int import_command(Context& ctx) {
 
   if (!opt.as_json) {
     print_files(found.files);
-    if (!list->error.empty() && !opt.project) fmt::print(stderr, "oppx: {}\n", list->error);
+    if (!list->error.empty() && !opt.project) fmt::print(stderr, "oppx: {}\n", escape_controls(list->error));
     for (const auto& p : planned) print_candidate(p, opt);
     if (!planned.empty()) fmt::print("\n");
   }
@@ -249,7 +250,8 @@ int import_command(Context& ctx) {
   fmt::print("{} to add, {} skipped, {} not importable.\n", to_add, skipped, refused);
   if (opt.yes) return rc;
   if (to_add > 0) {
-    fmt::print("Nothing was written. To add {} to {}, run: {}\n", to_add == 1 ? "it" : "them", target, opt.again());
+    fmt::print("Nothing was written. To add {} to {}, run: {}\n", to_add == 1 ? "it" : "them", escape_controls(target),
+               opt.again());
   } else if (skipped > 0 && !opt.force) {
     fmt::print("Nothing to add. To replace oppx's connectors of the same names, run: {}\n",
                Options{opt.from, opt.project, false, true, false}.again());

@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include <sys/stat.h>
@@ -419,6 +420,26 @@ TEST_F(McpImportCli, ProjectReadsTheRepositorysFilesAndWritesItsMcpJson) {
   get = oppx({"mcp", "get", "team", "--json"});
   EXPECT_EQ(json::parse(get.out).at("state"), json::value("waiting")) << get.out;
   EXPECT_EQ(read_file(home.root() + "/state/oppx/mcp-approved.json").find("\"team\""), std::string::npos);
+}
+
+// What the daemon answers quotes the repository's file and folder (its path, its URL): what
+// reaches the terminal is escaped, so that a repository cannot send escape sequences.
+TEST_F(McpImportCli, TheDaemonsAnswersQuotingTheRepositoryAreEscaped) {
+  std::string root = home.root() + "/r\x1b]0;owned\x07";
+  std::filesystem::create_directories(root + "/.git");
+  write(root + "/.cursor/mcp.json", std::string(R"({"mcpServers": {"team": {"command": ")") + FAKE_MCP_SERVER +
+                                        R"(", "args": ["ok"]}, "web": {"type": "http", "url": "ftp://x\u001b[2J"}}})");
+  std::string before = std::filesystem::current_path();
+  std::filesystem::current_path(root);
+  Result r = oppx({"mcp", "import", "--project", "--yes"}, 60s);
+  std::filesystem::current_path(before);
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_NE(r.out.find("Added team in " + home.root() + "/r\\x1b]0;owned\\x07/.mcp.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("web was not added: "), std::string::npos) << r.err;
+  for (const std::string& s : {r.out, r.err}) {
+    EXPECT_EQ(s.find('\x1b'), std::string::npos) << s;
+    EXPECT_EQ(s.find('\x07'), std::string::npos) << s;
+  }
 }
 
 }  // namespace
