@@ -14,15 +14,22 @@ install(FILES ${CMAKE_BINARY_DIR}/completions/_oppx DESTINATION ${CMAKE_INSTALL_
 # The systemd user units of packaging/systemd (whichever exist when installing), with ExecStart
 # pointed at the installed oppxd: the files in the tree name ~/.local/bin, where a user copies
 # them by hand. Done at install time, where CMAKE_INSTALL_PREFIX is the package's (/usr under
-# CPack, which sets it with DESTDIR: CPACK_SET_DESTDIR below).
+# CPack, which sets it with DESTDIR: CPACK_SET_DESTDIR below). They go where the systemd user
+# manager looks: lib/systemd/user under /usr and /usr/local; under any other prefix (~/.local)
+# share/systemd/user, which it searches as $XDG_DATA_HOME/systemd/user.
 set(oppx_install_extras [[
   file(GLOB units "@OPPX_SOURCE@/packaging/systemd/*.service" "@OPPX_SOURCE@/packaging/systemd/*.socket")
+  if(CMAKE_INSTALL_PREFIX MATCHES "^/usr(/local)?/?$")
+    set(unit_dir "${CMAKE_INSTALL_PREFIX}/lib/systemd/user")
+  else()
+    set(unit_dir "${CMAKE_INSTALL_PREFIX}/@OPPX_DATADIR@/systemd/user")
+  endif()
   foreach(unit IN LISTS units)
     get_filename_component(unit_name ${unit} NAME)
     file(READ ${unit} text)
     string(REGEX REPLACE "ExecStart=[^ \n]*oppxd" "ExecStart=${CMAKE_INSTALL_PREFIX}/@OPPX_BINDIR@/oppxd" text "${text}")
     file(WRITE "@OPPX_BINARY@/systemd/${unit_name}" "${text}")
-    file(INSTALL "@OPPX_BINARY@/systemd/${unit_name}" DESTINATION "${CMAKE_INSTALL_PREFIX}/lib/systemd/user")
+    file(INSTALL "@OPPX_BINARY@/systemd/${unit_name}" DESTINATION "${unit_dir}")
   endforeach()
   # The Neovim plugin, when the tree has it.
   if(IS_DIRECTORY "@OPPX_SOURCE@/editors/nvim")

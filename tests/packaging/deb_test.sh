@@ -47,6 +47,16 @@ fi
 grep -q '^\.SH COMMANDS' "$root/usr/share/man/man1/oppx.1" || fail "oppx.1 has no COMMANDS section"
 grep -q 'complete -F _oppx oppx' "$root/usr/share/bash-completion/completions/oppx" || fail "the bash completion is not oppx's"
 
+# `cmake --install --prefix ~/.local` (README): the units where the systemd user manager looks
+# for them under a home prefix ($XDG_DATA_HOME/systemd/user), started from that prefix's oppxd.
+local=$tmp/local
+cmake --install "$build" --prefix "$local" >"$tmp/install.log" 2>&1 || fail "cmake --install failed: $(cat "$tmp/install.log")"
+[ -f "$local/share/systemd/user/oppxd.service" ] ||
+  fail "cmake --install --prefix put no share/systemd/user/oppxd.service: $(cd "$local" && find . -path '*systemd*')"
+grep -q "^ExecStart=$local/bin/oppxd" "$local/share/systemd/user/oppxd.service" ||
+  fail "the installed oppxd.service does not start $local/bin/oppxd"
+[ ! -e "$local/lib/systemd" ] || fail "cmake --install --prefix still wrote lib/systemd, which systemd does not search"
+
 # The control file: the package's name, its dependencies and what it recommends.
 info=$(dpkg-deb -I "$deb")
 grep -q '^ *Package: oppx$' <<<"$info" || fail "no 'Package: oppx' in: $info"
