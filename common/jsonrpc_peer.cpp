@@ -151,7 +151,7 @@ bool JsonRpcPeer::cancel_request(const json::value& id, const RpcError& answer) 
   auto state = it->second;
   incoming_.erase(it);
   state->cancelled = true;  // its Reply, used later, sends nothing
-  send_response(proto::serialize_error(id, answer));
+  send_response(proto::serialize_error(id, answer), id);
   if (auto fn = std::move(state->on_cancel)) fn();
   return true;
 }
@@ -171,7 +171,7 @@ void JsonRpcPeer::on_line(std::string line) {
   if (!parsed) {
     const proto::Rejection& r = parsed.error();
     log::debug("{}: rejected a message: {}", options_.name, r.error.message);
-    if (options_.reply_to_malformed) send_response(proto::serialize_error(r.id, r.error));
+    if (options_.reply_to_malformed) send_response(proto::serialize_error(r.id, r.error), r.id);
     return;
   }
   if (auto* resp = std::get_if<proto::Response>(&*parsed)) {
@@ -199,15 +199,18 @@ void JsonRpcPeer::on_line(std::string line) {
   std::string key = proto::id_key(req.id);
   if (incoming_.count(key)) {
     send_response(proto::serialize_error(
-        req.id, RpcError::make(ErrorCode::kInvalidRequest, proto::kind::kDuplicateId,
-                               "id " + key.substr(2) + " is already used by a request still in flight; use a new id")));
+                      req.id, RpcError::make(ErrorCode::kInvalidRequest, proto::kind::kDuplicateId,
+                                             "id " + key.substr(2) +
+                                                 " is already used by a request still in flight; use a new id")),
+                  req.id);
     return;
   }
   if (incoming_.size() >= options_.max_in_flight) {
     send_response(proto::serialize_error(
-        req.id, RpcError::make(ErrorCode::kInvalidRequest, proto::kind::kTooLarge,
-                               "too many requests in flight (" + std::to_string(options_.max_in_flight) +
-                                   "); wait for some answers before sending more")));
+                      req.id, RpcError::make(ErrorCode::kInvalidRequest, proto::kind::kTooLarge,
+                                             "too many requests in flight (" + std::to_string(options_.max_in_flight) +
+                                                 "); wait for some answers before sending more")),
+                  req.id);
     return;
   }
   auto state = std::make_shared<Reply::State>();

@@ -2,7 +2,6 @@
 // of the client's folder, subscribed to mcp/changed) on the other. See mcp_serve.h.
 #include "common/mcp_serve.h"
 
-#include "cli/daemon_client.h"
 #include "common/serve_names.h"
 #include "common/jsonrpc_peer.h"
 #include "common/log.h"
@@ -17,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 #include <optional>
 #include <vector>
 
@@ -31,6 +31,9 @@ constexpr std::chrono::seconds kFirstStart{10};
 
 // subscriptions/listen requests held at once (a client needs one).
 constexpr std::size_t kMaxListens = 4;
+constexpr std::size_t kMaxCancelled = 256;
+// How much of a call's arguments the permission question shows.
+constexpr std::size_t kShownArguments = 2000;
 
 constexpr std::string_view kInstructions =
     "The tools of the user's MCP connectors, kept running by oppx. Each is named "
@@ -266,7 +269,10 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
       const json::value* id = n.params.is_object() ? n.params.as_object().if_contains("requestId") : nullptr;
       if (!id) return;
       auto it = in_flight_.find(proto::id_key(*id));
-      if (it != in_flight_.end() && daemon_) daemon_->notify(proto::kCancelRequest, json::object{{"id", it->second}});
+      if (it != in_flight_.end() && daemon_)
+        return daemon_->notify(proto::kCancelRequest, json::object{{"id", it->second}});
+      // A call still waiting for the listing: it is answered cancelled instead of being sent.
+      if (cancelled_.size() < kMaxCancelled) cancelled_.insert(proto::id_key(*id));
     }
   }
 
@@ -397,7 +403,9 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
                       auto self = w.lock();
                       if (!self || self->daemon_ != d) return;
                       --self->fetching_;
-                      self->tools_[name] = r ? offered_tools(*r) : json::array{};
+                      // A failed reading is not kept: the connector is left out of this listing
+                      // and asked again by the next.
+                      if (r) self->tools_[name] = offered_tools(*r);
                       if (self->fetching_ == 0) self->build_listing();
                     });
     }
@@ -466,6 +474,9 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
       if (const json::value* meta = params.if_contains("_meta"); meta && meta->is_object())
         if (const json::value* token = meta->as_object().if_contains("progressToken")) p["progress_token"] = *token;
       std::string key = proto::id_key(r.id);
+      if (cancelled_.erase(key))
+        return reply->fail(proto::RpcError::make(proto::ErrorCode::kCancelled, proto::kind::kCancelled,
+                                                 "the client cancelled the call before it was sent"));
       json::value id = daemon_->call("tools/call", p, [w = weak_from_this(), reply, key](JsonRpcPeer::CallResult res) {
         auto self = w.lock();
         if (self) self->in_flight_.erase(key);
@@ -491,7 +502,11 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     std::string rule = str_of(params, "rule");
     std::string args;
     if (const json::value* a = params.as_object().if_contains("arguments")) args = proto::json_text(*a);
-    if (args.size() > 600) args = args.substr(0, 600) + " …";
+    if (args.size() > kShownArguments) {
+      std::size_t cut = kShownArguments;
+      while (cut > 0 && (static_cast<unsigned char>(args[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+      args = fmt::format("{} … ({} more bytes not shown)", args.substr(0, cut), args.size() - cut);
+    }
     std::string message = fmt::format("oppx: may {} run? {}.\nArguments: {}", rule, str_of(params, "why"), args);
     json::object answer{
         {"type", "string"},
@@ -558,8 +573,10 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   std::optional<ServedNames> names_;
   json::array listing_;
   std::vector<std::function<void()>> waiters_;
-  std::vector<std::shared_ptr<Reply>> listens_;   // subscriptions/listen, held until the client goes
-  std::map<std::string, json::value> in_flight_;  // the client's request id (id_key) -> the daemon's
+  std::vector<std::shared_ptr<Reply>> listens_;  // subscriptions/listen, held until the client goes
+  std::map<std::string, json::value> in_flight_;
+  std::set<std::string> cancelled_;  // calls cancelled before they were sent (id_key)  // the client's request id
+                                     // (id_key) -> the daemon's
 };
 
 void end_serving(McpServe& serve) { serve.end(); }

@@ -61,9 +61,11 @@ ServedNames::ServedNames(const std::vector<ServedTool>& tools) {
     ++uses[names_.back()];
   }
   for (std::size_t i = 0; i < tools.size(); ++i) {
-    if (uses[names_[i]] > 1)
-      names_[i] = hashed(plain_name(tools[i].connector, tools[i].tool).first, tools[i].connector, tools[i].tool);
-    by_name_.emplace(names_[i], tools[i]);
+    const ServedTool& t = tools[i];
+    if (uses[names_[i]] > 1) names_[i] = hashed(plain_name(t.connector, t.tool).first, t.connector, t.tool);
+    // A hashed name that meets another tool's name (or hash) is hashed again with a count.
+    for (int n = 1; !by_name_.emplace(names_[i], t).second; ++n)
+      names_[i] = hashed(plain_name(t.connector, t.tool).first, t.connector, fmt::format("{}#{}", t.tool, n));
   }
 }
 

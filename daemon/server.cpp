@@ -302,9 +302,6 @@ void Server::start() {
     });
   }
   impl_->watch_folder();
-  log::info("oppxd {} (build {}) listening on {} (pid {})", OPPX_VERSION, kBuildId, impl_->options.socket_path,
-            ::getpid());
-  impl_->accept_next();
   // The same connectors for other MCP clients, as streamable HTTP on a socket beside this one.
   impl_->mcp_http = std::make_unique<McpHttp>(*this);
   std::string mcp = paths::mcp_http_socket(impl_->options.socket_path);
@@ -312,6 +309,9 @@ void Server::start() {
     log::warn("MCP over HTTP is off: {}", why);
   else
     log::info("MCP over HTTP on {}", mcp);
+  log::info("oppxd {} (build {}) listening on {} (pid {})", OPPX_VERSION, kBuildId, impl_->options.socket_path,
+            ::getpid());
+  impl_->accept_next();
 }
 
 void Server::stop(const std::string& reason) { impl_->stop(reason); }

@@ -14,7 +14,9 @@
 #include <map>
 #include <sstream>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 namespace oppx::test {
@@ -165,6 +167,28 @@ TEST_P(McpServe, ADeniedToolIsNotOffered) {
 INSTANTIATE_TEST_SUITE_P(Over, McpServe, ::testing::Values(Over::kStdio, Over::kHttp),
                          [](const auto& info) { return info.param == Over::kStdio ? "Stdio" : "Http"; });
 
+// A client that keeps its connection open without a request (HTTP keep-alive) does not keep the
+// daemon from stopping.
+TEST(McpServeHttp, AnIdleConnectionDoesNotHoldTheDaemon) {
+  TempHome home;
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string path = home.root() + "/run/oppx/oppxd-mcp.sock";
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
+  std::string ping = "GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n";  // answered 404, connection kept
+  ASSERT_EQ(::write(fd, ping.data(), ping.size()), static_cast<ssize_t>(ping.size()));
+  char buf[512];
+  ASSERT_GT(::read(fd, buf, sizeof buf), 0);
+  EXPECT_EQ(std::string(buf, 12), "HTTP/1.1 404");
+  Result stop = oppx({"daemon", "stop"});
+  EXPECT_EQ(stop.exit_code, 0) << stop.err;
+  EXPECT_EQ(stop.err.find("did not stop"), std::string::npos) << stop.err;
+  ::close(fd);
+}
+
 TEST(McpServeHttp, ItsSocketIsTheUsersAloneBesideTheDaemons) {
   TempHome home;
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
@@ -242,6 +266,12 @@ TEST(ServedNames, KeepPlainNamesAndHashTheOnesThatHadToChange) {
   EXPECT_EQ(a.name_of(0), b.name_of(1));
   EXPECT_EQ(a.find(a.name_of(1))->tool, "b__c");
   EXPECT_FALSE(a.find("a__b__c").has_value());
+  // A plain name that is another tool's hashed name: the two still get two names.
+  std::string h = served_name("my.server", "do it");
+  ServedNames c({{"my.server", "do it"}, {"my_server", h.substr(std::string("my_server__").size())}});
+  EXPECT_NE(c.name_of(0), c.name_of(1));
+  EXPECT_EQ(c.find(c.name_of(0))->tool, "do it");
+  EXPECT_EQ(c.find(c.name_of(1))->connector, "my_server");
 }
 
 }  // namespace

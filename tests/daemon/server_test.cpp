@@ -382,10 +382,11 @@ TEST(VerboseLog, IsOffByDefault) {
 TEST(DescriptorLimit, NewClientsAreRefusedAndTheOthersGoOn) {
   TempHome home;
   // A low hard limit (the daemon raises its soft limit to the hard one, so only a hard one holds).
-  DaemonProcess daemon(home, "ulimit -Sn 30 && ulimit -Hn 41 &&");
+  // 42: the MCP socket (oppxd-mcp.sock) holds one descriptor more than the daemon's own.
+  DaemonProcess daemon(home, "ulimit -Sn 30 && ulimit -Hn 42 &&");
   ASSERT_GT(daemon.pid(), 0) << daemon.start_result().err;
   auto pid = static_cast<pid_t>(daemon.pid());
-  EXPECT_EQ(fd_limits(pid), std::make_pair(std::string("41"), std::string("41")));
+  EXPECT_EQ(fd_limits(pid), std::make_pair(std::string("42"), std::string("42")));
 
   std::vector<SyncClient> served;
   int refused = 0;
