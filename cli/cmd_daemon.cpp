@@ -266,7 +266,6 @@ std::vector<Command> daemon_commands() {
        "The log is $XDG_STATE_HOME/oppx/oppxd.log (default ~/.local/state/oppx/oppxd.log).",
        logs},
   };
-  for (Command c : daemon_service_commands()) table.push_back(c);
   return table;
 }
 

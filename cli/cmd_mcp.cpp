@@ -5,8 +5,6 @@
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "cli/mcp_login.h"
-#include "cli/mcp_import.h"
-#include "cli/mcp_offers.h"
 #include "cli/elicit_form.h"
 #include "cli/output.h"
 #include "cli/probe.h"
@@ -793,9 +791,6 @@ std::vector<Command> mcp_commands() {
        "when any of them failed.",
        reconnect},
   };
-  for (Command c : mcp_offer_commands()) table.push_back(c);
-  for (Command c : mcp_import_commands()) table.push_back(c);
-  for (Command c : mcp_serve_commands()) table.push_back(c);
   return table;
 }
 

@@ -11,8 +11,10 @@ namespace oppx::cli {
 const std::vector<Command>& command_table() {
   static const std::vector<Command> table = [] {
     std::vector<Command> t;
-    for (auto part : {chat_commands(), print_commands(), mcp_commands(), permissions_commands(), browser_commands(),
-                      daemon_commands(), demo_commands(), help_commands(), completion_commands()})
+    // A group's rows from several files stand together, in this order.
+    for (auto part : {chat_commands(), print_commands(), mcp_commands(), mcp_offer_commands(), mcp_import_commands(),
+                      mcp_serve_commands(), permissions_commands(), browser_commands(), daemon_commands(),
+                      daemon_service_commands(), demo_commands(), help_commands(), completion_commands()})
       t.insert(t.end(), part.begin(), part.end());
     return t;
   }();

@@ -40,10 +40,13 @@ struct Command {
 std::vector<Command> print_commands();
 std::vector<Command> chat_commands();
 std::vector<Command> daemon_commands();
+std::vector<Command> daemon_service_commands();  // cmd_daemon_service.cpp
 std::vector<Command> help_commands();
 std::vector<Command> demo_commands();
 std::vector<Command> mcp_commands();
-std::vector<Command> mcp_serve_commands();  // cmd_mcp_serve.cpp, appended by mcp_commands()
+std::vector<Command> mcp_offer_commands();   // cmd_mcp_offers.cpp
+std::vector<Command> mcp_import_commands();  // cmd_mcp_import.cpp
+std::vector<Command> mcp_serve_commands();   // cmd_mcp_serve.cpp
 std::vector<Command> permissions_commands();
 std::vector<Command> browser_commands();
 std::vector<Command> completion_commands();

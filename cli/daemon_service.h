@@ -16,9 +16,6 @@ struct ServiceUnits {
 };
 ServiceUnits service_units(const std::string& oppxd);
 
-// Its line of the command table (daemon_commands).
-std::vector<Command> daemon_service_commands();
-
 // Stops the daemon on `socket` and waits for its exit (cmd_daemon.cpp); an exit code.
 int stop_daemon(const std::string& socket, bool quiet_if_absent);
 

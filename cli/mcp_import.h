@@ -88,6 +88,4 @@ boost::json::object masked(const boost::json::object& definition);
 
 namespace oppx::cli {
 struct Command;
-// `oppx mcp import`'s line of the command table (cmd_mcp_import.cpp; joined in mcp_commands).
-std::vector<Command> mcp_import_commands();
 }  // namespace oppx::cli

@@ -12,7 +12,5 @@ int mcp_resources(Context& ctx);
 int mcp_read(Context& ctx);
 int mcp_prompts(Context& ctx);
 int mcp_prompt(Context& ctx);
-// Their lines of the command table (mcp_commands).
-std::vector<Command> mcp_offer_commands();
 
 }  // namespace oppx::cli
