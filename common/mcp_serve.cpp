@@ -100,18 +100,8 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
       : io_(io), options_(std::move(options)), first_wait_(io) {}
 
   void start(std::unique_ptr<Transport> transport) {
-    JsonRpcPeer::Options po;
-    po.name = "mcp client";
-    po.on_request = [w = weak_from_this()](proto::Request r, Reply reply) {
-      if (auto self = w.lock()) self->on_client_request(std::move(r), std::move(reply));
-    };
-    po.on_notification = [w = weak_from_this()](proto::Notification n) {
-      if (auto self = w.lock()) self->on_client_notification(n);
-    };
-    po.on_closed = [w = weak_from_this()](const TransportError&) {
-      if (auto self = w.lock()) self->client_gone();
-    };
-    client_ = JsonRpcPeer::create(std::move(transport), std::move(po));
+    client_ = peer(std::move(transport), "mcp client", &McpServe::on_client_request, &McpServe::on_client_notification,
+                   &McpServe::client_gone);
     connect_daemon_now();
     client_->start();
   }
@@ -122,6 +112,25 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   }
 
  private:
+  // A peer on `transport` whose handlers are these members of this server, held weakly.
+  std::shared_ptr<JsonRpcPeer> peer(std::unique_ptr<Transport> transport, std::string name,
+                                    void (McpServe::*request)(proto::Request, Reply),
+                                    void (McpServe::*notification)(const proto::Notification&),
+                                    void (McpServe::*closed)()) {
+    JsonRpcPeer::Options po;
+    po.name = std::move(name);
+    po.on_request = [w = weak_from_this(), request](proto::Request r, Reply reply) {
+      if (auto self = w.lock()) (self.get()->*request)(std::move(r), std::move(reply));
+    };
+    po.on_notification = [w = weak_from_this(), notification](proto::Notification n) {
+      if (auto self = w.lock()) (self.get()->*notification)(n);
+    };
+    po.on_closed = [w = weak_from_this(), closed](const TransportError&) {
+      if (auto self = w.lock()) (self.get()->*closed)();
+    };
+    return JsonRpcPeer::create(std::move(transport), std::move(po));
+  }
+
   // ---- the daemon side ----
 
   // Connects (options_.connect), then hello (when asked), a session of the folder and the
@@ -135,18 +144,8 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
       down_ = why;
       return false;
     }
-    JsonRpcPeer::Options po;
-    po.name = "oppxd";
-    po.on_request = [w = weak_from_this()](proto::Request r, Reply reply) {
-      if (auto self = w.lock()) self->on_daemon_request(std::move(r), std::move(reply));
-    };
-    po.on_notification = [w = weak_from_this()](proto::Notification n) {
-      if (auto self = w.lock()) self->on_daemon_notification(n);
-    };
-    po.on_closed = [w = weak_from_this()](const TransportError&) {
-      if (auto self = w.lock()) self->daemon_gone();
-    };
-    daemon_ = JsonRpcPeer::create(std::move(transport), std::move(po));
+    daemon_ = peer(std::move(transport), "oppxd", &McpServe::on_daemon_request, &McpServe::on_daemon_notification,
+                   &McpServe::daemon_gone);
     daemon_->start();
     down_.clear();
     subscribed_ = false;
