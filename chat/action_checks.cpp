@@ -1,6 +1,7 @@
 // The checks on what the model named at a step: a usable action, a denied tool, a tool's
 // arguments, a repeated call.
 #include "chat/action_checks.h"
+#include "proto/decode.h"
 
 #include "chat/arguments.h"
 #include "common/shell_words.h"
@@ -19,10 +20,7 @@ namespace json = boost::json;
 
 namespace {
 
-std::string str(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->as_string()) : std::string();
-}
+using proto::string_field;
 
 bool has_arguments(const json::value& schema) {
   if (!schema.is_object()) return false;
@@ -63,8 +61,8 @@ std::optional<json::value> find_object(std::string_view text) {
 }
 
 std::string reply_of(const json::object& action) {
-  std::string text = str(action, "text");
-  if (text.empty()) text = str(action, "reply");
+  std::string text = string_field(action, "text");
+  if (text.empty()) text = string_field(action, "reply");
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) return {};
   return text;
 }
@@ -74,8 +72,8 @@ std::string unusable(const std::optional<json::value>& answer, const std::string
     return "it was not one JSON object with an \"action\" from the list";
   const json::object& a = answer->as_object();
   auto needs = [&](std::string_view field, std::string_view what) {
-    return str(a, field).empty() ? fmt::format("{} needs {} in \"{}\", and it had none", name, what, field)
-                                 : std::string();
+    return string_field(a, field).empty() ? fmt::format("{} needs {} in \"{}\", and it had none", name, what, field)
+                                          : std::string();
   };
   if (name == "reply")
     return reply_of(a).empty() ? std::string("reply needs the whole answer in \"text\", and it had none")

@@ -3,6 +3,7 @@
 // conversation kept inside the model's context. What the model named is checked, and a tool's
 // arguments asked for, in action_checks.cpp.
 #include "chat/agent.h"
+#include "proto/decode.h"
 
 #include "chat/action_checks.h"
 #include "chat/builtins.h"
@@ -31,10 +32,7 @@ constexpr std::chrono::milliseconds kRunLimit{120'000};
 constexpr int kMaxStepUps = 2;  // wider logins asked for one call
 constexpr std::string_view kContinue = "once it is back, ask me to continue";
 
-std::string str(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->as_string()) : std::string();
-}
+using proto::string_field;
 
 // The rule `c` answers with: every tool of the connector.
 std::string c_rule(const ToolInfo& t) { return t.connector + ".*"; }
@@ -536,7 +534,7 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
   messages_.push_back({"assistant", proto::json_text(action)});
   ActionRecord rec{name, {}, "", "", false};
   for (const char* k : {"path", "pattern", "command"}) {
-    if (std::string v = str(action, k); !v.empty()) rec.arguments[k] = v;
+    if (std::string v = string_field(action, k); !v.empty()) rec.arguments[k] = v;
   }
   std::size_t offset = 0;
   if (const json::value* o = action.if_contains("offset"); name == "read" && o && o->is_int64() && o->as_int64() > 0) {
@@ -548,10 +546,10 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
   std::optional<Workspace> ws;
   SandboxPolicy policy;  // run's: the session's, with the project's sandbox:network rule
   // A file oppxd kept a cut result of this session's calls in: read where the daemon put it.
-  const bool kept = name == "read" && kept_results_.count(str(action, "path"));
+  const bool kept = name == "read" && kept_results_.count(string_field(action, "path"));
   if ((name == "read" || name == "grep") && !kept) {
     ws.emplace(Workspace::of(daemon_.cwd()));
-    if (std::string path = str(action, "path"); !path.empty()) {
+    if (std::string path = string_field(action, "path"); !path.empty()) {
       PathCheck c = ws->check(path);
       if (c.place == Place::kDenied) {
         rec.status = "declined";
@@ -571,7 +569,7 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
     }
   }
   if (name == "run") {
-    std::string command = str(action, "command");
+    std::string command = string_field(action, "command");
     DaemonTools::Verdict v = daemon_.judge_command(command);
     // The project's `sandbox:network` rule: allow gives commands the network, deny takes it.
     policy = options_.sandbox;
@@ -600,19 +598,21 @@ void Agent::run_builtin(const std::string& name, const json::object& action, Tur
   front_.action_started(name, rec.arguments);
   BuiltinResult r;
   if (kept) {
-    r = read_kept_result(str(action, "path"), options_.result_cap, offset);
+    r = read_kept_result(string_field(action, "path"), options_.result_cap, offset);
   } else if (name == "read") {
-    r = read_action(*ws, str(action, "path"), options_.result_cap, outside_allowed, offset);
+    r = read_action(*ws, string_field(action, "path"), options_.result_cap, outside_allowed, offset);
   } else if (name == "grep") {
-    r = grep_action(*ws, str(action, "pattern"), str(action, "path"), options_.result_cap, outside_allowed);
+    r = grep_action(*ws, string_field(action, "pattern"), string_field(action, "path"), options_.result_cap,
+                    outside_allowed);
   } else {
-    r = run_action(daemon_.cwd(), str(action, "command"), kRunLimit, options_.result_cap, policy, &run_control_);
+    r = run_action(daemon_.cwd(), string_field(action, "command"), kRunLimit, options_.result_cap, policy,
+                   &run_control_);
   }
   rec.status = r.ok ? "ran" : "failed";
   rec.text = r.text;
   std::string what = shown(rec.arguments);
   std::string exposed;
-  std::string source = r.resolved.empty() ? str(action, "path") : r.resolved;
+  std::string source = r.resolved.empty() ? string_field(action, "path") : r.resolved;
   if (source.empty()) source = name == "run" ? "the output of a command" : "the workspace";
   if (r.ok && r.outside) {
     exposed = source + " (outside the workspace)";
@@ -707,7 +707,7 @@ TurnResult Agent::turn(const std::string& message) {
       }
       const std::string& content = r->content;
       parsed = find_object(content);
-      name = parsed && parsed->is_object() ? str(parsed->as_object(), "action") : std::string();
+      name = parsed && parsed->is_object() ? string_field(parsed->as_object(), "action") : std::string();
       if (!parsed && !content.empty() && content.find('{') == std::string::npos) {
         // Structured output accepted but not enforced: plain prose is taken as the reply.
         parsed = json::object{{"action", "reply"}, {"text", content}};
@@ -755,7 +755,7 @@ TurnResult Agent::turn(const std::string& message) {
       continue;
     }
     if (name == kSearchAction && deferred_.searching()) {
-      run_search(str(parsed->as_object(), "query"), out);
+      run_search(string_field(parsed->as_object(), "query"), out);
       if (stopped() || out.error) return out;
       continue;
     }

@@ -3,6 +3,7 @@
 #include "chat/builtins.h"
 
 #include "chat/agent.h"
+#include "common/fs.h"
 
 #include <fmt/format.h>
 
@@ -51,17 +52,6 @@ Captured capture(const std::vector<std::string>& argv, const std::string& cwd, s
   RunOutcome r = run_contained(spec);
   bool ended = r.end == RunOutcome::End::kExited;
   return {ended ? r.status : -1, r.end == RunOutcome::End::kTimedOut, std::move(r.output), std::move(r.error)};
-}
-
-bool on_path(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  if (!path) return false;
-  std::stringstream ss(path);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (!dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -208,7 +198,7 @@ BuiltinResult grep_action(const Workspace& ws, const std::string& pattern, const
     std::string rel = fs::path(abs).lexically_relative(ws.cwd()).string();
     return rel.empty() ? abs : rel;
   };
-  if (on_path("rg")) {
+  if (!find_on_path("rg").empty()) {
     // ripgrep follows no link it finds and skips what is not a regular file; it is given the
     // checked path (the real one when outside), and what it prints from a denied place is dropped.
     std::string where = r.outside ? o.check.real : shown(o.check.path);

@@ -1,6 +1,7 @@
 // DaemonTools: the agent's calls to oppxd (session/open, mcp/list and mcp/tools, permissions/judge
 // and permissions/allow, tools/call with progress, browser/start).
 #include "chat/daemon_tools.h"
+#include "proto/decode.h"
 
 #include "common/tool_text.h"
 #include "proto/browser_api.h"
@@ -25,10 +26,7 @@ constexpr std::chrono::milliseconds kToolsLimit{30'000};         // a running co
 constexpr std::chrono::milliseconds kToolCall{125'000};          // the daemon's own limit is 120 s
 constexpr std::chrono::milliseconds kBrowserStartLimit{60'000};  // the server's start, not Chromium's
 
-std::string str(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->as_string()) : std::string();
-}
+using proto::string_field;
 
 DaemonTools::Verdict verdict_of(const boost::system::result<json::value, proto::RpcError>& r) {
   DaemonTools::Verdict v;
@@ -88,14 +86,14 @@ std::string DaemonTools::list(std::vector<ToolInfo>& tools, std::vector<Connecto
       const json::object& tool = tv.as_object();
       ToolInfo info;
       info.connector = c.name;
-      info.name = str(tool, "name");
+      info.name = string_field(tool, "name");
       if (info.name.empty()) continue;
       // A tool a deny rule covers is not offered at all: the model is only told its name.
       if (std::find(entry->denied.begin(), entry->denied.end(), info.name) != entry->denied.end()) {
         denied.push_back(info.full_name());
         continue;
       }
-      info.description = str(tool, "description");
+      info.description = string_field(tool, "description");
       if (const json::value* s = tool.if_contains("inputSchema")) info.input_schema = *s;
       if (const json::value* a = tool.if_contains("annotations"); a && a->is_object()) {
         const json::value* ro = a->as_object().if_contains("readOnlyHint");

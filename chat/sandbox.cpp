@@ -46,22 +46,6 @@ constexpr std::chrono::milliseconds kDrainAfterExit{1'000};
 int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 void pidfd_kill(int fd) { ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0); }
 
-std::string on_path(const std::string& program) {
-  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0 ? program : "";
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (!dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0) return dir + "/" + program;
-  }
-  return {};
-}
-
-bool under(const std::string& path, const std::string& folder) {
-  return path == folder || (path.size() > folder.size() && path.compare(0, folder.size(), folder) == 0 &&
-                            (folder == "/" || path[folder.size()] == '/'));
-}
-
 std::string first_line(const std::string& s) {
   std::string line = s.substr(0, s.find('\n'));
   return line.size() > 300 ? line.substr(0, 300) : line;
@@ -144,7 +128,7 @@ std::vector<std::string> sandbox_hidden_paths() {
   std::sort(found.begin(), found.end());
   std::vector<std::string> out;
   for (auto& p : found) {
-    if (!out.empty() && under(p, out.back())) continue;
+    if (!out.empty() && path_under(p, out.back())) continue;
     out.push_back(std::move(p));
   }
   return out;
@@ -365,7 +349,7 @@ RunOutcome run_contained(const RunSpec& spec) {
 
 SandboxSupport probe_sandbox(const std::string& bwrap) {
   SandboxSupport s;
-  s.bwrap = on_path(bwrap);
+  s.bwrap = find_on_path(bwrap);
   if (s.bwrap.empty()) {
     s.reason = fmt::format(
         "bubblewrap ({}) is not installed, so commands cannot run in a sandbox; install it (Debian: apt-get install "

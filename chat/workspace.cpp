@@ -57,12 +57,6 @@ std::string real_of(const std::string& abs) {
   return p;
 }
 
-bool under(const std::string& path, const std::string& root) {
-  if (root == "/") return !path.empty() && path[0] == '/';
-  return path == root ||
-         (path.size() > root.size() && path.compare(0, root.size(), root) == 0 && path[root.size()] == '/');
-}
-
 std::string expand_home(const std::string& p) {
   if (p == "~" || p.starts_with("~/")) return paths::home() + p.substr(1);
   return p;
@@ -183,7 +177,7 @@ std::string Workspace::linked_to_denied(const struct stat& st) const {
 
 std::string Workspace::denied_by(const std::string& abs) const {
   for (const auto& d : deny_) {
-    if (under(abs, d)) return d;
+    if (path_under(abs, d)) return d;
   }
   return {};
 }
@@ -202,7 +196,7 @@ PathCheck Workspace::check(const std::string& path) const {
     return c;
   }
   for (const auto& r : real_roots_) {
-    if (under(c.real, r)) {
+    if (path_under(c.real, r)) {
       c.place = Place::kInside;
       return c;
     }
@@ -230,7 +224,7 @@ Opened Workspace::open(const std::string& path, bool outside_allowed) const {
   if (c.place == Place::kInside) {
     std::string root;
     for (const auto& r : real_roots_) {
-      if (under(c.real, r) && r.size() > root.size()) root = r;
+      if (path_under(c.real, r) && r.size() > root.size()) root = r;
     }
     std::string rel = c.real == root ? "." : c.real.substr(root == "/" ? 1 : root.size() + 1);
     int dir = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -270,8 +264,8 @@ Opened Workspace::open(const std::string& path, bool outside_allowed) const {
     ::close(std::exchange(o.fd, -1));
     return o;
   }
-  if (c.place == Place::kInside &&
-      std::none_of(real_roots_.begin(), real_roots_.end(), [&](const std::string& r) { return under(c.real, r); })) {
+  if (c.place == Place::kInside && std::none_of(real_roots_.begin(), real_roots_.end(),
+                                                [&](const std::string& r) { return path_under(c.real, r); })) {
     c.place = Place::kOutside;
     o.error = fmt::format("{} leads to {}, outside the workspace; not read", c.path, c.real);
     ::close(std::exchange(o.fd, -1));

@@ -405,7 +405,7 @@ std::string MarkdownRenderer::table() {
     std::vector<std::string> row;
     for (std::size_t c = 0; c < columns; ++c) {
       std::string text = c < cells[r].size() ? cells[r][c] : "";
-      row.push_back(inline_styled(text, style_.colour, r == 0 ? kBold : 0));
+      row.push_back(inline_styled(text, style_.colour, r == 0 ? unsigned{kBold} : 0u));
       widths[c] = std::max(widths[c], display_width(row.back()));
     }
     shown.push_back(std::move(row));

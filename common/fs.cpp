@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -40,6 +41,24 @@ std::string dirname_of(const std::string& path) {
 std::string basename_of(const std::string& path) {
   auto slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool path_under(const std::string& path, const std::string& folder) {
+  return path == folder || (path.size() > folder.size() && path.compare(0, folder.size(), folder) == 0 &&
+                            (folder == "/" || path[folder.size()] == '/'));
+}
+
+std::string find_on_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0 ? program : "";
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path ? path : "/usr/bin:/bin";
+  while (!dirs.empty()) {
+    std::string_view dir = dirs.substr(0, dirs.find(':'));
+    dirs.remove_prefix(std::min(dirs.size(), dir.size() + 1));
+    std::string candidate = std::string(dir) + "/" + program;
+    if (!dir.empty() && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
 }
 
 std::string repository_root(const std::string& folder) {

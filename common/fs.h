@@ -33,6 +33,10 @@ std::string read_and_close(int fd, std::size_t cap);
 
 std::string dirname_of(const std::string& path);
 std::string basename_of(const std::string& path);
+// `path` is `folder` or inside it (both absolute and normal; no file system access).
+bool path_under(const std::string& path, const std::string& folder);
+// The executable `program` as found on PATH (or as given, when it holds a '/'); empty if none.
+std::string find_on_path(const std::string& program);
 
 // The repository a folder belongs to: the nearest folder at or above it holding `.git` (a folder,
 // or the file a worktree or submodule has), else the folder itself. Git is not run.

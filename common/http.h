@@ -92,5 +92,7 @@ std::string origin_of(std::string_view url);
 
 // A character of an RFC 9110 token (a header's name, an auth scheme, a challenge's parameter).
 bool is_tchar(char c);
+// ASCII case-insensitive equality, as header names and auth schemes compare.
+bool iequals(std::string_view a, std::string_view b);
 
 }  // namespace oppx::http

@@ -33,12 +33,7 @@ namespace {
 
 using http::is_tchar;
 
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
-}
+using http::iequals;
 
 // A cursor over the header; every read checks the end first.
 struct Reader {
@@ -171,6 +166,7 @@ std::optional<Canonical> canonical(std::string_view text) {
   auto u = urls::parse_uri(text);
   if (!u) return std::nullopt;
   Canonical c;
+  auto lower = [](char ch) { return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch; };
   std::string scheme(u->scheme());
   std::transform(scheme.begin(), scheme.end(), scheme.begin(), lower);
   std::string host(u->encoded_host());

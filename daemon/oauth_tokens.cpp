@@ -2,6 +2,8 @@
 // OpenSSL's base64 for client_secret_basic, and a form encoder of its own.
 #include "daemon/oauth_tokens.h"
 
+#include "common/http.h"
+
 #include <boost/json.hpp>
 
 #include <fmt/format.h>
@@ -17,12 +19,7 @@ using boost::system::in_place_error;
 
 namespace {
 
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
-}
+using http::iequals;
 
 // The body as a JSON object, or why not; `what` names the exchange in the message.
 boost::system::result<json::object, std::string> parse_object(std::string_view body, std::string_view what) {

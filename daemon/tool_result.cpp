@@ -1,5 +1,6 @@
 // What a tools/call result gives the model (daemon/tool_result.h).
 #include "daemon/tool_result.h"
+#include "proto/decode.h"
 
 #include "proto/jsonrpc.h"
 
@@ -15,10 +16,7 @@ namespace json = boost::json;
 
 namespace {
 
-std::string str(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->get_string()) : std::string();
-}
+using proto::string_field;
 
 // The size of base64 `data` once decoded, in words ("48 KiB").
 std::string decoded_size(const std::string& data) {
@@ -33,23 +31,24 @@ std::string decoded_size(const std::string& data) {
 // One content part as text: a text part as it is; an embedded text resource with its address;
 // anything binary described by kind, type and size, never inlined.
 std::string describe_part(const json::object& p) {
-  std::string type = str(p, "type");
-  std::string mime = str(p, "mimeType");
-  if (type == "text" && p.contains("text") && p.at("text").is_string()) return str(p, "text");
+  std::string type = string_field(p, "type");
+  std::string mime = string_field(p, "mimeType");
+  if (type == "text" && p.contains("text") && p.at("text").is_string()) return string_field(p, "text");
   if (type == "image" || type == "audio") {
-    return fmt::format("[{}{}{}, {}, not shown]", type, mime.empty() ? "" : ": ", mime, decoded_size(str(p, "data")));
+    return fmt::format("[{}{}{}, {}, not shown]", type, mime.empty() ? "" : ": ", mime,
+                       decoded_size(string_field(p, "data")));
   }
   if (type == "resource" && p.contains("resource") && p.at("resource").is_object()) {
     const json::object& r = p.at("resource").as_object();
-    std::string uri = str(r, "uri"), rmime = str(r, "mimeType");
+    std::string uri = string_field(r, "uri"), rmime = string_field(r, "mimeType");
     if (r.contains("text") && r.at("text").is_string())
-      return fmt::format("[resource {}{}{}]\n{}", uri, rmime.empty() ? "" : ", ", rmime, str(r, "text"));
+      return fmt::format("[resource {}{}{}]\n{}", uri, rmime.empty() ? "" : ", ", rmime, string_field(r, "text"));
     return fmt::format("[resource {}{}{}, {} binary, not shown]", uri, rmime.empty() ? "" : ": ", rmime,
-                       decoded_size(str(r, "blob")));
+                       decoded_size(string_field(r, "blob")));
   }
   if (type == "resource_link") {
-    std::string name = str(p, "name");
-    return fmt::format("[resource link {}{}{}{}{}]", str(p, "uri"), name.empty() ? "" : " (", name,
+    std::string name = string_field(p, "name");
+    return fmt::format("[resource link {}{}{}{}{}]", string_field(p, "uri"), name.empty() ? "" : " (", name,
                        name.empty() ? "" : ")", mime.empty() ? "" : ", " + mime);
   }
   return fmt::format("[{} content{}{} left out]", type.empty() ? "non-text" : type, mime.empty() ? "" : ": ", mime);

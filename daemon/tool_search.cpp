@@ -160,7 +160,7 @@ std::string name_key(std::string_view s) {
   return k;
 }
 
-std::string_view str(const json::object& o, std::string_view key) {
+std::string_view field_view(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
 }
@@ -198,7 +198,7 @@ void ToolIndex::add(std::string_view connector, const json::array& tools) {
   for (const json::value& v : tools) {
     if (!v.is_object()) continue;
     const json::object& tool = v.as_object();
-    std::string_view name = str(tool, "name");
+    std::string_view name = field_view(tool, "name");
     if (name.empty()) continue;
     Doc d{std::string(connector), std::string(name), {}, 0};
     auto put = [&d](const std::vector<std::string>& terms, double w) {
@@ -208,15 +208,15 @@ void ToolIndex::add(std::string_view connector, const json::array& tools) {
       }
     };
     put(search_terms(name), kName);
-    put(search_terms(str(tool, "title")), kName / 2);
+    put(search_terms(field_view(tool, "title")), kName / 2);
     put(connector_terms, kConnector);
-    put(search_terms(str(tool, "description")), kDescription);
+    put(search_terms(field_view(tool, "description")), kDescription);
     const json::value* schema = tool.if_contains("inputSchema");
     const json::value* props = schema && schema->is_object() ? schema->as_object().if_contains("properties") : nullptr;
     if (props && props->is_object()) {
       for (const auto& [arg, spec] : props->as_object()) {
         put(search_terms(arg), kArgName);
-        if (spec.is_object()) put(search_terms(str(spec.as_object(), "description")), kArgDescription);
+        if (spec.is_object()) put(search_terms(field_view(spec.as_object(), "description")), kArgDescription);
       }
     }
     for (const auto& [term, w] : d.weight) ++df_[term];

@@ -98,6 +98,11 @@ void put_if_set(boost::json::object& o, std::string_view key, const std::string&
   if (!value.empty()) o[key] = value;
 }
 
+std::string string_field(const boost::json::object& o, std::string_view key) {
+  const boost::json::value* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
 std::string unreadable_reply(const std::string& why) {
   return "the daemon's answer is not what this oppx reads (" + why +
          "): the daemon is likely from another build; run `oppx daemon restart`";
