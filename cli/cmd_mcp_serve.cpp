@@ -1,21 +1,167 @@
-// `oppx mcp serve`: the command around common/mcp_serve.h, on stdin and stdout, its daemon
+// `oppx mcp serve`: hands its stdin and stdout to the daemon, which serves the client itself
+// (daemon/mcp_stdio.h), so that no process stands between the client and oppxd; this process
+// stays as the session's lifeline, and hands over again when the daemon restarted. Where the MCP
+// socket cannot be reached, it serves the client itself (common/mcp_serve.h), relaying to a daemon
 // connection made as every command makes one (connect_daemon: started when none answers).
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "common/mcp_serve.h"
 #include "common/ndjson_transport.h"
+#include "common/paths.h"
 
 #include <boost/asio/io_context.hpp>
 
+#include <boost/json.hpp>
+
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 namespace oppx::cli {
 
 namespace {
+
+namespace json = boost::json;
+
+enum class Handover {
+  kDone,         // the client closed its end
+  kDaemonGone,   // the daemon stopped while serving: hand over again at the client's next message
+  kUnavailable,  // no daemon took the descriptors: serve the client here
+};
+
+// The MCP socket beside `socket`, connected; -1 when it cannot be.
+int connect_mcp_socket(const std::string& socket) {
+  std::string path = paths::mcp_http_socket(socket);
+  sockaddr_un addr{};
+  if (path.size() >= sizeof addr.sun_path) return -1;
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool send_all(int fd, const std::string& text) {
+  for (std::size_t done = 0; done < text.size();) {
+    ssize_t n = ::send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// The NUL byte with stdin and stdout attached, then the line that says the session.
+bool send_descriptors(int fd, const std::string& line) {
+  char nul = 0;
+  iovec iov{&nul, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 2)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int) * 2);
+  int fds[2] = {STDIN_FILENO, STDOUT_FILENO};
+  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+  ssize_t n;
+  do n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n == 1 && send_all(fd, line + "\n");
+}
+
+// One handover: returns how it ended; `state` is kept up to date for the next one.
+Handover hand_over(const std::string& socket, const ServeOptions& options, std::optional<ServeState>& state) {
+  {
+    auto conn = connect_daemon(socket, Start::kIfNeeded);  // started, and of this build
+    if (!conn) return Handover::kUnavailable;
+  }
+  int fd = connect_mcp_socket(socket);
+  if (fd < 0) return Handover::kUnavailable;
+  json::object first{{"cwd", options.cwd}, {"timeout_ms", options.call_timeout.count()}};
+  if (state) first["state"] = to_json(*state);
+  bool serving = false;
+  Handover how = Handover::kUnavailable;
+  if (send_descriptors(fd, json::serialize(first))) {
+    std::string buffer;
+    char chunk[4096];
+    for (;;) {
+      std::size_t nl;
+      while ((nl = buffer.find('\n')) != std::string::npos) {
+        boost::system::error_code ec;
+        json::value v = json::parse(std::string_view(buffer).substr(0, nl), ec);
+        buffer.erase(0, nl + 1);
+        const json::object* o = ec ? nullptr : v.if_object();
+        if (!o) continue;
+        if (o->contains("serving")) serving = true;
+        if (const json::value* s = o->if_contains("state")) state = serve_state_of(*s);
+        if (o->contains("done")) {
+          ::close(fd);
+          return Handover::kDone;
+        }
+        if (const json::value* e = o->if_contains("error"); e && e->is_string())
+          fmt::print(stderr, "oppx: the daemon refused to serve this client: {}\n", std::string_view(e->as_string()));
+      }
+      ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      buffer.append(chunk, static_cast<std::size_t>(n));
+    }
+    how = serving ? Handover::kDaemonGone : Handover::kUnavailable;
+  }
+  ::close(fd);
+  return how;
+}
+
+// After the daemon stopped: waits for the client's next message (true) or its end (false).
+bool client_speaks_again() {
+  pollfd p{STDIN_FILENO, POLLIN, 0};
+  for (;;) {
+    int n = ::poll(&p, 1, -1);
+    if (n < 0 && errno == EINTR) continue;
+    return n == 1 && (p.revents & POLLIN);
+  }
+}
+
+// Serves the client in this process, relaying to a daemon connection (no MCP socket to hand over on).
+int relay(const std::string& socket, ServeOptions options, std::optional<ServeState> state) {
+  boost::asio::io_context io;
+  options.resume = state;
+  options.on_client_gone = [&io] { io.stop(); };
+  options.connect = [&io, socket](std::string& why) -> std::unique_ptr<Transport> {
+    auto conn = connect_daemon(socket, Start::kIfNeeded);
+    if (!conn) {
+      why = conn.error().message;
+      return nullptr;
+    }
+    int fd = ::dup(conn->client.fd());  // the connection said hello; the SyncClient closes its own
+    if (fd < 0) {
+      why = "no file descriptor left for the daemon's connection";
+      return nullptr;
+    }
+    return make_ndjson_transport(io, fd, fd);
+  };
+  // stdin and stdout are the client's: nothing else may be written to stdout.
+  auto server = serve_mcp(io, make_ndjson_transport(io, STDIN_FILENO, STDOUT_FILENO), options);
+  io.run();
+  return kExitOk;
+}
 
 int serve(Context& ctx) {
   const Command& self = *find_command("mcp", "serve");
@@ -45,25 +191,18 @@ int serve(Context& ctx) {
     fmt::print(stderr, "oppx: no folder {}\n", options.cwd);
     return kExitUsage;
   }
-  boost::asio::io_context io;
-  options.on_client_gone = [&io] { io.stop(); };
-  options.connect = [&io, socket = ctx.socket](std::string& why) -> std::unique_ptr<Transport> {
-    auto conn = connect_daemon(socket, Start::kIfNeeded);
-    if (!conn) {
-      why = conn.error().message;
-      return nullptr;
+  std::optional<ServeState> state;
+  for (;;) {
+    switch (hand_over(ctx.socket, options, state)) {
+      case Handover::kDone:
+        return kExitOk;
+      case Handover::kDaemonGone:
+        if (!client_speaks_again()) return kExitOk;
+        continue;
+      case Handover::kUnavailable:
+        return relay(ctx.socket, std::move(options), state);
     }
-    int fd = ::dup(conn->client.fd());  // the connection said hello; the SyncClient closes its own
-    if (fd < 0) {
-      why = "no file descriptor left for the daemon's connection";
-      return nullptr;
-    }
-    return make_ndjson_transport(io, fd, fd);
-  };
-  // stdin and stdout are the client's: nothing else may be written to stdout.
-  auto server = serve_mcp(io, make_ndjson_transport(io, STDIN_FILENO, STDOUT_FILENO), options);
-  io.run();
-  return kExitOk;
+  }
 }
 
 }  // namespace

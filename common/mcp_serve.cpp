@@ -102,13 +102,21 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   void start(std::unique_ptr<Transport> transport) {
     client_ = peer(std::move(transport), "mcp client", &McpServe::on_client_request, &McpServe::on_client_notification,
                    &McpServe::client_gone);
+    if (options_.resume) {
+      initialized_ = options_.resume->initialized;
+      asks_forms_ = options_.resume->forms;
+      asks_urls_ = options_.resume->urls;
+      told_ = *options_.resume;
+    }
     connect_daemon_now();
     client_->start();
+    if (options_.resume) list_changed();  // what the server before this one offered may differ
   }
 
+  // The daemon's side first, so that a call it fails is answered before the client's side closes.
   void end() {
-    if (client_) client_->close();
     if (daemon_) daemon_->close();
+    if (client_) client_->close();
   }
 
  private:
@@ -202,6 +210,10 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     if (down_.empty()) down_ = "oppxd stopped";
     reconnect_announces_ = initialized_;
     run_waiters();
+    auto starting = std::move(starting_);
+    starting_.clear();
+    for (auto& [name, waiting] : starting)
+      for (auto& w : waiting) w();
   }
 
   void on_daemon_request(proto::Request r, Reply reply) {
@@ -236,6 +248,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
       break;
     }
     if (!found && now.state != "removed") connectors_.push_back(now);
+    if (now.state != "starting") run_started(now.name);
     bool tools_changed = bool_of(n.params, "tools_changed");
     if (tools_changed || now.state == "removed") tools_.erase(now.name);
     if (tools_changed || was_offered != (now.state != "removed" && now.offered())) list_changed();
@@ -261,9 +274,18 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     if (options_.on_client_gone) options_.on_client_gone();
   }
 
+  // Tells options_.on_state what a server taking over this client would need, when it changed.
+  void note_state() {
+    ServeState now{initialized_, asks_forms_, asks_urls_};
+    if (now == told_) return;
+    told_ = now;
+    if (options_.on_state) options_.on_state(now);
+  }
+
   void on_client_notification(const proto::Notification& n) {
     if (n.method == "notifications/initialized") {
       initialized_ = true;
+      note_state();
     } else if (n.method == "notifications/cancelled") {
       const json::value* id = n.params.is_object() ? n.params.as_object().if_contains("requestId") : nullptr;
       if (!id) return;
@@ -283,6 +305,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
       // MCP 2026-07-28's standing request for list changes: held open (never answered while the
       // client is here); the changes go out as notifications, as to any client.
       initialized_ = true;
+      note_state();
       listens_.push_back(std::make_shared<Reply>(std::move(reply)));
       if (listens_.size() > kMaxListens) listens_.erase(listens_.begin());  // answered (an error) as dropped
       return;
@@ -320,6 +343,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     json::array versions{proto::mcp::kStateless};
     for (std::string_view v : proto::mcp::kVersions) versions.emplace_back(v);
     initialized_ = true;
+    note_state();
     reply.ok(json::object{{"supportedVersions", std::move(versions)},
                           {"capabilities", json::object{{"tools", json::object{{"listChanged", true}}}}},
                           {"serverInfo", json::object{{"name", "oppx"}, {"version", OPPX_VERSION}}},
@@ -340,6 +364,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     // An empty elicitation object is the form mode alone (2025-06-18's meaning).
     asks_forms_ = e && e->is_object() && (e->as_object().empty() || e->as_object().contains("form"));
     asks_urls_ = e && e->is_object() && e->as_object().contains("url");
+    note_state();
   }
 
   proto::RpcError daemon_down_error() const {
@@ -464,31 +489,53 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
       if (!tool)
         return reply->fail(proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams,
                                                  "Unknown tool: " + name));
-      json::object p{{"connector", tool->connector},
-                     {"tool", tool->tool},
-                     {"cwd", options_.cwd},
-                     {"timeout_ms", options_.call_timeout.count()}};
-      const json::object& params = r.params.as_object();
-      if (const json::value* a = params.if_contains("arguments"); a && !a->is_null()) p["arguments"] = *a;
-      if (const json::value* meta = params.if_contains("_meta"); meta && meta->is_object())
-        if (const json::value* token = meta->as_object().if_contains("progressToken")) p["progress_token"] = *token;
-      std::string key = proto::id_key(r.id);
-      if (cancelled_.erase(key))
-        return reply->fail(proto::RpcError::make(proto::ErrorCode::kCancelled, proto::kind::kCancelled,
-                                                 "the client cancelled the call before it was sent"));
-      json::value id = daemon_->call("tools/call", p, [w = weak_from_this(), reply, key](JsonRpcPeer::CallResult res) {
-        auto self = w.lock();
-        if (self) self->in_flight_.erase(key);
-        if (res) return reply->ok(call_result(*res));
-        if (res.error().kind == proto::kind::kCancelled) return reply->fail(res.error());
-        if (res.error().kind == proto::kind::kDisconnected)
-          return reply->ok(text_result("oppxd went away during the call: it may or may not have run", true));
-        reply->ok(error_result(res.error()));
-      });
-      in_flight_[key] = id;
-      reply->on_cancel([w = weak_from_this(), d = std::weak_ptr<JsonRpcPeer>(daemon_), id] {
-        if (auto peer = d.lock()) peer->notify(proto::kCancelRequest, json::object{{"id", id}});
-      });
+      after_start(tool->connector,
+                  [this, r = std::move(r), reply, tool = *tool]() mutable { send_call(std::move(r), reply, tool); });
+    });
+  }
+
+  // Runs `then` once `connector` is not starting: a call judged while it starts (its list as the
+  // daemon last saw it, not yet its server's) would find no read-only mark and be asked about.
+  void after_start(const std::string& connector, std::function<void()> then) {
+    for (const Listed& c : connectors_)
+      if (c.name == connector && c.state == "starting") return starting_[connector].push_back(std::move(then));
+    then();
+  }
+
+  void run_started(const std::string& connector) {
+    auto it = starting_.find(connector);
+    if (it == starting_.end()) return;
+    auto waiting = std::move(it->second);
+    starting_.erase(it);
+    for (auto& w : waiting) w();
+  }
+
+  void send_call(proto::Request r, const std::shared_ptr<Reply>& reply, const ServedTool& tool) {
+    if (!daemon_) return reply->fail(daemon_down_error());
+    json::object p{{"connector", tool.connector},
+                   {"tool", tool.tool},
+                   {"cwd", options_.cwd},
+                   {"timeout_ms", options_.call_timeout.count()}};
+    const json::object& params = r.params.as_object();
+    if (const json::value* a = params.if_contains("arguments"); a && !a->is_null()) p["arguments"] = *a;
+    if (const json::value* meta = params.if_contains("_meta"); meta && meta->is_object())
+      if (const json::value* token = meta->as_object().if_contains("progressToken")) p["progress_token"] = *token;
+    std::string key = proto::id_key(r.id);
+    if (cancelled_.erase(key))
+      return reply->fail(proto::RpcError::make(proto::ErrorCode::kCancelled, proto::kind::kCancelled,
+                                               "the client cancelled the call before it was sent"));
+    json::value id = daemon_->call("tools/call", p, [w = weak_from_this(), reply, key](JsonRpcPeer::CallResult res) {
+      auto self = w.lock();
+      if (self) self->in_flight_.erase(key);
+      if (res) return reply->ok(call_result(*res));
+      if (res.error().kind == proto::kind::kCancelled) return reply->fail(res.error());
+      if (res.error().kind == proto::kind::kDisconnected)
+        return reply->ok(text_result("oppxd went away during the call: it may or may not have run", true));
+      reply->ok(error_result(res.error()));
+    });
+    in_flight_[key] = id;
+    reply->on_cancel([w = weak_from_this(), d = std::weak_ptr<JsonRpcPeer>(daemon_), id] {
+      if (auto peer = d.lock()) peer->notify(proto::kCancelRequest, json::object{{"id", id}});
     });
   }
 
@@ -567,18 +614,27 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   boost::asio::steady_timer first_wait_;
   int fetching_ = 0;
   std::int64_t questions_ = 0;
+  ServeState told_;  // the state options_.on_state was last given
   std::vector<Listed> connectors_;
   std::map<std::string, json::array> tools_;  // by connector name, deny rules' tools left out
   std::optional<ServedNames> names_;
   json::array listing_;
   std::vector<std::function<void()>> waiters_;
-  std::vector<std::shared_ptr<Reply>> listens_;  // subscriptions/listen, held until the client goes
-  std::map<std::string, json::value> in_flight_;
-  std::set<std::string> cancelled_;  // calls cancelled before they were sent (id_key)  // the client's request id
-                                     // (id_key) -> the daemon's
+  std::map<std::string, std::vector<std::function<void()>>> starting_;  // calls waiting for a connector's start
+  std::vector<std::shared_ptr<Reply>> listens_;   // subscriptions/listen, held until the client goes
+  std::map<std::string, json::value> in_flight_;  // the client's request id (id_key) -> the daemon's
+  std::set<std::string> cancelled_;               // calls cancelled before they were sent (id_key)
 };
 
 void end_serving(McpServe& serve) { serve.end(); }
+
+json::object to_json(const ServeState& state) {
+  return {{"initialized", state.initialized}, {"forms", state.forms}, {"urls", state.urls}};
+}
+
+ServeState serve_state_of(const json::value& v) {
+  return {bool_of(v, "initialized"), bool_of(v, "forms"), bool_of(v, "urls")};
+}
 
 std::shared_ptr<McpServe> serve_mcp(boost::asio::io_context& io, std::unique_ptr<Transport> client,
                                     ServeOptions options) {

@@ -14,6 +14,8 @@
 #include "common/transport.h"
 #include "proto/daemon_api.h"
 
+#include <boost/json/fwd.hpp>
+
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -26,6 +28,17 @@ class io_context;
 
 namespace oppx {
 
+// What a server learned from its client that a server taking over the same client must know: it
+// initialized, and which questions it can be asked (MCP elicitation's form and url modes).
+struct ServeState {
+  bool initialized = false;
+  bool forms = false;
+  bool urls = false;
+  bool operator==(const ServeState&) const = default;
+};
+boost::json::object to_json(const ServeState& state);
+ServeState serve_state_of(const boost::json::value& v);
+
 struct ServeOptions {
   // A new connection to the daemon, or null with `why` set. With `hello` set it is said first;
   // without, the connection has said it already (the CLI's connect_daemon).
@@ -34,6 +47,10 @@ struct ServeOptions {
   std::string cwd;  // whose connectors and rules (absolute)
   std::chrono::milliseconds call_timeout{120'000};
   std::function<void()> on_client_gone;  // the client closed its end: the server is done
+  // A server taking over a client another one served (the daemon restarted under `oppx mcp
+  // serve`): it starts in that state and tells the client that its list may have changed.
+  std::optional<ServeState> resume;
+  std::function<void(const ServeState&)> on_state;  // optional: the state changed
 };
 
 class McpServe;

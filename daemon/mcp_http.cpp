@@ -10,8 +10,8 @@
 
 #include "common/log.h"
 #include "common/mcp_serve.h"
-#include "common/ndjson_transport.h"
 #include "common/paths.h"
+#include "daemon/mcp_stdio.h"
 #include "daemon/server.h"
 #include "proto/daemon_api.h"
 
@@ -237,7 +237,7 @@ std::string rpc_error(std::string_view message, int code = -32600) {
 struct McpHttp::Impl : std::enable_shared_from_this<Impl> {
   using Socket = std::shared_ptr<unix_socket::socket>;
   using Sessions = std::map<std::string, std::shared_ptr<SessionState>>;
-  Impl(Server& server) : server(server), io(server.io()), acceptor(io), retry(io) {}
+  Impl(Server& server) : server(server), io(server.io()), acceptor(io), retry(io), stdio(server) {}
   Server& server;
   asio::io_context& io;
   unix_socket::acceptor acceptor;
@@ -245,6 +245,7 @@ struct McpHttp::Impl : std::enable_shared_from_this<Impl> {
   std::string path;
   bool stopping = false;
   Sessions sessions;
+  McpStdio stdio;  // `oppx mcp serve`'s handed-over clients (a connection's first byte a NUL)
   std::vector<std::weak_ptr<unix_socket::socket>> connections;  // closed by stop()
 
   void accept_next() {
@@ -286,6 +287,15 @@ struct McpHttp::Impl : std::enable_shared_from_this<Impl> {
 
   asio::awaitable<void> connection(Socket sock) {
     auto self = shared_from_this();
+    auto [wait_ec] = co_await sock->async_wait(unix_socket::socket::wait_read, kTuple);
+    if (wait_ec || stopping) co_return;
+    char first = 1;
+    if (::recv(sock->native_handle(), &first, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && first == 0) {
+      boost::system::error_code ec;
+      int fd = sock->release(ec);
+      if (!ec) stdio.take(fd);
+      co_return;
+    }
     boost::beast::flat_buffer buffer;
     for (;;) {
       http::request_parser<http::string_body> parser;
@@ -416,17 +426,7 @@ struct McpHttp::Impl : std::enable_shared_from_this<Impl> {
     auto state = std::make_shared<SessionState>();
     state->id = session_id();
     if (state->id.empty()) return nullptr;
-    ServeOptions o;
-    o.cwd = cwd;
-    o.hello = proto::HelloParams{proto::kProtocolVersion, "mcp over http", kBuildId, {}, cwd};
-    o.connect = [&server = server, &io = io](std::string& why) -> std::unique_ptr<Transport> {
-      int fd = server.connect_self();
-      if (fd < 0) {
-        why = "the daemon could not connect to itself";
-        return nullptr;
-      }
-      return make_ndjson_transport(io, fd, fd);
-    };
+    ServeOptions o = in_daemon_serve_options(server, cwd, "mcp over http");
     o.on_client_gone = [w = weak_from_this(), id = state->id] {
       auto self = w.lock();
       if (!self) return;
@@ -474,6 +474,7 @@ void McpHttp::stop() {
   impl_->acceptor.close(ec);
   impl_->retry.cancel();
   while (!impl_->sessions.empty()) impl_->end_session(impl_->sessions.begin());
+  impl_->stdio.stop();
   // Connections waiting for their next request would keep the daemon's loop running.
   for (auto& w : impl_->connections)
     if (auto sock = w.lock()) sock->close(ec);

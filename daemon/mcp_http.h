@@ -6,7 +6,8 @@
 // asked while a call runs goes to the newest such stream); a GET opens the session's stream for
 // the rest (list_changed); DELETE ends the session; at the cap of 64 sessions the one unused the
 // longest with no stream open ends. `?cwd=/abs/folder` on the URL picks whose connectors and rules apply
-// (default: HOME).
+// (default: HOME). A connection whose first byte is a NUL is instead `oppx mcp serve` handing over
+// its stdin and stdout (daemon/mcp_stdio.h).
 #pragma once
 
 #include <memory>

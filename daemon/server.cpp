@@ -150,11 +150,12 @@ struct Server::Impl {
     sock.non_blocking(true, ec);
     int fd = sock.release(ec);
     if (ec) return;
-    serve(fd, cred);
+    serve(make_ndjson_transport(io, fd, fd, options.limits), cred);
   }
 
-  // One connected socket (accepted, or the daemon's own end of an agent's socketpair) as a client.
-  void serve(int fd, const ucred& cred) {
+  // One connection (an accepted socket, the daemon's own end of an agent's socketpair, or of an
+  // in-memory pair) as a client.
+  void serve(std::unique_ptr<Transport> transport, const ucred& cred) {
     auto client = std::make_shared<Client>();
     client->id = next_client++;
     client->pid = cred.pid;
@@ -179,7 +180,7 @@ struct Server::Impl {
       // Erased later, not inside the peer's own callback.
       asio::post(io, [this, id] { clients.erase(id); });
     };
-    auto peer = JsonRpcPeer::create(make_ndjson_transport(io, fd, fd, options.limits), std::move(po));
+    auto peer = JsonRpcPeer::create(std::move(transport), std::move(po));
     client->peer = peer;
     clients.emplace(id, peer);
     log::debug("client {} connected (pid {})", id, cred.pid);
@@ -324,8 +325,14 @@ int Server::connect_self() {
   }
   ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
   ucred cred{::getpid(), ::geteuid(), ::getegid()};
-  impl_->serve(fds[0], cred);
+  impl_->serve(make_ndjson_transport(impl_->io, fds[0], fds[0], impl_->options.limits), cred);
   return fds[1];
+}
+
+std::unique_ptr<Transport> Server::connect_in_memory() {
+  auto [ours, theirs] = make_memory_pair(impl_->io);
+  impl_->serve(std::move(ours), ucred{::getpid(), ::geteuid(), ::getegid()});
+  return std::move(theirs);
 }
 AgentService& Server::agents() { return impl_->agents; }
 Router& Server::router() { return impl_->router; }

@@ -51,6 +51,9 @@ class Server {
   // A connection to this daemon from inside it (the agent's, daemon/agent_service.h): the server
   // serves one end of a socketpair as a client of this uid; the other end is returned (or -1).
   int connect_self();
+  // The same without a socket: a connection in memory, for a server that lives in the daemon
+  // (daemon/mcp_stdio.h, daemon/mcp_http.h): no system call between it and the daemon.
+  std::unique_ptr<Transport> connect_in_memory();
   AgentService& agents();
   Router& router();
   Connectors& connectors();

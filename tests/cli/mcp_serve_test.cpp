@@ -58,10 +58,12 @@ std::map<std::string, json::object> peer(Over over, const TempHome& home, const 
   return steps;
 }
 
-std::string first_text(const json::object& step) {
-  const json::value& content = step.at("result").at("content");
+std::string result_text(const json::value& result) {
+  const json::value& content = result.at("content");
   return content.as_array().empty() ? "" : std::string(content.at(0).at("text").as_string());
 }
+
+std::string first_text(const json::object& step) { return result_text(step.at("result")); }
 
 bool has_name(const json::object& step, std::string_view name) {
   for (const json::value& n : step.at("names").as_array())
@@ -166,6 +168,56 @@ TEST_P(McpServe, ADeniedToolIsNotOffered) {
 
 INSTANTIATE_TEST_SUITE_P(Over, McpServe, ::testing::Values(Over::kStdio, Over::kHttp),
                          [](const auto& info) { return info.param == Over::kStdio ? "Stdio" : "Http"; });
+
+// `oppx mcp serve` hands its stdin and stdout to the daemon, which serves the client itself.
+using McpServeStdio = McpServe;
+
+TEST_F(McpServeStdio, TheDaemonServesTheHandedOverClientAndTheCommandStaysAsItsLifeline) {
+  std::string raw;
+  auto steps = test::peer(Over::kStdio, home, {"--scenario", "kill"}, &raw);
+  ASSERT_TRUE(steps.count("kill")) << raw;
+  std::string log = home.read_log();
+  EXPECT_NE(log.find("`oppx mcp serve` handed over its client"), std::string::npos) << log;
+  // Killed while its client kept the pipes open: the daemon ended the session and let them go.
+  EXPECT_EQ(steps["kill"].at("ended_before"), json::value(false)) << raw;
+  EXPECT_EQ(steps["kill"].at("ended"), json::value(true)) << raw << log;
+}
+
+TEST_F(McpServeStdio, AfterADaemonRestartTheNextCallIsServedByTheNewDaemonWhichAnnouncesTheList) {
+  auto before = daemon_pid(home.socket());
+  ASSERT_TRUE(before);
+  std::string raw;
+  auto steps = test::peer(Over::kStdio, home,
+                          {"--scenario", "restart", "--add", std::string(OPPX_BIN) + " daemon restart"}, &raw);
+  ASSERT_TRUE(steps.count("restart")) << raw << home.read_log();
+  EXPECT_EQ(result_text(steps["restart"].at("before")), "Echo: before") << raw;
+  EXPECT_EQ(result_text(steps["restart"].at("after")), "Echo: after") << raw;
+  EXPECT_GE(steps["restart"].at("changes").to_number<int>(), 1) << raw;
+  auto after = daemon_pid(home.socket());
+  ASSERT_TRUE(after);
+  EXPECT_NE(*before, *after);
+  // The second daemon took the same client over (not a relay in the command).
+  EXPECT_NE(home.read_log().find("handed over its client"), std::string::npos);
+}
+
+TEST_F(McpServeStdio, WithoutTheMcpSocketTheCommandServesTheClientItself) {
+  ASSERT_EQ(::unlink((home.root() + "/run/oppx/oppxd-mcp.sock").c_str()), 0);
+  std::string raw;
+  auto steps = test::peer(Over::kStdio, home, {"--scenario", "basic"}, &raw);
+  ASSERT_TRUE(steps.count("echo")) << raw;
+  EXPECT_EQ(first_text(steps["echo"]), "Echo: through oppx");
+  EXPECT_EQ(home.read_log().find("handed over its client"), std::string::npos);
+}
+
+TEST_F(McpServeStdio, WhenTheClientClosesItsEndTheCommandExits) {
+  std::string init = R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+                     R"("capabilities":{},"clientInfo":{"name":"sh","version":"1"}}})";
+  Result r =
+      run({"sh", "-c", "printf '%s\n' \"$1\" | \"$2\" mcp serve", "sh", init, OPPX_BIN}, std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("serverInfo":{"name":"oppx")"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(home.read_log().find("ended: the client closed its end"), std::string::npos) << home.read_log();
+}
 
 // A client that keeps its connection open without a request (HTTP keep-alive) does not keep the
 // daemon from stopping.

@@ -13,7 +13,13 @@
 //              notifications/tools/list_changed and lists again
 //   ask        calls toggle-simulated-logging (not read-only): --answer says what the elicitation
 //              handler answers (none: the client does not offer elicitation)
+//   restart    echo, then the --add command (which restarts the daemon), then echo again and the
+//              notifications/tools/list_changed that the new daemon's server sends
+//   kill       echo, then SIGKILL to the spawned `oppx mcp serve` while this client keeps its pipes
+//              open; waits (10 s at most) for the daemon's log ($XDG_STATE_HOME/oppx/oppxd.log)
+//              to say that the session ended
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
@@ -162,6 +168,24 @@ try {
       now = await names();
     }
     say({ step: "relisted", names: now, changes, added_ms: added, announced_ms: announcedMs, ms: Date.now() - t0 });
+  } else if (opts.scenario === "restart") {
+    const before = await client.callTool({ name: "everything__echo", arguments: { message: "before" } });
+    execFileSync("/bin/sh", ["-c", opts.add], { stdio: ["ignore", "ignore", "inherit"] });
+    const announced = new Promise((yes) => {
+      changed = yes;
+    });
+    const after = await client.callTool({ name: "everything__echo", arguments: { message: "after" } });
+    await within(20000, "notifications/tools/list_changed", announced);
+    say({ step: "restart", before, after, changes });
+  } else if (opts.scenario === "kill") {
+    await client.callTool({ name: "everything__echo", arguments: { message: "before" } });
+    const log = `${process.env.XDG_STATE_HOME}/oppx/oppxd.log`;
+    const ended = () => readFileSync(log, "utf8").includes("`oppx mcp serve` went away");
+    const endedBefore = ended();
+    process.kill(transport.pid, "SIGKILL");
+    const deadline = Date.now() + 10000;
+    while (!ended() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    say({ step: "kill", ended_before: endedBefore, ended: ended() });
   } else if (opts.scenario === "ask") {
     const r = await client.callTool({ name: "everything__toggle-simulated-logging", arguments: {} });
     say({ step: "ask", result: r, questions });

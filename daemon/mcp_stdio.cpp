@@ -1,0 +1,200 @@
+// `oppx mcp serve`'s stdin and stdout, handed over on the MCP socket and served here. See mcp_stdio.h.
+#include "daemon/mcp_stdio.h"
+
+#include "common/log.h"
+#include "common/mcp_serve.h"
+#include "common/ndjson_transport.h"
+#include "daemon/server.h"
+#include "proto/daemon_api.h"
+#include "proto/jsonrpc.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+
+#include <fmt/format.h>
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <set>
+
+namespace oppx::daemon {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+namespace {
+
+// The command's one line is small: a folder, a timeout and the state.
+constexpr std::size_t kMaxControlLine = 64 * 1024;
+
+Message line_of(const json::object& o) {
+  Message m;
+  m.kind = Message::Kind::kNotification;
+  m.text = proto::json_text(o);
+  return m;
+}
+
+// The NUL byte and the two descriptors sent with it; false (nothing left open) when the byte is
+// not a NUL or the descriptors are not exactly two.
+bool receive_descriptors(int fd, int& in, int& out) {
+  char byte = 1;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  std::vector<int> fds;
+  for (cmsghdr* c = n > 0 ? CMSG_FIRSTHDR(&msg) : nullptr; c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int f;
+      std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
+      fds.push_back(f);
+    }
+  }
+  if (n == 1 && byte == 0 && fds.size() == 2 && !(msg.msg_flags & MSG_CTRUNC)) {
+    in = fds[0];
+    out = fds[1];
+    return true;
+  }
+  for (int f : fds) ::close(f);
+  return false;
+}
+
+}  // namespace
+
+ServeOptions in_daemon_serve_options(Server& server, const std::string& cwd, std::string client) {
+  ServeOptions o;
+  o.cwd = cwd;
+  o.hello = proto::HelloParams{proto::kProtocolVersion, std::move(client), kBuildId, {}, cwd};
+  o.connect = [&server](std::string&) { return server.connect_in_memory(); };
+  return o;
+}
+
+// One handed-over client: the command's connection (control) and the server on its descriptors.
+struct StdioSession {
+  std::unique_ptr<Transport> control_owned;  // until started
+  Transport* control = nullptr;
+  std::shared_ptr<McpServe> serve;
+  std::string cwd;
+  bool ended = false;
+};
+
+struct McpStdio::Impl : std::enable_shared_from_this<Impl> {
+  explicit Impl(Server& server) : server(server), io(server.io()) {}
+  Server& server;
+  asio::io_context& io;
+  std::set<std::shared_ptr<StdioSession>> sessions;
+
+  void take(int fd) {
+    int in = -1;
+    int out = -1;
+    if (!receive_descriptors(fd, in, out)) {
+      log::warn("MCP socket: a connection began with a NUL byte but did not pass stdin and stdout; closed");
+      ::close(fd);
+      return;
+    }
+    NdjsonLimits limits;
+    limits.max_line = kMaxControlLine;
+    limits.stall_timeout = std::chrono::seconds(10);
+    auto session = std::make_shared<StdioSession>();
+    session->control_owned = make_ndjson_transport(io, fd, fd, limits);
+    session->control = session->control_owned.get();
+    sessions.insert(session);
+    Transport::Handlers h;
+    // The descriptors are the session's from here: closed when no server took them.
+    auto fds = std::make_shared<std::pair<int, int>>(in, out);
+    h.on_line = [w = weak_from_this(), session, fds](std::string line) {
+      auto self = w.lock();
+      if (!self || session->serve || session->ended) return;
+      self->begin(session, line, fds->first, fds->second);
+      fds->first = fds->second = -1;
+    };
+    h.on_closed = [w = weak_from_this(), session, fds](const TransportError&) {
+      for (int f : {fds->first, fds->second})
+        if (f >= 0) ::close(f);
+      fds->first = fds->second = -1;
+      auto self = w.lock();
+      if (!self) return;
+      self->end(session, false, "`oppx mcp serve` went away");
+      // Let go after this turn: the transport is in its last callback, and the server's handlers
+      // hold the session.
+      asio::post(self->io, [w, session] {
+        if (auto self = w.lock()) self->sessions.erase(session);
+        session->serve.reset();
+      });
+    };
+    session->control->start(std::move(h));
+  }
+
+  void refuse(const std::shared_ptr<StdioSession>& session, std::string why) {
+    log::warn("MCP socket: refused `oppx mcp serve`: {}", why);
+    session->control->send(line_of({{"error", std::move(why)}}));
+    session->control->close();
+  }
+
+  void begin(const std::shared_ptr<StdioSession>& session, const std::string& line, int in, int out) {
+    boost::system::error_code ec;
+    json::value v = json::parse(line, ec);
+    const json::object* o = ec ? nullptr : v.if_object();
+    const json::value* cwd = o ? o->if_contains("cwd") : nullptr;
+    struct stat st {};
+    if (!cwd || !cwd->is_string() || !cwd->as_string().starts_with("/") ||
+        ::stat(std::string(cwd->as_string()).c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      ::close(in);
+      ::close(out);
+      return refuse(session, "the first line must name the client's folder: {\"cwd\": \"/absolute/folder\"}");
+    }
+    ServeOptions options = in_daemon_serve_options(server, std::string(cwd->as_string()), "oppx mcp serve");
+    if (const json::value* t = o->if_contains("timeout_ms"); t && t->is_int64() && t->as_int64() > 0)
+      options.call_timeout = std::chrono::milliseconds(t->as_int64());
+    if (const json::value* s = o->if_contains("state"); s && s->is_object()) options.resume = serve_state_of(*s);
+    std::weak_ptr<StdioSession> ws = session;
+    options.on_state = [ws](const ServeState& state) {
+      if (auto s = ws.lock(); s && !s->ended) s->control->send(line_of({{"state", to_json(state)}}));
+    };
+    options.on_client_gone = [w = weak_from_this(), ws] {
+      auto self = w.lock();
+      auto s = ws.lock();
+      if (self && s) self->end(s, true, "the client closed its end");
+    };
+    session->cwd = cwd->as_string();
+    session->control->send(line_of({{"serving", true}}));
+    session->serve = serve_mcp(io, make_ndjson_transport(io, in, out), std::move(options));
+    log::info("MCP over stdio: `oppx mcp serve` handed over its client for {}", std::string(cwd->as_string()));
+  }
+
+  // `done`: the client closed its end, and the command is told so; else the command went away or
+  // the daemon stops, and the command, if still there, hands over again. The session is let go
+  // when its connection has closed.
+  void end(const std::shared_ptr<StdioSession>& session, bool done, std::string_view why) {
+    if (session->ended) return;
+    session->ended = true;
+    if (session->serve) log::info("MCP over stdio: a session for {} ended: {}", session->cwd, why);
+    if (done) session->control->send(line_of({{"done", true}}));
+    session->control->close();
+    if (session->serve) end_serving(*session->serve);
+  }
+};
+
+McpStdio::McpStdio(Server& server) : impl_(std::make_shared<Impl>(server)) {}
+McpStdio::~McpStdio() { stop(); }
+
+void McpStdio::take(int fd) { impl_->take(fd); }
+
+void McpStdio::stop() {
+  auto sessions = impl_->sessions;
+  for (const auto& s : sessions) impl_->end(s, false, "the daemon stops");
+}
+
+std::size_t McpStdio::sessions() const { return impl_->sessions.size(); }
+
+}  // namespace oppx::daemon
