@@ -15,7 +15,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -129,13 +131,25 @@ Handover hand_over(const std::string& socket, const ServeOptions& options, std::
   return how;
 }
 
-// After the daemon stopped: waits for the client's next message (true) or its end (false).
-bool client_speaks_again() {
+// How long after the daemon stopped a new one is looked for (a restart), before only the client's
+// next message brings one.
+constexpr std::chrono::seconds kRestartWatch{10};
+
+// After the daemon stopped: true once a daemon answers again (restarted: the client, even an idle
+// one, is handed to it and told its list may have changed), or the client sends its next message
+// (which starts one); false when the client has gone instead.
+bool daemon_back_or_client_speaks(const std::string& socket) {
+  auto deadline = std::chrono::steady_clock::now() + kRestartWatch;
+  std::chrono::milliseconds step{50};
   pollfd p{STDIN_FILENO, POLLIN, 0};
   for (;;) {
-    int n = ::poll(&p, 1, -1);
+    bool watching = std::chrono::steady_clock::now() < deadline;
+    int n = ::poll(&p, 1, watching ? static_cast<int>(step.count()) : -1);
     if (n < 0 && errno == EINTR) continue;
-    return n == 1 && (p.revents & POLLIN);
+    if (n < 0) return false;
+    if (n == 1) return (p.revents & POLLIN) != 0;
+    if (connect_daemon(socket, Start::kNever)) return true;
+    step = std::min(step * 2, std::chrono::milliseconds(1000));
   }
 }
 
@@ -197,7 +211,7 @@ int serve(Context& ctx) {
       case Handover::kDone:
         return kExitOk;
       case Handover::kDaemonGone:
-        if (!client_speaks_again()) return kExitOk;
+        if (!daemon_back_or_client_speaks(ctx.socket)) return kExitOk;
         continue;
       case Handover::kUnavailable:
         return relay(ctx.socket, std::move(options), state);

@@ -10,8 +10,9 @@
 //   {"error": "why"}           refused (the connection then closes)
 // The connection is the session's lifeline: when the command exits (killed, say) the daemon ends
 // the session and lets go of the descriptors. When the daemon stops instead, the connection
-// closes without "done", and the command hands the same descriptors over again at the client's
-// next message (cli/cmd_mcp_serve.cpp).
+// closes without "done", and the command hands the same descriptors over again as soon as a
+// daemon answers (a restart; looked for during 10 s), else at the client's next message, which
+// starts one (cli/cmd_mcp_serve.cpp).
 #pragma once
 
 #include <memory>

@@ -183,7 +183,7 @@ TEST_F(McpServeStdio, TheDaemonServesTheHandedOverClientAndTheCommandStaysAsItsL
   EXPECT_EQ(steps["kill"].at("ended"), json::value(true)) << raw << log;
 }
 
-TEST_F(McpServeStdio, AfterADaemonRestartTheNextCallIsServedByTheNewDaemonWhichAnnouncesTheList) {
+TEST_F(McpServeStdio, AfterADaemonRestartTheNewDaemonTakesTheIdleClientTellsItTheListChangedAndServesItsCalls) {
   auto before = daemon_pid(home.socket());
   ASSERT_TRUE(before);
   std::string raw;

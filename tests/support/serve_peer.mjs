@@ -13,8 +13,9 @@
 //              notifications/tools/list_changed and lists again
 //   ask        calls toggle-simulated-logging (not read-only): --answer says what the elicitation
 //              handler answers (none: the client does not offer elicitation)
-//   restart    echo, then the --add command (which restarts the daemon), then echo again and the
-//              notifications/tools/list_changed that the new daemon's server sends
+//   restart    echo, then the --add command (which restarts the daemon), then the
+//              notifications/tools/list_changed that the new daemon's server sends to this idle
+//              client, then echo again
 //   kill       echo, then SIGKILL to the spawned `oppx mcp serve` while this client keeps its pipes
 //              open; waits (10 s at most) for the daemon's log ($XDG_STATE_HOME/oppx/oppxd.log)
 //              to say that the session ended
@@ -170,12 +171,12 @@ try {
     say({ step: "relisted", names: now, changes, added_ms: added, announced_ms: announcedMs, ms: Date.now() - t0 });
   } else if (opts.scenario === "restart") {
     const before = await client.callTool({ name: "everything__echo", arguments: { message: "before" } });
-    execFileSync("/bin/sh", ["-c", opts.add], { stdio: ["ignore", "ignore", "inherit"] });
     const announced = new Promise((yes) => {
       changed = yes;
     });
-    const after = await client.callTool({ name: "everything__echo", arguments: { message: "after" } });
+    execFileSync("/bin/sh", ["-c", opts.add], { stdio: ["ignore", "ignore", "inherit"] });
     await within(20000, "notifications/tools/list_changed", announced);
+    const after = await client.callTool({ name: "everything__echo", arguments: { message: "after" } });
     say({ step: "restart", before, after, changes });
   } else if (opts.scenario === "kill") {
     await client.callTool({ name: "everything__echo", arguments: { message: "before" } });
