@@ -38,6 +38,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <map>
 
@@ -57,6 +59,17 @@ constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kMaxBody = 4u << 20;
 constexpr std::size_t kMaxKept = 256;  // messages waiting for a stream
 constexpr std::size_t kMaxSessions = 64;
+
+// A session with no request for this long and no stream open ends (its client, back, gets 404 and
+// opens a new one, as MCP says): 30 minutes, or OPPX_TEST_MCP_SESSION_IDLE_MS from the daemon's
+// environment, so that a test sees it end without waiting half an hour.
+std::chrono::milliseconds session_idle_limit() {
+  static const std::chrono::milliseconds limit = [] {
+    const char* v = std::getenv("OPPX_TEST_MCP_SESSION_IDLE_MS");
+    return std::chrono::milliseconds(v && *v ? std::max(1L, std::strtol(v, nullptr, 10)) : 30L * 60 * 1000);
+  }();
+  return limit;
+}
 constexpr std::size_t kMaxQueued = 8u << 20;  // bytes waiting on one stream
 
 // One event stream of a response, written in order (its head first); `done` is cancelled once it
@@ -237,11 +250,13 @@ std::string rpc_error(std::string_view message, int code = -32600) {
 struct McpHttp::Impl : std::enable_shared_from_this<Impl> {
   using Socket = std::shared_ptr<unix_socket::socket>;
   using Sessions = std::map<std::string, std::shared_ptr<SessionState>>;
-  Impl(Server& server) : server(server), io(server.io()), acceptor(io), retry(io), stdio(server) {}
+  Impl(Server& server) : server(server), io(server.io()), acceptor(io), retry(io), idle_sweep(io), stdio(server) {}
   Server& server;
   asio::io_context& io;
   unix_socket::acceptor acceptor;
   asio::steady_timer retry;
+  asio::steady_timer idle_sweep;  // due when the idle session unused the longest reaches the limit
+  bool sweep_armed = false;
   std::string path;
   bool stopping = false;
   Sessions sessions;
@@ -373,6 +388,7 @@ struct McpHttp::Impl : std::enable_shared_from_this<Impl> {
       session = it->second;
     }
     session->last_used = std::chrono::steady_clock::now();
+    arm_idle_sweep();
     if (!is_request) {
       deliver(*session, req.body());
       co_return co_await reply(202, "Accepted", "", false);
@@ -408,6 +424,37 @@ struct McpHttp::Impl : std::enable_shared_from_this<Impl> {
 
   void deliver(SessionState& s, std::string line) {
     if (s.started && !s.closed && s.handlers.on_line) s.handlers.on_line(std::move(line));
+  }
+
+  // Ends the sessions idle past the limit, then waits for the next one that could be. A session
+  // used since, or with a stream open, is looked at again at its own time.
+  void arm_idle_sweep() {
+    if (sweep_armed || sessions.empty() || stopping) return;
+    auto due = std::chrono::steady_clock::time_point::max();
+    for (auto& [id, s] : sessions) due = std::min(due, s->last_used + session_idle_limit());
+    sweep_armed = true;
+    idle_sweep.expires_at(due);
+    idle_sweep.async_wait([w = weak_from_this()](boost::system::error_code ec) {
+      auto self = w.lock();
+      if (!self) return;
+      self->sweep_armed = false;
+      if (ec || self->stopping) return;
+      auto now = std::chrono::steady_clock::now();
+      for (auto it = self->sessions.begin(); it != self->sessions.end();) {
+        auto next = std::next(it);
+        if (it->second->last_used + session_idle_limit() <= now) {
+          if (it->second->idle()) {
+            log::info("MCP over HTTP: session {} ended: unused for {} s", it->first.substr(0, 8),
+                      std::chrono::duration_cast<std::chrono::seconds>(now - it->second->last_used).count());
+            self->end_session(it);
+          } else {
+            it->second->last_used = now;  // busy (a call or a stream open): counted from now
+          }
+        }
+        it = next;
+      }
+      self->arm_idle_sweep();
+    });
   }
 
   // At the cap: the session least recently used of those with no stream open ends. False if none.
@@ -473,6 +520,7 @@ void McpHttp::stop() {
   boost::system::error_code ec;
   impl_->acceptor.close(ec);
   impl_->retry.cancel();
+  impl_->idle_sweep.cancel();
   while (!impl_->sessions.empty()) impl_->end_session(impl_->sessions.begin());
   impl_->stdio.stop();
   // Connections waiting for their next request would keep the daemon's loop running.

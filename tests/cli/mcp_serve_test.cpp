@@ -5,6 +5,7 @@
 // out. The tool names' form is tested on its own below.
 #include "common/serve_names.h"
 #include "tests/support/harness.h"
+#include "tests/support/waits.h"
 
 #include <boost/json.hpp>
 
@@ -239,6 +240,57 @@ TEST(McpServeHttp, AnIdleConnectionDoesNotHoldTheDaemon) {
   EXPECT_EQ(stop.exit_code, 0) << stop.err;
   EXPECT_EQ(stop.err.find("did not stop"), std::string::npos) << stop.err;
   ::close(fd);
+}
+
+// One HTTP/1.1 request on a new connection to the MCP socket; the whole answer (our side is shut
+// for writing after the request, so the daemon closes after its answer).
+std::string http_exchange(const TempHome& home, const std::string& head, const std::string& body) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string path = home.root() + "/run/oppx/oppxd-mcp.sock";
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return "";
+  }
+  std::string req = head + "Host: x\r\nConnection: close\r\nContent-Type: application/json\r\n" +
+                    "Accept: application/json, text/event-stream\r\nContent-Length: " + std::to_string(body.size()) +
+                    "\r\n\r\n" + body;
+  if (::write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    ::close(fd);
+    return "";
+  }
+  ::shutdown(fd, SHUT_WR);  // the request is all: the daemon closes after its answer
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+// A session nobody uses ends after the idle limit (30 minutes; 300 ms here), and its client is
+// answered 404, which tells an MCP client to open a new one.
+TEST(McpServeHttp, ASessionUnusedPastTheLimitEndsAndItsClientIsToldToStartAnother) {
+  TempHome home;
+  ::setenv("OPPX_TEST_MCP_SESSION_IDLE_MS", "300", 1);
+  Result up = oppx({"daemon", "start"});
+  ::unsetenv("OPPX_TEST_MCP_SESSION_IDLE_MS");
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  std::string init =
+      http_exchange(home, "POST /mcp?cwd=/ HTTP/1.1\r\n",
+                    R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+                    R"("capabilities":{},"clientInfo":{"name":"raw","version":"1"}}})");
+  std::size_t at = init.find("Mcp-Session-Id: ");
+  ASSERT_NE(at, std::string::npos) << init;
+  std::string sid = init.substr(at + 16, init.find("\r\n", at) - at - 16);
+  ASSERT_TRUE(when_file_changes(
+      home.log(), [&] { return home.read_log().find("ended: unused for") != std::string::npos; }, 15s))
+      << home.read_log();
+  std::string later = http_exchange(home, "POST /mcp HTTP/1.1\r\nMcp-Session-Id: " + sid + "\r\n",
+                                    R"({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}})");
+  EXPECT_EQ(later.substr(0, 12), "HTTP/1.1 404") << later;
+  ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
 }
 
 TEST(McpServeHttp, ItsSocketIsTheUsersAloneBesideTheDaemons) {
