@@ -26,7 +26,7 @@ namespace oppx::daemon {
 
 class Server;
 
-// A server inside the daemon for `cwd`: its daemon connection is made by Server::connect_self,
+// A server inside the daemon for `cwd`: its daemon connection is made by Server::connect_in_memory,
 // with hello said first.
 ServeOptions in_daemon_serve_options(Server& server, const std::string& cwd, std::string client);
 
