@@ -96,7 +96,12 @@ Handover hand_over(const std::string& socket, const ServeOptions& options, std::
   }
   int fd = connect_mcp_socket(socket);
   if (fd < 0) return Handover::kUnavailable;
-  json::object first{{"cwd", options.cwd}, {"timeout_ms", options.call_timeout.count()}};
+  json::object env;  // as every command's hello says it: the daemon expands ${VAR} from it
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    if (auto eq = kv.find('='); eq != std::string_view::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  json::object first{{"cwd", options.cwd}, {"timeout_ms", options.call_timeout.count()}, {"env", std::move(env)}};
   if (state) first["state"] = to_json(*state);
   bool serving = false;
   Handover how = Handover::kUnavailable;
@@ -148,7 +153,9 @@ bool daemon_back_or_client_speaks(const std::string& socket) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return false;
     if (n == 1) return (p.revents & POLLIN) != 0;
-    if (connect_daemon(socket, Start::kNever)) return true;
+    // A daemon holds the socket's lock: only then is it greeted (connecting to a socket systemd
+    // holds would start one, which only the client's next message should do).
+    if (lock_holder(socket) > 0 && connect_daemon(socket, Start::kNever)) return true;
     step = std::min(step * 2, std::chrono::milliseconds(1000));
   }
 }
@@ -206,14 +213,18 @@ int serve(Context& ctx) {
     return kExitUsage;
   }
   std::optional<ServeState> state;
+  int unavailable = 0;
   for (;;) {
     switch (hand_over(ctx.socket, options, state)) {
       case Handover::kDone:
         return kExitOk;
       case Handover::kDaemonGone:
+        unavailable = 0;
         if (!daemon_back_or_client_speaks(ctx.socket)) return kExitOk;
         continue;
       case Handover::kUnavailable:
+        // Tried twice (the daemon may have stopped between the two connections), then a relay.
+        if (++unavailable < 2) continue;
         return relay(ctx.socket, std::move(options), state);
     }
   }

@@ -113,9 +113,10 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     if (options_.resume) list_changed();  // what the server before this one offered may differ
   }
 
-  // The daemon's side first, so that a call it fails is answered before the client's side closes.
+  // The daemon's side at once (its calls fail now, answered "went away", the waiting ones with
+  // why), then the client's, which writes those answers before it closes.
   void end() {
-    if (daemon_) daemon_->close();
+    if (daemon_) daemon_->abort();
     if (client_) client_->close();
   }
 

@@ -349,6 +349,7 @@ struct McpHttp::Impl : std::enable_shared_from_this<Impl> {
       auto it = sessions.find(sid);
       if (it == sessions.end()) co_return co_await reply(404, "Not Found", rpc_error("Session not found"));
       std::shared_ptr<SessionState> session = it->second;
+      session->last_used = std::chrono::steady_clock::now();
       if (session->get_stream())
         co_return co_await reply(409, "Conflict", rpc_error("This session's stream is open already"));
       auto stream = std::make_shared<Stream>(sock, io);

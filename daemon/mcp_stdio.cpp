@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,8 +29,8 @@ namespace json = boost::json;
 
 namespace {
 
-// The command's one line is small: a folder, a timeout and the state.
-constexpr std::size_t kMaxControlLine = 64 * 1024;
+// The command's one line: a folder, a timeout, the state and its environment.
+constexpr std::size_t kMaxControlLine = 1u << 20;
 
 Message line_of(const json::object& o) {
   Message m;
@@ -69,12 +70,38 @@ bool receive_descriptors(int fd, int& in, int& out) {
   return false;
 }
 
+// A description of its own for a received pipe or terminal, opened again non-blocking, so that no
+// other holder of the one passed (a terminal's shell) can make the daemon's reads or writes block
+// by clearing O_NONBLOCK; a socket is kept as it is (only the command holds its description).
+// -1 for anything else (a file, /dev/null: nothing to wait for). Closes `fd` unless kept.
+int own_description(int fd, int access) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  if (S_ISSOCK(st.st_mode)) return fd;
+  int own = -1;
+  if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))
+    own = ::open(fmt::format("/proc/self/fd/{}", fd).c_str(), access | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  ::close(fd);
+  return own;
+}
+
+// Answers the command at once and closes: no session was made.
+void refuse_now(int fd, std::string_view why) {
+  log::warn("MCP socket: refused `oppx mcp serve`: {}", why);
+  std::string line = proto::json_text(json::object{{"error", why}}) + "\n";
+  (void)::send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ::close(fd);
+}
+
 }  // namespace
 
-ServeOptions in_daemon_serve_options(Server& server, const std::string& cwd, std::string client) {
+ServeOptions in_daemon_serve_options(Server& server, const std::string& cwd, std::string client, proto::StringMap env) {
   ServeOptions o;
   o.cwd = cwd;
-  o.hello = proto::HelloParams{proto::kProtocolVersion, std::move(client), kBuildId, {}, cwd};
+  o.hello = proto::HelloParams{proto::kProtocolVersion, std::move(client), kBuildId, std::move(env), cwd};
   o.connect = [&server](std::string&) { return server.connect_in_memory(); };
   return o;
 }
@@ -97,10 +124,16 @@ struct McpStdio::Impl : std::enable_shared_from_this<Impl> {
   void take(int fd) {
     int in = -1;
     int out = -1;
-    if (!receive_descriptors(fd, in, out)) {
-      log::warn("MCP socket: a connection began with a NUL byte but did not pass stdin and stdout; closed");
-      ::close(fd);
-      return;
+    if (!receive_descriptors(fd, in, out))
+      return refuse_now(fd, "a connection began with a NUL byte but did not pass stdin and stdout");
+    in = own_description(in, O_RDONLY);
+    out = own_description(out, O_WRONLY);
+    int ceiling = server.client_fd_ceiling();
+    if (in < 0 || out < 0 || fd >= ceiling || in >= ceiling || out >= ceiling) {
+      for (int f : {in, out})
+        if (f >= 0) ::close(f);
+      return refuse_now(fd, in < 0 || out < 0 ? "its stdin and stdout must be pipes, sockets or a terminal"
+                                              : "the daemon has too many files and connections open");
     }
     NdjsonLimits limits;
     limits.max_line = kMaxControlLine;
@@ -153,7 +186,13 @@ struct McpStdio::Impl : std::enable_shared_from_this<Impl> {
       ::close(out);
       return refuse(session, "the first line must name the client's folder: {\"cwd\": \"/absolute/folder\"}");
     }
-    ServeOptions options = in_daemon_serve_options(server, std::string(cwd->as_string()), "oppx mcp serve");
+    // The command's environment, as every command's hello gives it: ${VAR} in definitions.
+    proto::StringMap env;
+    if (const json::value* e = o->if_contains("env"); e && e->is_object())
+      for (const auto& [k, v] : e->as_object())
+        if (v.is_string()) env.emplace(std::string(k), std::string(v.as_string()));
+    ServeOptions options =
+        in_daemon_serve_options(server, std::string(cwd->as_string()), "oppx mcp serve", std::move(env));
     if (const json::value* t = o->if_contains("timeout_ms"); t && t->is_int64() && t->as_int64() > 0)
       options.call_timeout = std::chrono::milliseconds(t->as_int64());
     if (const json::value* s = o->if_contains("state"); s && s->is_object()) options.resume = serve_state_of(*s);

@@ -1,7 +1,11 @@
 // `oppx mcp serve` served inside the daemon, so that no process stands between the MCP client and
 // oppxd. The command connects to the MCP socket (daemon/mcp_http.h) and sends one NUL byte with
 // its stdin and stdout attached (SCM_RIGHTS), then one line:
-//   {"cwd": "/abs", "timeout_ms": 120000, "state": {...}}   (state: only when taking over again)
+//   {"cwd": "/abs", "timeout_ms": 120000, "env": {...}, "state": {...}}
+// (env: the command's environment, for ${VAR} as in hello; state: only when taking over again).
+// Its stdin and stdout must be pipes, sockets or a terminal; pipes and terminals are opened again
+// by the daemon (a description of its own, non-blocking), and at the daemon's descriptor ceiling
+// the handover is refused, so that the command relays instead.
 // The daemon runs common/mcp_serve.h's server on those two descriptors and answers on the same
 // connection, one line each:
 //   {"serving": true}          the session runs
@@ -14,6 +18,8 @@
 // daemon answers (a restart; looked for during 10 s), else at the client's next message, which
 // starts one (cli/cmd_mcp_serve.cpp).
 #pragma once
+
+#include "proto/decode.h"
 
 #include <memory>
 #include <string>
@@ -28,7 +34,8 @@ class Server;
 
 // A server inside the daemon for `cwd`: its daemon connection is made by Server::connect_in_memory,
 // with hello said first.
-ServeOptions in_daemon_serve_options(Server& server, const std::string& cwd, std::string client);
+ServeOptions in_daemon_serve_options(Server& server, const std::string& cwd, std::string client,
+                                     proto::StringMap env = {});
 
 class McpStdio {
  public:

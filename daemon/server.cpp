@@ -329,6 +329,8 @@ int Server::connect_self() {
   return fds[1];
 }
 
+int Server::client_fd_ceiling() const { return impl_->client_fd_ceiling; }
+
 std::unique_ptr<Transport> Server::connect_in_memory() {
   auto [ours, theirs] = make_memory_pair(impl_->io);
   impl_->serve(std::move(ours), ucred{::getpid(), ::geteuid(), ::getegid()});

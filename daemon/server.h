@@ -54,6 +54,8 @@ class Server {
   // The same without a socket: a connection in memory, for a server that lives in the daemon
   // (daemon/mcp_stdio.h, daemon/mcp_http.h): no system call between it and the daemon.
   std::unique_ptr<Transport> connect_in_memory();
+  // A descriptor at or over this is a client too many: the connectors need the rest (see refuse()).
+  int client_fd_ceiling() const;
   AgentService& agents();
   Router& router();
   Connectors& connectors();

@@ -29,11 +29,14 @@ enum class Over { kStdio, kHttp };
 
 // Runs the peer with a scenario, over stdio (spawning `oppx mcp serve`) or the daemon's HTTP
 // socket; its output's lines by step.
+// `env`: VAR=value pairs the client (and so `oppx mcp serve`) has and the daemon does not.
 std::map<std::string, json::object> peer(Over over, const TempHome& home, const std::vector<std::string>& extra,
-                                         std::string* raw = nullptr) {
-  std::vector<std::string> argv{"env",       std::string("OPPX_BIN=") + OPPX_BIN,
-                                "node",      std::string(OPPX_TEST_SUPPORT) + "/serve_peer.mjs",
-                                "--npm-dir", OPPX_NPM_DIR};
+                                         std::string* raw = nullptr, const std::vector<std::string>& env = {}) {
+  std::vector<std::string> argv{"env", std::string("OPPX_BIN=") + OPPX_BIN};
+  argv.insert(argv.end(), env.begin(), env.end());
+  for (std::string a : {std::string("node"), std::string(OPPX_TEST_SUPPORT) + "/serve_peer.mjs",
+                        std::string("--npm-dir"), std::string(OPPX_NPM_DIR)})
+    argv.push_back(a);
   argv.insert(argv.end(), extra.begin(), extra.end());
   if (over == Over::kHttp) {
     argv.push_back("--unix");
@@ -197,8 +200,39 @@ TEST_F(McpServeStdio, AfterADaemonRestartTheNewDaemonTakesTheIdleClientTellsItTh
   auto after = daemon_pid(home.socket());
   ASSERT_TRUE(after);
   EXPECT_NE(*before, *after);
-  // The second daemon took the same client over (not a relay in the command).
-  EXPECT_NE(home.read_log().find("handed over its client"), std::string::npos);
+  // The second daemon took the same client over (not a relay in the command): the log (both
+  // daemons') says so twice.
+  std::string log = home.read_log();
+  std::size_t first = log.find("handed over its client");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_NE(log.find("handed over its client", first + 1), std::string::npos) << log;
+}
+
+// A call the daemon's stop cuts short is answered (it may or may not have run), not left waiting:
+// the next daemon would not know it.
+TEST_F(McpServeStdio, ACallInFlightWhenTheDaemonStopsIsAnswered) {
+  std::string raw;
+  auto steps =
+      test::peer(Over::kStdio, home, {"--scenario", "stopped", "--add", std::string(OPPX_BIN) + " daemon stop"}, &raw);
+  ASSERT_TRUE(steps.count("stopped")) << raw << home.read_log();
+  EXPECT_EQ(steps["stopped"].at("result").at("isError"), json::value(true)) << raw;
+  EXPECT_NE(first_text(steps["stopped"]).find("oppxd went away during the call"), std::string::npos) << raw;
+}
+
+// ${VAR} in a definition is expanded from the client's environment, as for any command: a lazy
+// connector started by a call through `oppx mcp serve` gets a variable only the client has.
+TEST_F(McpServeStdio, AConnectorStartedForTheClientGetsTheClientsEnvironment) {
+  std::string lazy = stdio_entry("lazyenv", "node", {kEverything, "stdio"}, {{"GREETING", "${OPPX_TEST_GREETING}"}});
+  lazy.insert(lazy.size() - 1, R"(,"lazy":true)");
+  home.write_mcp_config(stdio_entry("everything", "node", {kEverything, "stdio"}) + "," + lazy);
+  ASSERT_EQ(oppx({"permissions", "allow", "lazyenv.get-env"}).exit_code, 0);
+  std::string raw;
+  auto steps =
+      test::peer(Over::kStdio, home, {"--scenario", "env"}, &raw, {"OPPX_TEST_GREETING=hello-from-the-client"});
+  ASSERT_TRUE(steps.count("env")) << raw;
+  // Set (and hidden in the result, as a value the daemon put in is).
+  EXPECT_EQ(steps["env"].at("result").at("isError"), json::value(false)) << raw;
+  EXPECT_NE(first_text(steps["env"]).find(R"("GREETING": "***")"), std::string::npos) << raw;
 }
 
 TEST_F(McpServeStdio, WithoutTheMcpSocketTheCommandServesTheClientItself) {

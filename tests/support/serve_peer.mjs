@@ -16,6 +16,9 @@
 //   restart    echo, then the --add command (which restarts the daemon), then the
 //              notifications/tools/list_changed that the new daemon's server sends to this idle
 //              client, then echo again
+//   stopped    a long operation; at its first progress notification, the --add command (which
+//              stops the daemon); the call's answer (within 20 s)
+//   env        calls lazyenv__get-env (a connector started by this call) and prints its result
 //   kill       echo, then SIGKILL to the spawned `oppx mcp serve` while this client keeps its pipes
 //              open; waits (10 s at most) for the daemon's log ($XDG_STATE_HOME/oppx/oppxd.log)
 //              to say that the session ended
@@ -178,6 +181,27 @@ try {
     await within(20000, "notifications/tools/list_changed", announced);
     const after = await client.callTool({ name: "everything__echo", arguments: { message: "after" } });
     say({ step: "restart", before, after, changes });
+  } else if (opts.scenario === "stopped") {
+    let stopped = false;
+    const result = await within(
+      20000,
+      "answer to the call the daemon's stop cut",
+      client.callTool(
+        { name: "everything__trigger-long-running-operation", arguments: { duration: 60, steps: 60 } },
+        undefined,
+        {
+          timeout: 120000,
+          onprogress: () => {
+            if (stopped) return;
+            stopped = true;
+            execFileSync("/bin/sh", ["-c", opts.add], { stdio: ["ignore", "ignore", "inherit"] });
+          },
+        },
+      ),
+    );
+    say({ step: "stopped", result });
+  } else if (opts.scenario === "env") {
+    say({ step: "env", result: await client.callTool({ name: "lazyenv__get-env", arguments: {} }) });
   } else if (opts.scenario === "kill") {
     await client.callTool({ name: "everything__echo", arguments: { message: "before" } });
     const log = `${process.env.XDG_STATE_HOME}/oppx/oppxd.log`;
