@@ -5,9 +5,10 @@
 // answered with an event stream that carries its progress and ends with its response (a question
 // asked while a call runs goes to the newest such stream); a GET opens the session's stream for
 // the rest (list_changed); DELETE ends the session; at the cap of 64 sessions the one unused the
-// longest with no stream open ends, and one unused for 30 minutes with no stream open ends too. `?cwd=/abs/folder` on the URL picks whose connectors and rules apply
-// (default: HOME). A connection whose first byte is a NUL is instead `oppx mcp serve` handing over
-// its stdin and stdout (daemon/mcp_stdio.h).
+// longest with no stream open ends, and one unused for 30 minutes with no stream open ends too.
+// `?cwd=/abs/folder` on the URL picks whose connectors and rules apply (default: HOME). A
+// connection whose first byte is a NUL is instead `oppx mcp serve` handing over its stdin and
+// stdout (daemon/mcp_stdio.h).
 #pragma once
 
 #include <memory>
