@@ -3,11 +3,13 @@
 // stays as the session's lifeline, and hands over again when the daemon restarted. Where the MCP
 // socket cannot be reached, it serves the client itself (common/mcp_serve.h), relaying to a daemon
 // connection made as every command makes one (connect_daemon: started when none answers).
+#include "cli/agent_setup.h"
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
 #include "common/mcp_serve.h"
 #include "common/ndjson_transport.h"
 #include "common/paths.h"
+#include "common/text.h"
 
 #include <boost/asio/io_context.hpp>
 
@@ -96,12 +98,9 @@ Handover hand_over(const std::string& socket, const ServeOptions& options, std::
   }
   int fd = connect_mcp_socket(socket);
   if (fd < 0) return Handover::kUnavailable;
-  json::object env;  // as every command's hello says it: the daemon expands ${VAR} from it
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view kv(*e);
-    if (auto eq = kv.find('='); eq != std::string_view::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  json::object first{{"cwd", options.cwd}, {"timeout_ms", options.call_timeout.count()}, {"env", std::move(env)}};
+  // The environment, as every command's hello gives it: the daemon expands ${VAR} from it.
+  json::object first{
+      {"cwd", options.cwd}, {"timeout_ms", options.call_timeout.count()}, {"env", json::value_from(environment())}};
   if (state) first["state"] = to_json(*state);
   bool serving = false;
   Handover how = Handover::kUnavailable;
@@ -123,7 +122,7 @@ Handover hand_over(const std::string& socket, const ServeOptions& options, std::
           return Handover::kDone;
         }
         if (const json::value* e = o->if_contains("error"); e && e->is_string())
-          fmt::print(stderr, "oppx: the daemon refused to serve this client: {}\n", std::string_view(e->as_string()));
+          fmt::print(stderr, "oppx: the daemon refused to serve this client: {}\n", escape_controls(e->as_string()));
       }
       ssize_t n = ::read(fd, chunk, sizeof chunk);
       if (n < 0 && errno == EINTR) continue;

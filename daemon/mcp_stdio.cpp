@@ -108,8 +108,7 @@ ServeOptions in_daemon_serve_options(Server& server, const std::string& cwd, std
 
 // One handed-over client: the command's connection (control) and the server on its descriptors.
 struct StdioSession {
-  std::unique_ptr<Transport> control_owned;  // until started
-  Transport* control = nullptr;
+  std::unique_ptr<Transport> control;
   std::shared_ptr<McpServe> serve;
   std::string cwd;
   bool ended = false;
@@ -139,8 +138,7 @@ struct McpStdio::Impl : std::enable_shared_from_this<Impl> {
     limits.max_line = kMaxControlLine;
     limits.stall_timeout = std::chrono::seconds(10);
     auto session = std::make_shared<StdioSession>();
-    session->control_owned = make_ndjson_transport(io, fd, fd, limits);
-    session->control = session->control_owned.get();
+    session->control = make_ndjson_transport(io, fd, fd, limits);
     sessions.insert(session);
     Transport::Handlers h;
     // The descriptors are the session's from here: closed when no server took them.
@@ -177,25 +175,23 @@ struct McpStdio::Impl : std::enable_shared_from_this<Impl> {
   void begin(const std::shared_ptr<StdioSession>& session, const std::string& line, int in, int out) {
     boost::system::error_code ec;
     json::value v = json::parse(line, ec);
-    const json::object* o = ec ? nullptr : v.if_object();
-    const json::value* cwd = o ? o->if_contains("cwd") : nullptr;
+    if (ec) v = json::array{};  // not JSON: read as a value that is not an object
+    proto::FieldReader r(v, "the first line");
+    std::string cwd = r.absolute_path("cwd");
+    std::int64_t timeout_ms = r.integer("timeout_ms", false).value_or(0);
+    proto::StringMap env = r.string_map("env");  // the command's, as a hello gives it: ${VAR}
     struct stat st {};
-    if (!cwd || !cwd->is_string() || !cwd->as_string().starts_with("/") ||
-        ::stat(std::string(cwd->as_string()).c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    if (!r.ok() || cwd.empty() || ::stat(cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       ::close(in);
       ::close(out);
-      return refuse(session, "the first line must name the client's folder: {\"cwd\": \"/absolute/folder\"}");
+      return refuse(session, !r.ok()       ? r.error()
+                             : cwd.empty() ? std::string("the first line names no folder (cwd)")
+                                           : "no folder " + cwd);
     }
-    // The command's environment, as every command's hello gives it: ${VAR} in definitions.
-    proto::StringMap env;
-    if (const json::value* e = o->if_contains("env"); e && e->is_object())
-      for (const auto& [k, v] : e->as_object())
-        if (v.is_string()) env.emplace(std::string(k), std::string(v.as_string()));
-    ServeOptions options =
-        in_daemon_serve_options(server, std::string(cwd->as_string()), "oppx mcp serve", std::move(env));
-    if (const json::value* t = o->if_contains("timeout_ms"); t && t->is_int64() && t->as_int64() > 0)
-      options.call_timeout = std::chrono::milliseconds(t->as_int64());
-    if (const json::value* s = o->if_contains("state"); s && s->is_object()) options.resume = serve_state_of(*s);
+    ServeOptions options = in_daemon_serve_options(server, cwd, "oppx mcp serve", std::move(env));
+    if (timeout_ms > 0) options.call_timeout = std::chrono::milliseconds(timeout_ms);
+    if (const json::value* s = r.object()->if_contains("state"); s && s->is_object())
+      options.resume = serve_state_of(*s);
     std::weak_ptr<StdioSession> ws = session;
     options.on_state = [ws](const ServeState& state) {
       if (auto s = ws.lock(); s && !s->ended) s->control->send(line_of({{"state", to_json(state)}}));
@@ -205,10 +201,10 @@ struct McpStdio::Impl : std::enable_shared_from_this<Impl> {
       auto s = ws.lock();
       if (self && s) self->end(s, true, "the client closed its end");
     };
-    session->cwd = cwd->as_string();
+    session->cwd = cwd;
     session->control->send(line_of({{"serving", true}}));
     session->serve = serve_mcp(io, make_ndjson_transport(io, in, out), std::move(options));
-    log::info("MCP over stdio: `oppx mcp serve` handed over its client for {}", std::string(cwd->as_string()));
+    log::info("MCP over stdio: `oppx mcp serve` handed over its client for {}", cwd);
   }
 
   // `done`: the client closed its end, and the command is told so; else the command went away or
@@ -233,7 +229,5 @@ void McpStdio::stop() {
   auto sessions = impl_->sessions;
   for (const auto& s : sessions) impl_->end(s, false, "the daemon stops");
 }
-
-std::size_t McpStdio::sessions() const { return impl_->sessions.size(); }
 
 }  // namespace oppx::daemon

@@ -48,7 +48,6 @@ class McpStdio {
   void take(int fd);
   // Ends every session without "done" (the daemon stops): their commands hand over again later.
   void stop();
-  std::size_t sessions() const;
 
  private:
   struct Impl;

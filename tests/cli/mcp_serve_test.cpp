@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -254,17 +255,24 @@ TEST_F(McpServeStdio, WhenTheClientClosesItsEndTheCommandExits) {
   EXPECT_NE(home.read_log().find("ended: the client closed its end"), std::string::npos) << home.read_log();
 }
 
+// A connection to the daemon's MCP socket, or -1.
+int connect_mcp_socket(const TempHome& home) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", (home.root() + "/run/oppx/oppxd-mcp.sock").c_str());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+  ::close(fd);
+  return -1;
+}
+
 // A client that keeps its connection open without a request (HTTP keep-alive) does not keep the
 // daemon from stopping.
 TEST(McpServeHttp, AnIdleConnectionDoesNotHoldTheDaemon) {
   TempHome home;
   ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::string path = home.root() + "/run/oppx/oppxd-mcp.sock";
-  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
+  int fd = connect_mcp_socket(home);
+  ASSERT_GE(fd, 0);
   std::string ping = "GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n";  // answered 404, connection kept
   ASSERT_EQ(::write(fd, ping.data(), ping.size()), static_cast<ssize_t>(ping.size()));
   char buf[512];
@@ -279,15 +287,8 @@ TEST(McpServeHttp, AnIdleConnectionDoesNotHoldTheDaemon) {
 // One HTTP/1.1 request on a new connection to the MCP socket; the whole answer (our side is shut
 // for writing after the request, so the daemon closes after its answer).
 std::string http_exchange(const TempHome& home, const std::string& head, const std::string& body) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::string path = home.root() + "/run/oppx/oppxd-mcp.sock";
-  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return "";
-  }
+  int fd = connect_mcp_socket(home);
+  if (fd < 0) return "";
   std::string req = head + "Host: x\r\nConnection: close\r\nContent-Type: application/json\r\n" +
                     "Accept: application/json, text/event-stream\r\nContent-Length: " + std::to_string(body.size()) +
                     "\r\n\r\n" + body;
@@ -301,6 +302,46 @@ std::string http_exchange(const TempHome& home, const std::string& head, const s
   for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
   ::close(fd);
   return out;
+}
+
+// A handover whose line is not what `oppx mcp serve` sends is refused with why, and the daemon
+// goes on (a same-uid process may send anything).
+TEST(McpServeHandover, ABadFirstLineIsRefusedAndTheDaemonGoesOn) {
+  TempHome home;
+  ASSERT_EQ(oppx({"daemon", "start"}).exit_code, 0);
+  for (std::string line : {"not json", "null", R"({"cwd":"relative"})", R"({"cwd":"/no/such/folder"})", "{}"}) {
+    int fd = connect_mcp_socket(home);
+    ASSERT_GE(fd, 0);
+    int pipes[2];
+    ASSERT_EQ(::pipe(pipes), 0);
+    char nul = 0;
+    iovec iov{&nul, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof pipes)] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof pipes);
+    std::memcpy(CMSG_DATA(c), pipes, sizeof pipes);
+    ASSERT_EQ(::sendmsg(fd, &msg, 0), 1);
+    line += "\n";
+    ASSERT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    std::string answer;
+    char buf[512];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
+    ::close(pipes[0]);
+    ::close(pipes[1]);
+    EXPECT_NE(answer.find(R"({"error":)"), std::string::npos) << line << answer;
+    EXPECT_EQ(answer.find("serving"), std::string::npos) << line << answer;
+  }
+  Result status = oppx({"daemon", "status", "--no-start"});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  ASSERT_EQ(oppx({"daemon", "stop"}).exit_code, 0);
 }
 
 // A session nobody uses ends after the idle limit (30 minutes; 300 ms here), and its client is
