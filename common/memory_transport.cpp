@@ -1,9 +1,12 @@
-// An in-memory transport pair for tests: what one end sends arrives at the other as a line,
-// delivered through the io_context (never inside send()), as a real transport would.
+// An in-memory transport pair (for tests, and for the daemon's MCP servers, which connect to the
+// daemon without a socket): what one end sends arrives at the other as a line, delivered through
+// the io_context (never inside send()), as a real transport would.
 #include "common/ndjson_transport.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+
+#include <utility>
 
 namespace oppx {
 
@@ -24,9 +27,7 @@ struct End : std::enable_shared_from_this<End> {
   void end(const char* kind) {
     if (closed) return;
     closed = true;
-    auto on_closed = std::move(handlers.on_closed);
-    handlers = {};
-    if (on_closed) boost::asio::post(io, [on_closed, kind] { on_closed(TransportError{kind, kind}); });
+    post_closed(io, std::exchange(handlers, {}), TransportError{kind, kind});
   }
 };
 

@@ -28,6 +28,7 @@
 #include <sys/epoll.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 namespace oppx {
@@ -341,13 +342,7 @@ class Impl final : public std::enable_shared_from_this<Impl>, public FdPoller::W
     queue_share_.set(0);
     std::string().swap(partial_);
     line_share_.set(0);
-    auto on_closed = std::move(handlers_.on_closed);
-    handlers_ = {};
-    // Posted, so that a send() or close() that ends the transport never re-enters its caller.
-    if (on_closed) {
-      asio::post(io_,
-                 [on_closed = std::move(on_closed), e = TransportError{kind, std::move(message)}] { on_closed(e); });
-    }
+    post_closed(io_, std::exchange(handlers_, {}), TransportError{kind, std::move(message)});
   }
 
   asio::io_context& io_;
@@ -392,6 +387,12 @@ class NdjsonTransport final : public Transport {
 
 std::unique_ptr<Transport> make_ndjson_transport(asio::io_context& io, int read_fd, int write_fd, NdjsonLimits limits) {
   return std::make_unique<NdjsonTransport>(std::make_shared<Impl>(io, read_fd, write_fd, limits));
+}
+
+void post_closed(asio::io_context& io, Transport::Handlers handlers, TransportError error) {
+  asio::post(io, [h = std::move(handlers), e = std::move(error)] {
+    if (h.on_closed) h.on_closed(e);
+  });
 }
 
 }  // namespace oppx

@@ -27,7 +27,8 @@ struct NdjsonLimits {
 std::unique_ptr<Transport> make_ndjson_transport(boost::asio::io_context& io, int read_fd, int write_fd,
                                                  NdjsonLimits limits = {});
 
-// Two transports joined in memory, for tests of whatever speaks over a Transport.
+// Two transports joined in memory: tests of whatever speaks over a Transport, and the daemon's
+// MCP servers, which connect to the daemon itself without a socket.
 std::pair<std::unique_ptr<Transport>, std::unique_ptr<Transport>> make_memory_pair(boost::asio::io_context& io);
 
 }  // namespace oppx

@@ -16,6 +16,10 @@
 #include <utility>
 #include <vector>
 
+namespace boost::asio {
+class io_context;
+}
+
 namespace oppx {
 
 // One outgoing JSON-RPC message, serialized, with what its sender knows about it.
@@ -69,5 +73,10 @@ class Transport {
   // Closes at once, dropping what is queued.
   virtual void abort() = 0;
 };
+
+// How a transport lets go of its handlers when it ends: on_closed is posted (a close never
+// re-enters its caller), and every handler lives until then, so that a handler that closed its
+// own transport is not freed while it still runs.
+void post_closed(boost::asio::io_context& io, Transport::Handlers handlers, TransportError error);
 
 }  // namespace oppx

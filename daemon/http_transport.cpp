@@ -36,6 +36,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 // GCC 12 reports -Wmismatched-new-delete on some Asio coroutine frames here, which are allocated
 // and freed by the same awaitable_frame_base operators: a known false positive of its coroutine
@@ -165,11 +166,7 @@ struct State : std::enable_shared_from_this<State> {
     client.close_all();
     reinit_done.cancel();
     stream_answered.cancel();
-    if (auto fn = std::move(handlers.on_closed)) {
-      // Posted, so that a close() never re-enters its caller (as the NDJSON transport does).
-      asio::post(io, [fn, e = TransportError{std::move(kind), std::move(message)}] { fn(e); });
-    }
-    handlers = {};
+    post_closed(io, std::exchange(handlers, {}), TransportError{std::move(kind), std::move(message)});
   }
 };
 

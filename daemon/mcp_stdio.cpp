@@ -21,6 +21,7 @@
 
 #include <cstring>
 #include <set>
+#include <utility>
 
 namespace oppx::daemon {
 
@@ -146,8 +147,8 @@ struct McpStdio::Impl : std::enable_shared_from_this<Impl> {
     h.on_line = [w = weak_from_this(), session, fds](std::string line) {
       auto self = w.lock();
       if (!self || session->serve || session->ended) return;
-      self->begin(session, line, fds->first, fds->second);
-      fds->first = fds->second = -1;
+      auto [in, out] = std::exchange(*fds, {-1, -1});  // begin() owns them now, served or closed
+      self->begin(session, line, in, out);
     };
     h.on_closed = [w = weak_from_this(), session, fds](const TransportError&) {
       for (int f : {fds->first, fds->second})

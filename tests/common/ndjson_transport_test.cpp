@@ -1,9 +1,13 @@
 // common/ndjson_transport over a real socketpair: framing at any split, CRLF, the line cap, the
-// write-queue cap, a stalled partial line, and close() flushing what is queued.
+// write-queue cap, a stalled partial line, and close() flushing what is queued; and, for it and
+// the in-memory pair, a handler that closes its own transport.
 #include "common/ndjson_transport.h"
 #include "tests/support/loop.h"
 
 #include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -145,6 +149,52 @@ TEST(NdjsonTransport, WhatABatchOfLinesSendsGoesOutInOneWrite) {
   EXPECT_EQ(record(), "got 4\n");
   ::close(in_pair[1]);
   ::close(out_pair[1]);
+}
+
+// Sets a flag when the handler that holds it is destroyed.
+struct FreedFlag {
+  explicit FreedFlag(bool& freed) : freed(freed) {}
+  ~FreedFlag() { freed = true; }
+  bool& freed;
+};
+
+// A handler that closes its own transport (a refusal does) goes on running after close(): its
+// captures must still be there until it returns. They are let go once the transport has ended.
+void expect_a_closing_handler_outlives_its_close(boost::asio::io_context& io, Transport& t,
+                                                 const std::function<void()>& send_a_line) {
+  bool freed = false;
+  bool freed_while_running = false;
+  bool closed = false;
+  auto flag = std::make_shared<FreedFlag>(freed);
+  Transport::Handlers h;
+  h.on_line = [&, flag](std::string) {
+    t.close();
+    freed_while_running = freed;
+  };
+  h.on_closed = [&](const TransportError&) { closed = true; };
+  t.start(std::move(h));
+  flag.reset();
+  send_a_line();
+  ASSERT_TRUE(test::run_until(io, [&] { return closed; }));
+  EXPECT_FALSE(freed_while_running);
+  io.poll();
+  EXPECT_TRUE(freed);
+}
+
+TEST(NdjsonTransport, AHandlerThatClosesItsTransportIsNotFreedWhileItRuns) {
+  boost::asio::io_context io;
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv), 0);
+  auto t = make_ndjson_transport(io, sv[0], sv[0], {});
+  expect_a_closing_handler_outlives_its_close(io, *t, [&] { EXPECT_EQ(::send(sv[1], "{}\n", 3, 0), 3); });
+  ::close(sv[1]);
+}
+
+TEST(MemoryTransport, AHandlerThatClosesItsTransportIsNotFreedWhileItRuns) {
+  boost::asio::io_context io;
+  auto [a, b] = make_memory_pair(io);
+  b->start({[](std::string) {}, [](const TransportError&) {}});
+  expect_a_closing_handler_outlives_its_close(io, *a, [&] { b->send({.text = "{}"}); });
 }
 
 }  // namespace
