@@ -3,9 +3,11 @@
 #include "common/mcp_serve.h"
 
 #include "common/serve_names.h"
+#include "common/serve_results.h"
 #include "common/jsonrpc_peer.h"
 #include "common/log.h"
 #include "proto/elicitation.h"
+#include "proto/decode.h"
 #include "proto/mcp_versions.h"
 
 #include <boost/asio/io_context.hpp>
@@ -17,6 +19,7 @@
 
 #include <map>
 #include <set>
+#include <utility>
 #include <optional>
 #include <vector>
 
@@ -32,24 +35,14 @@ constexpr std::chrono::seconds kFirstStart{10};
 // subscriptions/listen requests held at once (a client needs one).
 constexpr std::size_t kMaxListens = 4;
 constexpr std::size_t kMaxCancelled = 256;
-// How much of a call's arguments the permission question shows.
-constexpr std::size_t kShownArguments = 2000;
+// How long the daemon's call waits for a 2026-07-28 client to call again with its answer.
+constexpr std::chrono::minutes kUnanswered{5};
+// The permission question's key among a 2026-07-28 result's inputRequests.
+constexpr std::string_view kPermissionInput = "oppx_permission";
 
 constexpr std::string_view kInstructions =
     "The tools of the user's MCP connectors, kept running by oppx. Each is named "
     "<connector>__<tool>. The user's oppx permission rules decide what runs.";
-
-std::string str_of(const json::value& v, std::string_view key) {
-  const json::object* o = v.if_object();
-  const json::value* s = o ? o->if_contains(key) : nullptr;
-  return s && s->is_string() ? std::string(s->as_string()) : std::string();
-}
-
-bool bool_of(const json::value& v, std::string_view key) {
-  const json::object* o = v.if_object();
-  const json::value* b = o ? o->if_contains(key) : nullptr;
-  return b && b->is_bool() && b->as_bool();
-}
 
 // A connector as the daemon listed it: the fields that decide whether its tools are offered.
 struct Listed {
@@ -61,36 +54,26 @@ struct Listed {
 };
 
 Listed listed_of(const json::value& entry) {
-  return {str_of(entry, "source"), str_of(entry, "name"), str_of(entry, "state"), bool_of(entry, "cached")};
+  return {proto::string_field(entry, "source"), proto::string_field(entry, "name"), proto::string_field(entry, "state"),
+          proto::bool_field(entry, "cached")};
 }
 
-json::object text_result(std::string text, bool is_error) {
-  return {{"content", json::array{json::object{{"type", "text"}, {"text", std::move(text)}}}}, {"isError", is_error}};
-}
-
-// A daemon's error as the tool's failed result, with its steps, so that the client's model and
-// user read why and what to do.
-json::object error_result(const proto::RpcError& e) {
-  std::string text = e.message;
-  if (const json::value* steps = e.data.if_contains("steps"); steps && steps->is_array()) {
-    int n = 0;
-    for (const json::value& s : steps->as_array())
-      if (s.is_string()) text += fmt::format("\n{}. {}", ++n, std::string_view(s.as_string()));
-  }
-  return text_result(std::move(text), true);
-}
-
-// The daemon's tools/call result in MCP's form: its text (secrets hidden, binary parts described,
-// cut with a marker naming the file of the whole), and its structuredContent when it fit the schema.
-json::object call_result(const json::value& r) {
-  json::object out = text_result(str_of(r, "text"), bool_of(r, "isError"));
-  if (std::string structured = str_of(r, "structured"); !structured.empty()) {
-    boost::system::error_code ec;
-    json::value parsed = json::parse(structured, ec);
-    if (!ec && parsed.is_object()) out["structuredContent"] = std::move(parsed);
-  }
-  return out;
-}
+// One tools/call of the client on its way through the daemon.
+struct Call {
+  std::shared_ptr<Reply> reply;  // the client's request, or its retry once a question was answered
+  std::string key;               // that request's id (id_key)
+  std::string served;            // the tool's name as the client calls it
+  std::string connector;
+  std::string tool;
+  json::value arguments;
+  json::value daemon_id;  // the daemon's tools/call
+  bool modern = false;    // of MCP 2026-07-28: its result says it is complete
+  // A 2026-07-28 client that shows forms: a permission question goes out in the call's result.
+  bool asks_in_results = false;
+  std::shared_ptr<Reply> ask;  // the daemon's permissions/ask while the client is asked
+  std::string request_state;   // what the client sends back with its answer
+  std::shared_ptr<boost::asio::steady_timer> unanswered;
+};
 
 }  // namespace
 
@@ -117,6 +100,9 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   // why), then the client's, which writes those answers before it closes.
   void end() {
     if (daemon_) daemon_->abort();
+    // Each list-change stream ends gracefully: its request answered, naming it.
+    for (const Listen& l : std::exchange(listens_, {}))
+      l.reply->ok(serve::complete(serve::on_stream(json::object{}, l.id), true));
     if (client_) client_->close();
   }
 
@@ -250,7 +236,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     }
     if (!found && now.state != "removed") connectors_.push_back(now);
     if (now.state != "starting") run_started(now.name);
-    bool tools_changed = bool_of(n.params, "tools_changed");
+    bool tools_changed = proto::bool_field(n.params, "tools_changed");
     if (tools_changed || now.state == "removed") tools_.erase(now.name);
     if (tools_changed || was_offered != (now.state != "removed" && now.offered())) list_changed();
     if (!first_wait_over_ && !waiters_.empty()) fetch_missing();
@@ -266,7 +252,11 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
       auto self = w.lock();
       if (!self || !self->client_) return;
       self->announce_posted_ = false;
-      self->client_->notify("notifications/tools/list_changed", json::object{});
+      // A 2026-07-28 client hears of changes on the streams it opened for them, each notice
+      // naming its stream; a 2025 one at any time.
+      if (!self->modern_) return self->client_->notify("notifications/tools/list_changed", json::object{});
+      for (const Listen& l : self->listens_)
+        if (l.tools) self->client_->notify("notifications/tools/list_changed", serve::on_stream(json::object{}, l.id));
     });
   }
 
@@ -290,6 +280,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     } else if (n.method == "notifications/cancelled") {
       const json::value* id = n.params.is_object() ? n.params.as_object().if_contains("requestId") : nullptr;
       if (!id) return;
+      std::erase_if(listens_, [&](const Listen& l) { return l.id == *id; });  // a closed stream
       auto it = in_flight_.find(proto::id_key(*id));
       if (it != in_flight_.end() && daemon_)
         return daemon_->notify(proto::kCancelRequest, json::object{{"id", it->second}});
@@ -301,70 +292,103 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   void on_client_request(proto::Request r, Reply reply) {
     if (r.method == "initialize") return initialize(r.params, std::move(reply));
     if (r.method == "server/discover") return discover(std::move(reply));
-    if (r.method == "ping") return reply.ok(json::object{});
-    if (r.method == "subscriptions/listen") {
-      // MCP 2026-07-28's standing request for list changes: held open (never answered while the
-      // client is here); the changes go out as notifications, as to any client.
-      initialized_ = true;
-      note_state();
-      listens_.push_back(std::make_shared<Reply>(std::move(reply)));
-      if (listens_.size() > kMaxListens) listens_.erase(listens_.begin());  // answered (an error) as dropped
-      return;
-    }
+    if (r.method == "ping") return reply.ok(serve::complete(json::object{}, is_modern(r.params)));
+    if (r.method == "subscriptions/listen") return listen(std::move(r), std::move(reply));
     if (r.method == "tools/list") {
       remember_modern_capabilities(r.params);
-      return with_listing([this, reply = std::make_shared<Reply>(std::move(reply))]() mutable {
+      return with_listing([this, modern = is_modern(r.params), reply = std::make_shared<Reply>(std::move(reply))] {
         if (!names_) return reply->fail(daemon_down_error());
-        reply->ok(json::object{{"tools", listing_}});
+        reply->ok(serve::fresh_now(json::object{{"tools", listing_}}, modern));
       });
     }
     if (r.method == "tools/call") {
       remember_modern_capabilities(r.params);
+      if (r.params.is_object() && r.params.as_object().contains("requestState"))
+        return resume_call(std::move(r), std::move(reply));
       return call_tool(std::move(r), std::move(reply));
     }
     reply.fail(proto::RpcError::make(proto::ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound,
                                      "oppx mcp serve has no method " + r.method));
   }
 
+  // MCP 2026-07-28's standing request for list changes: acknowledged with what of its filter is
+  // honoured (tool list changes, the only list this server has), then held open (never answered
+  // while the client is here); the changes go out as notifications naming it.
+  void listen(proto::Request r, Reply reply) {
+    modern_ = true;
+    initialized_ = true;
+    note_state();
+    const json::value* filter = r.params.is_object() ? r.params.as_object().if_contains("notifications") : nullptr;
+    bool tools = filter && proto::bool_field(*filter, "toolsListChanged");
+    json::object honoured;
+    if (tools) honoured["toolsListChanged"] = true;
+    client_->notify("notifications/subscriptions/acknowledged",
+                    serve::on_stream(json::object{{"notifications", std::move(honoured)}}, r.id));
+    listens_.push_back({std::make_shared<Reply>(std::move(reply)), r.id, tools});
+    if (listens_.size() > kMaxListens) listens_.erase(listens_.begin());  // answered (an error) as dropped
+  }
+
   void initialize(const json::value& params, Reply reply) {
-    std::string asked = str_of(params, "protocolVersion");
+    std::string asked = proto::string_field(params, "protocolVersion");
     std::string version =
         proto::mcp::supported(asked) || asked == "2024-11-05" ? asked : std::string(proto::mcp::kLatest);
     if (const json::value* caps = params.is_object() ? params.as_object().if_contains("capabilities") : nullptr)
       take_capabilities(*caps);
     reply.ok(json::object{{"protocolVersion", version},
                           {"capabilities", json::object{{"tools", json::object{{"listChanged", true}}}}},
-                          {"serverInfo", json::object{{"name", "oppx"}, {"version", OPPX_VERSION}}},
+                          {"serverInfo", serve::server_info()},
                           {"instructions", kInstructions}});
   }
 
   // MCP 2026-07-28: no initialize; the versions and what the server offers, and each request says
   // what its client can do in its _meta.
   void discover(Reply reply) {
+    modern_ = true;
     json::array versions{proto::mcp::kStateless};
     for (std::string_view v : proto::mcp::kVersions) versions.emplace_back(v);
     initialized_ = true;
     note_state();
-    reply.ok(json::object{{"supportedVersions", std::move(versions)},
-                          {"capabilities", json::object{{"tools", json::object{{"listChanged", true}}}}},
-                          {"serverInfo", json::object{{"name", "oppx"}, {"version", OPPX_VERSION}}},
-                          {"instructions", kInstructions}});
+    reply.ok(serve::fresh_now({{"supportedVersions", std::move(versions)},
+                               {"capabilities", json::object{{"tools", json::object{{"listChanged", true}}}}},
+                               {"serverInfo", serve::server_info()},
+                               {"instructions", kInstructions}},
+                              true));
   }
 
+  // A 2026-07-28 client says what it can do in each request's _meta; it is asked through its
+  // results (modern_shows_forms), never by a request from the server.
   void remember_modern_capabilities(const json::value& params) {
+    if (!modern_capabilities(params)) return;
+    modern_ = true;
+    take_capabilities(json::object{});
+  }
+
+  static const json::value* modern_meta(const json::value& params, std::string_view key) {
     const json::object* o = params.if_object();
     const json::value* meta = o ? o->if_contains("_meta") : nullptr;
-    const json::value* caps =
-        meta && meta->is_object() ? meta->as_object().if_contains(proto::mcp::kMetaCapabilities) : nullptr;
-    // A 2026-07-28 client asks through its results, not by requests from the server: not offered.
-    if (caps) take_capabilities(json::object{});
+    return meta && meta->is_object() ? meta->as_object().if_contains(key) : nullptr;
+  }
+  static const json::value* modern_capabilities(const json::value& params) {
+    return modern_meta(params, proto::mcp::kMetaCapabilities);
+  }
+  // A request of MCP 2026-07-28, whose results must say that they are complete (resultType).
+  static bool is_modern(const json::value& params) {
+    return modern_meta(params, proto::mcp::kMetaVersion) || modern_capabilities(params);
+  }
+  static bool modern_shows_forms(const json::value& params) {
+    const json::value* caps = modern_capabilities(params);
+    return caps && shows(*caps, "form");
+  }
+
+  // An empty elicitation object is the form mode alone (2025-06-18's meaning).
+  static bool shows(const json::value& caps, std::string_view mode) {
+    const json::value* e = caps.is_object() ? caps.as_object().if_contains("elicitation") : nullptr;
+    return e && e->is_object() && (e->as_object().contains(mode) || (mode == "form" && e->as_object().empty()));
   }
 
   void take_capabilities(const json::value& caps) {
-    const json::value* e = caps.is_object() ? caps.as_object().if_contains("elicitation") : nullptr;
-    // An empty elicitation object is the form mode alone (2025-06-18's meaning).
-    asks_forms_ = e && e->is_object() && (e->as_object().empty() || e->as_object().contains("form"));
-    asks_urls_ = e && e->is_object() && e->as_object().contains("url");
+    asks_forms_ = shows(caps, "form");
+    asks_urls_ = shows(caps, "url");
     note_state();
   }
 
@@ -445,7 +469,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     if (!tools || !tools->is_array()) return out;
     const json::value* denied = o->if_contains("denied");
     for (const json::value& t : tools->as_array()) {
-      std::string name = str_of(t, "name");
+      std::string name = proto::string_field(t, "name");
       bool refused = false;
       if (denied && denied->is_array())
         for (const json::value& d : denied->as_array()) refused = refused || (d.is_string() && d.as_string() == name);
@@ -461,7 +485,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
       auto it = tools_.find(c.name);
       if (!c.offered() || it == tools_.end()) continue;
       for (const json::value& t : it->second) {
-        served.push_back({c.name, str_of(t, "name")});
+        served.push_back({c.name, proto::string_field(t, "name")});
         objects.push_back(&t.as_object());
       }
     }
@@ -469,7 +493,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     listing_.clear();
     for (std::size_t i = 0; i < served.size(); ++i) {
       json::object t = *objects[i];
-      std::string title = str_of(t, "title");
+      std::string title = proto::string_field(t, "title");
       t["name"] = names_->name_of(i);
       t["title"] = fmt::format("{}: {}", served[i].connector, title.empty() ? served[i].tool : title);
       listing_.push_back(std::move(t));
@@ -485,7 +509,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     auto shared = std::make_shared<Reply>(std::move(reply));
     with_listing([this, r = std::move(r), reply = shared]() mutable {
       if (!names_) return reply->fail(daemon_down_error());
-      std::string name = str_of(r.params, "name");
+      std::string name = proto::string_field(r.params, "name");
       std::optional<ServedTool> tool = names_->find(name);
       if (!tool)
         return reply->fail(proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams,
@@ -521,73 +545,135 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     if (const json::value* a = params.if_contains("arguments"); a && !a->is_null()) p["arguments"] = *a;
     if (const json::value* meta = params.if_contains("_meta"); meta && meta->is_object())
       if (const json::value* token = meta->as_object().if_contains("progressToken")) p["progress_token"] = *token;
-    std::string key = proto::id_key(r.id);
-    if (cancelled_.erase(key))
+    auto call = std::make_shared<Call>();
+    call->reply = reply;
+    call->key = proto::id_key(r.id);
+    call->served = proto::string_field(r.params, "name");
+    call->connector = tool.connector;
+    call->tool = tool.tool;
+    call->arguments = p.contains("arguments") ? p["arguments"] : json::value(json::object{});
+    call->modern = is_modern(r.params);
+    call->asks_in_results = modern_shows_forms(r.params);
+    if (cancelled_.erase(call->key))
       return reply->fail(proto::RpcError::make(proto::ErrorCode::kCancelled, proto::kind::kCancelled,
                                                "the client cancelled the call before it was sent"));
-    json::value id = daemon_->call("tools/call", p, [w = weak_from_this(), reply, key](JsonRpcPeer::CallResult res) {
-      auto self = w.lock();
-      if (self) self->in_flight_.erase(key);
-      if (res) return reply->ok(call_result(*res));
-      if (res.error().kind == proto::kind::kCancelled) return reply->fail(res.error());
-      if (res.error().kind == proto::kind::kDisconnected)
-        return reply->ok(text_result("oppxd went away during the call: it may or may not have run", true));
-      reply->ok(error_result(res.error()));
+    call->daemon_id = daemon_->call("tools/call", p, [w = weak_from_this(), call](JsonRpcPeer::CallResult res) {
+      if (auto self = w.lock()) self->call_ended(*call);
+      if (!call->reply) return;  // its client was asked a question and has not answered
+      if (!res && res.error().kind == proto::kind::kCancelled) return call->reply->fail(res.error());
+      json::object out = res ? serve::call_result(*res)
+                         : res.error().kind == proto::kind::kDisconnected
+                             ? serve::text_result("oppxd went away during the call: it may or may not have run", true)
+                             : serve::error_result(res.error());
+      call->reply->ok(serve::complete(std::move(out), call->modern));
     });
-    in_flight_[key] = id;
-    reply->on_cancel([w = weak_from_this(), d = std::weak_ptr<JsonRpcPeer>(daemon_), id] {
+    in_flight_[call->key] = call->daemon_id;
+    calls_.push_back(call);
+    cancels_daemon_call(*reply, call->daemon_id);
+  }
+
+  void call_ended(Call& call) {
+    in_flight_.erase(call.key);
+    if (!call.request_state.empty()) parked_.erase(call.request_state);
+    if (call.unanswered) call.unanswered->cancel();
+    call.ask.reset();
+    std::erase_if(calls_, [&](const std::shared_ptr<Call>& c) { return c.get() == &call; });
+  }
+
+  // The client's cancel of `reply` (or its going away) cancels the daemon's call.
+  void cancels_daemon_call(Reply& reply, const json::value& id) {
+    reply.on_cancel([d = std::weak_ptr<JsonRpcPeer>(daemon_), id] {
       if (auto peer = d.lock()) peer->notify(proto::kCancelRequest, json::object{{"id", id}});
     });
   }
 
   // The daemon asks whether a call may run: asked of the client's user as a form, when it can show
-  // one; else not answered, so the daemon declines with the line that allows it.
+  // one (a 2026-07-28 client in the call's result); else not answered, so the daemon declines
+  // with the line that allows it.
   void ask_permission(const json::value& params, Reply reply) {
-    if (!asks_forms_ || !client_)
-      return reply.fail(proto::RpcError::make(proto::ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound,
-                                              "this MCP client cannot be asked"));
-    std::string rule = str_of(params, "rule");
-    std::string args;
-    if (const json::value* a = params.as_object().if_contains("arguments")) args = proto::json_text(*a);
-    if (args.size() > kShownArguments) {
-      std::size_t cut = kShownArguments;
-      while (cut > 0 && (static_cast<unsigned char>(args[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
-      args = fmt::format("{} … ({} more bytes not shown)", args.substr(0, cut), args.size() - cut);
+    if (asks_forms_ && client_) {
+      auto shared = std::make_shared<Reply>(std::move(reply));
+      client_->call("elicitation/create", serve::permission_form(params),
+                    [shared](JsonRpcPeer::CallResult r) { shared->ok(serve::permission_answer(r ? &*r : nullptr)); });
+      return;
     }
-    std::string message = fmt::format("oppx: may {} run? {}.\nArguments: {}", rule, str_of(params, "why"), args);
-    json::object answer{
-        {"type", "string"},
-        {"title", "Allow it?"},
-        {"enum", json::array{"yes", "session", "always", "no"}},
-        {"enumNames", json::array{"Yes, this time", "Yes, until this client closes",
-                                  "Always in this project (oppx permissions allow " + rule + ")", "No"}}};
-    json::object form{{"mode", "form"},
-                      {"message", message},
-                      {"requestedSchema", json::object{{"type", "object"},
-                                                       {"properties", json::object{{"answer", answer}}},
-                                                       {"required", json::array{"answer"}}}}};
-    auto shared = std::make_shared<Reply>(std::move(reply));
-    client_->call("elicitation/create", form, [shared](JsonRpcPeer::CallResult r) {
-      std::string choice = "no";
-      if (r && str_of(*r, "action") == "accept") {
-        const json::value* content = r->as_object().if_contains("content");
-        std::string a = content ? str_of(*content, "answer") : "";
-        if (a == "yes" || a == "session" || a == "always") choice = a;
-      }
-      shared->ok(json::object{{"answer", choice}});
+    if (std::shared_ptr<Call> call = call_asked_about(params)) return ask_in_result(call, params, std::move(reply));
+    reply.fail(proto::RpcError::make(proto::ErrorCode::kMethodNotFound, proto::kind::kMethodNotFound,
+                                     "this MCP client cannot be asked"));
+  }
+
+  // The call a permissions/ask is about (it names no call): the oldest of a 2026-07-28 client with
+  // that tool and those arguments that is not being asked about already.
+  std::shared_ptr<Call> call_asked_about(const json::value& params) const {
+    const json::value* a = params.as_object().if_contains("arguments");
+    json::value args = a && !a->is_null() ? *a : json::value(json::object{});
+    for (const auto& c : calls_)
+      if (c->asks_in_results && c->reply && !c->ask && c->connector == proto::string_field(params, "connector") &&
+          c->tool == proto::string_field(params, "tool") && c->arguments == args)
+        return c;
+    return nullptr;
+  }
+
+  // MCP 2026-07-28 (multi round-trip requests): the client's request is answered input_required
+  // with the form, and the daemon's call waits; the client calls again with its answer and this
+  // requestState, and that request gets the call's result (resume_call). Unanswered within
+  // kUnanswered, the daemon is told no.
+  void ask_in_result(const std::shared_ptr<Call>& call, const json::value& params, Reply ask) {
+    call->ask = std::make_shared<Reply>(std::move(ask));
+    call->request_state = fmt::format("oppx-permission-{}", ++questions_);
+    parked_[call->request_state] = call;
+    in_flight_.erase(call->key);
+    call->unanswered = std::make_shared<boost::asio::steady_timer>(io_, kUnanswered);
+    call->unanswered->async_wait([w = weak_from_this(), call](boost::system::error_code ec) {
+      auto self = w.lock();
+      if (ec || !self || !call->ask) return;
+      self->parked_.erase(call->request_state);
+      std::exchange(call->ask, nullptr)->ok(serve::permission_answer(nullptr));
     });
+    std::exchange(call->reply, nullptr)
+        ->ok(serve::input_required(kPermissionInput, serve::permission_form(params), call->request_state));
+  }
+
+  // The client's call again, with its answer to a permission question: the daemon is given the
+  // answer, and this request gets the call's result.
+  void resume_call(proto::Request r, Reply reply) {
+    auto it = parked_.find(proto::string_field(r.params, "requestState"));
+    if (it == parked_.end())
+      return reply.fail(proto::RpcError::make(
+          proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams,
+          "this call answers a question that oppx no longer holds (answered already, or its call ended): "
+          "call the tool again"));
+    std::shared_ptr<Call> call = it->second;
+    parked_.erase(it);
+    call->unanswered->cancel();
+    const json::value* responses = r.params.as_object().if_contains("inputResponses");
+    const json::value* answer =
+        responses && responses->is_object() ? responses->as_object().if_contains(kPermissionInput) : nullptr;
+    if (proto::string_field(r.params, "name") != call->served) {
+      std::exchange(call->ask, nullptr)->ok(serve::permission_answer(nullptr));
+      return reply.fail(proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams,
+                                              "this answer is for " + call->served + ", not " +
+                                                  proto::string_field(r.params, "name").substr(0, 100) +
+                                                  "; oppx took it as no"));
+    }
+    call->key = proto::id_key(r.id);
+    call->reply = std::make_shared<Reply>(std::move(reply));
+    in_flight_[call->key] = call->daemon_id;
+    cancels_daemon_call(*call->reply, call->daemon_id);
+    std::exchange(call->ask, nullptr)->ok(serve::permission_answer(answer));
   }
 
   // A connector's own question (mcp/elicit) passed to the client as MCP elicitation, or declined
   // when it cannot show that kind.
   void pass_question(const json::value& params, Reply reply) {
-    std::string mode = str_of(params, "mode");
+    std::string mode = proto::string_field(params, "mode");
     bool can = mode == "url" ? asks_urls_ : asks_forms_;
     if (!can || !client_) return reply.ok(json::object{{"action", "decline"}});
-    std::string message = fmt::format("{}: {}", str_of(params, "connector"), str_of(params, "message"));
+    std::string message =
+        fmt::format("{}: {}", proto::string_field(params, "connector"), proto::string_field(params, "message"));
     json::object q{{"mode", mode}, {"message", message}};
     if (mode == "url") {
-      q["url"] = str_of(params, "url");
+      q["url"] = proto::string_field(params, "url");
       q["elicitationId"] = fmt::format("oppx-{}", ++questions_);
     } else if (const json::value* schema = params.as_object().if_contains("schema")) {
       q["requestedSchema"] = *schema;
@@ -610,6 +696,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   bool reconnect_announces_ = false;
   bool asks_forms_ = false;
   bool asks_urls_ = false;
+  bool modern_ = false;  // the client speaks MCP 2026-07-28
   bool first_wait_armed_ = false;
   bool first_wait_over_ = false;
   boost::asio::steady_timer first_wait_;
@@ -622,9 +709,16 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   json::array listing_;
   std::vector<std::function<void()>> waiters_;
   std::map<std::string, std::vector<std::function<void()>>> starting_;  // calls waiting for a connector's start
-  std::vector<std::shared_ptr<Reply>> listens_;   // subscriptions/listen, held until the client goes
-  std::map<std::string, json::value> in_flight_;  // the client's request id (id_key) -> the daemon's
-  std::set<std::string> cancelled_;               // calls cancelled before they were sent (id_key)
+  struct Listen {
+    std::shared_ptr<Reply> reply;
+    json::value id;
+    bool tools = false;  // it asked for tool list changes
+  };
+  std::vector<Listen> listens_;                          // subscriptions/listen, held until the client goes or cancels
+  std::map<std::string, json::value> in_flight_;         // the client's request id (id_key) -> the daemon's
+  std::set<std::string> cancelled_;                      // calls cancelled before they were sent (id_key)
+  std::vector<std::shared_ptr<Call>> calls_;             // sent to the daemon and not answered by it, oldest first
+  std::map<std::string, std::shared_ptr<Call>> parked_;  // by requestState: asked, waiting for the answer
 };
 
 void end_serving(McpServe& serve) { serve.end(); }
@@ -634,7 +728,7 @@ json::object to_json(const ServeState& state) {
 }
 
 ServeState serve_state_of(const json::value& v) {
-  return {bool_of(v, "initialized"), bool_of(v, "forms"), bool_of(v, "urls")};
+  return {proto::bool_field(v, "initialized"), proto::bool_field(v, "forms"), proto::bool_field(v, "urls")};
 }
 
 std::shared_ptr<McpServe> serve_mcp(boost::asio::io_context& io, std::unique_ptr<Transport> client,

@@ -5,8 +5,9 @@
 // cached list, or starting with one; never a repository's connector still waiting for consent,
 // nor a tool a deny rule covers), each named as serve_names.h says; its tools/call goes through
 // the daemon's own tools/call in a session of this folder, so the daemon's rules decide: a call
-// they would ask about is asked of the client's user by elicitation when the client offers it,
-// else declined with the `oppx permissions allow` line. Progress, cancellation and the server's
+// they would ask about is asked of the client's user by elicitation when the client offers it (a
+// 2026-07-28 client in its call's result, input_required), else declined with the `oppx
+// permissions allow` line. Progress, cancellation and the server's
 // own questions pass both ways; notifications/tools/list_changed follows the daemon's
 // mcp/changed. One daemon connection per client, opened again after the daemon went away.
 #pragma once

@@ -103,6 +103,17 @@ std::string string_field(const boost::json::object& o, std::string_view key) {
   return v && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
+std::string string_field(const boost::json::value& v, std::string_view key) {
+  const boost::json::object* o = v.if_object();
+  return o ? string_field(*o, key) : std::string();
+}
+
+bool bool_field(const boost::json::value& v, std::string_view key) {
+  const boost::json::object* o = v.if_object();
+  const boost::json::value* b = o ? o->if_contains(key) : nullptr;
+  return b && b->is_bool() && b->as_bool();
+}
+
 std::string unreadable_reply(const std::string& why) {
   return "the daemon's answer is not what this oppx reads (" + why +
          "): the daemon is likely from another build; run `oppx daemon restart`";

@@ -124,8 +124,11 @@ Decoded<T> finish(const FieldReader& r, T value) {
 // daemon is likely from another build.
 std::string unreadable_reply(const std::string& why);
 
-// A loosely read field (no error wanted): the string at `key`, or "" when missing or not a string.
+// A loosely read field (no error wanted): the string at `key`, or "" when missing or not a string
+// (or when `v` is no object); the bool at `key`, or false.
 std::string string_field(const boost::json::object& o, std::string_view key);
+std::string string_field(const boost::json::value& v, std::string_view key);
+bool bool_field(const boost::json::value& v, std::string_view key);
 
 // For encoders: an optional text field goes on the wire only when it is set.
 void put_if_set(boost::json::object& o, std::string_view key, const std::string& value);

@@ -24,6 +24,9 @@ inline constexpr std::string_view kStateless = "2026-07-28";
 inline constexpr std::string_view kMetaVersion = "io.modelcontextprotocol/protocolVersion";
 inline constexpr std::string_view kMetaCapabilities = "io.modelcontextprotocol/clientCapabilities";
 inline constexpr std::string_view kMetaClientInfo = "io.modelcontextprotocol/clientInfo";
+inline constexpr std::string_view kMetaServerInfo = "io.modelcontextprotocol/serverInfo";
+// On each notification of a subscriptions/listen stream: that request's id.
+inline constexpr std::string_view kMetaSubscriptionId = "io.modelcontextprotocol/subscriptionId";
 
 inline bool supported(std::string_view version) {
   return std::find(std::begin(kVersions), std::end(kVersions), version) != std::end(kVersions);

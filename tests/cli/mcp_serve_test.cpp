@@ -26,7 +26,8 @@ namespace {
 
 namespace json = boost::json;
 
-enum class Over { kStdio, kHttp };
+// kModern: over stdio, the official 2.x client pinned to MCP 2026-07-28.
+enum class Over { kStdio, kHttp, kModern };
 
 // Runs the peer with a scenario, over stdio (spawning `oppx mcp serve`) or the daemon's HTTP
 // socket; its output's lines by step.
@@ -47,6 +48,7 @@ std::map<std::string, json::object> peer(Over over, const TempHome& home, const 
     argv.push_back("--cwd");
     argv.push_back(::getcwd(here, sizeof here) ? here : "/");
   } else {
+    if (over == Over::kModern) argv.push_back("--modern");
     for (std::string a : {std::string("--"), std::string(OPPX_BIN), std::string("mcp"), std::string("serve")})
       argv.push_back(a);
   }
@@ -94,6 +96,9 @@ TEST_P(McpServe, TheSdkClientListsAndCallsTheWarmConnectorsToolsWithProgress) {
   std::string raw;
   auto steps = peer({"--scenario", "basic"}, &raw);
   ASSERT_TRUE(steps.count("progress")) << raw;
+  // The 2.x client pinned to 2026-07-28 got it (it fails rather than fall back) and oppx's name
+  // from the discovery's _meta.
+  if (GetParam() == Over::kModern) EXPECT_EQ(steps["initialized"].at("protocol"), json::value("2026-07-28")) << raw;
   EXPECT_EQ(steps["initialized"].at("server").at("name"), json::value("oppx"));
   EXPECT_EQ(steps["initialized"].at("capabilities").at("tools").at("listChanged"), json::value(true));
   EXPECT_TRUE(has_name(steps["list"], "everything__echo")) << raw;
@@ -171,8 +176,27 @@ TEST_P(McpServe, ADeniedToolIsNotOffered) {
   EXPECT_TRUE(has_name(steps["list"], "everything__echo")) << raw;
 }
 
-INSTANTIATE_TEST_SUITE_P(Over, McpServe, ::testing::Values(Over::kStdio, Over::kHttp),
-                         [](const auto& info) { return info.param == Over::kStdio ? "Stdio" : "Http"; });
+INSTANTIATE_TEST_SUITE_P(Over, McpServe, ::testing::Values(Over::kStdio, Over::kHttp, Over::kModern),
+                         [](const auto& info) {
+                           return info.param == Over::kStdio ? "Stdio" : info.param == Over::kHttp ? "Http" : "Modern";
+                         });
+
+// A 2026-07-28 client's answer to a permission question comes back as a new call with the
+// question's requestState: one naming another tool is taken as no, and the same state again, or
+// one never handed out, is refused.
+using McpServeModernClient = McpServe;
+
+TEST_F(McpServeModernClient, AnAnswerInAnotherCallOrAgainOrForgedIsNotTakenAsYes) {
+  std::string raw;
+  auto steps = test::peer(Over::kModern, home, {"--scenario", "twisted", "--answer", "yes"}, &raw);
+  ASSERT_TRUE(steps.count("twisted")) << raw;
+  const json::object& t = steps["twisted"];
+  EXPECT_EQ(t.at("asked").at("resultType"), json::value("input_required")) << raw;
+  EXPECT_EQ(t.at("asked").at("inputRequests").at("oppx_permission").at("method"), json::value("elicitation/create"));
+  EXPECT_NE(std::string(t.at("other").at("error").as_string()).find("oppx took it as no"), std::string::npos) << raw;
+  for (const char* k : {"replayed", "forged"})
+    EXPECT_NE(std::string(t.at(k).at("error").as_string()).find("no longer holds"), std::string::npos) << k << raw;
+}
 
 // `oppx mcp serve` hands its stdin and stdout to the daemon, which serves the client itself.
 using McpServeStdio = McpServe;

@@ -3,8 +3,10 @@
 // passes only a few variables unless told), runs one scenario and prints one JSON line per step.
 // With --unix PATH it speaks streamable HTTP to the daemon's MCP socket instead (node's fetch has
 // no Unix sockets: requests go through node:http with socketPath), --cwd FOLDER on its URL.
+// With --modern the client is the official 2.x client pinned to MCP 2026-07-28 (server/discover, each
+// request's _meta, and questions carried by input_required results), over stdio only.
 //   usage: node serve_peer.mjs --npm-dir DIR --scenario NAME [--answer yes|no|none] [--add CMD]
-//                              (--unix PATH [--cwd FOLDER] | -- command [args...])
+//                              [--modern] (--unix PATH [--cwd FOLDER] | -- command [args...])
 // Scenarios:
 //   basic      tools/list, then echo, get-sum (structured) and a long operation with progress
 //   cancel     a long operation cancelled after its first progress notification, then echo and
@@ -19,6 +21,9 @@
 //   stopped    a long operation; at its first progress notification, the --add command (which
 //              stops the daemon); the call's answer (within 20 s)
 //   env        calls lazyenv__get-env (a connector started by this call) and prints its result
+//   twisted    (--modern) answers a permission question by hand: toggle-simulated-logging's
+//              input_required result, then a "yes" sent with another tool's name, the same
+//              answer again with the right name, and an answer to a question never asked
 //   kill       echo, then SIGKILL to the spawned `oppx mcp serve` while this client keeps its pipes
 //              open; waits (10 s at most) for the daemon's log ($XDG_STATE_HOME/oppx/oppxd.log)
 //              to say that the session ended
@@ -29,7 +34,7 @@ import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
 
 const argv = process.argv.slice(2);
-const opts = { npmDir: "build/npm", scenario: "basic", answer: "none", add: "", unix: "", cwd: "" };
+const opts = { npmDir: "build/npm", scenario: "basic", answer: "none", add: "", unix: "", cwd: "", modern: false };
 let command = [];
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === "--") {
@@ -42,27 +47,42 @@ for (let i = 0; i < argv.length; i++) {
   else if (argv[i] === "--add") opts.add = argv[++i];
   else if (argv[i] === "--unix") opts.unix = argv[++i];
   else if (argv[i] === "--cwd") opts.cwd = argv[++i];
+  else if (argv[i] === "--modern") opts.modern = true;
   else {
     console.error(`serve_peer: unknown argument ${argv[i]}`);
     process.exit(2);
   }
 }
 
-const sdk = `${opts.npmDir}/node_modules/@modelcontextprotocol/sdk/dist/esm`;
-const { Client } = await import(pathToFileURL(`${sdk}/client/index.js`).href);
-const { StdioClientTransport } = await import(pathToFileURL(`${sdk}/client/stdio.js`).href);
-const { StreamableHTTPClientTransport } = await import(pathToFileURL(`${sdk}/client/streamableHttp.js`).href);
-const types = await import(pathToFileURL(`${sdk}/types.js`).href);
+const load = (file) => import(pathToFileURL(`${opts.npmDir}/node_modules/@modelcontextprotocol/${file}`).href);
+let Client, StdioClientTransport, StreamableHTTPClientTransport;
+// The 1.x client takes a request's or notification's schema, the 2.x client its method.
+let elicitRequest = "elicitation/create";
+let listChanged = "notifications/tools/list_changed";
+if (opts.modern) {
+  ({ Client } = await load("client/dist/index.mjs"));
+  ({ StdioClientTransport } = await load("client/dist/stdio.mjs"));
+} else {
+  ({ Client } = await load("sdk/dist/esm/client/index.js"));
+  ({ StdioClientTransport } = await load("sdk/dist/esm/client/stdio.js"));
+  ({ StreamableHTTPClientTransport } = await load("sdk/dist/esm/client/streamableHttp.js"));
+  const types = await load("sdk/dist/esm/types.js");
+  elicitRequest = types.ElicitRequestSchema;
+  listChanged = types.ToolListChangedNotificationSchema;
+}
 
 const say = (o) => console.log(JSON.stringify(o));
 const within = (ms, what, p) =>
   Promise.race([p, new Promise((_, no) => setTimeout(() => no(new Error(`no ${what} within ${ms} ms`)), ms).unref())]);
 
 const capabilities = opts.answer === "none" ? {} : { elicitation: { form: {} } };
-const client = new Client({ name: "serve-peer", version: "1.0.0" }, { capabilities });
+const client = new Client(
+  { name: "serve-peer", version: "1.0.0" },
+  opts.modern ? { capabilities, versionNegotiation: { mode: { pin: "2026-07-28" } } } : { capabilities },
+);
 const questions = [];
 if (opts.answer !== "none") {
-  client.setRequestHandler(types.ElicitRequestSchema, async (req) => {
+  client.setRequestHandler(elicitRequest, async (req) => {
     questions.push(req.params.message);
     const schema = req.params.requestedSchema;
     if (opts.answer === "no") return { action: "decline" };
@@ -71,7 +91,7 @@ if (opts.answer !== "none") {
 }
 let changes = 0;
 let changed = () => {};
-client.setNotificationHandler(types.ToolListChangedNotificationSchema, () => {
+client.setNotificationHandler(listChanged, () => {
   changes++;
   changed();
 });
@@ -100,27 +120,36 @@ const transport = opts.unix
     )
   : new StdioClientTransport({ command: command[0], args: command.slice(1), env: { ...process.env }, stderr: "inherit" });
 await client.connect(transport);
-say({ step: "initialized", server: client.getServerVersion(), capabilities: client.getServerCapabilities() });
+say({
+  step: "initialized",
+  server: client.getServerVersion(),
+  capabilities: client.getServerCapabilities(),
+  protocol: client.getNegotiatedProtocolVersion?.() ?? null,
+});
 
+// The 2.x client opens its stream of list changes itself (subscriptions/listen), acknowledged.
+if (opts.modern) await client.listen({ toolsListChanged: true });
+// callTool(params, options): the 1.x client takes a result schema before the options.
+const callTool = (params, options) =>
+  opts.modern ? client.callTool(params, options) : client.callTool(params, undefined, options);
 const names = async () => (await client.listTools()).tools.map((t) => t.name);
 
 try {
   if (opts.scenario === "basic") {
     const listed = await client.listTools();
     say({ step: "list", names: listed.tools.map((t) => t.name), echo: listed.tools.find((t) => t.name === "everything__echo") });
-    const echo = await client.callTool({ name: "everything__echo", arguments: { message: "through oppx" } });
+    const echo = await callTool({ name: "everything__echo", arguments: { message: "through oppx" } });
     say({ step: "echo", result: echo });
-    const sum = await client.callTool({ name: "everything__get-structured-content", arguments: { location: "New York" } });
+    const sum = await callTool({ name: "everything__get-structured-content", arguments: { location: "New York" } });
     say({ step: "structured", result: sum });
     const progress = [];
-    const long = await client.callTool(
+    const long = await callTool(
       { name: "everything__trigger-long-running-operation", arguments: { duration: 1, steps: 3 } },
-      undefined,
       { onprogress: (p) => progress.push(p) },
     );
     say({ step: "progress", progress, result: long });
     try {
-      await client.callTool({ name: "nobody__nothing", arguments: {} });
+      await callTool({ name: "nobody__nothing", arguments: {} });
       say({ step: "unknown", error: null });
     } catch (e) {
       say({ step: "unknown", error: String(e.message), code: e.code });
@@ -129,9 +158,8 @@ try {
     const controller = new AbortController();
     const started = Date.now();
     let first = null;
-    const call = client.callTool(
+    const call = callTool(
       { name: "everything__trigger-long-running-operation", arguments: { duration: 60, steps: 60 } },
-      undefined,
       {
         signal: controller.signal,
         onprogress: (p) => {
@@ -149,7 +177,7 @@ try {
       say({ step: "cancel", error: String(e.message ?? e), first, ms: Date.now() - started });
     }
     // The connection stays usable after a cancel.
-    const echo = await client.callTool({ name: "everything__echo", arguments: { message: "after" } });
+    const echo = await callTool({ name: "everything__echo", arguments: { message: "after" } });
     // While this client is still connected: the daemon holds no call open on the connector.
     const listed = JSON.parse(execFileSync(process.env.OPPX_BIN, ["mcp", "list", "--json"], { encoding: "utf8" }));
     const everything = listed.connectors.find((c) => c.name === "everything");
@@ -173,22 +201,21 @@ try {
     }
     say({ step: "relisted", names: now, changes, added_ms: added, announced_ms: announcedMs, ms: Date.now() - t0 });
   } else if (opts.scenario === "restart") {
-    const before = await client.callTool({ name: "everything__echo", arguments: { message: "before" } });
+    const before = await callTool({ name: "everything__echo", arguments: { message: "before" } });
     const announced = new Promise((yes) => {
       changed = yes;
     });
     execFileSync("/bin/sh", ["-c", opts.add], { stdio: ["ignore", "ignore", "inherit"] });
     await within(20000, "notifications/tools/list_changed", announced);
-    const after = await client.callTool({ name: "everything__echo", arguments: { message: "after" } });
+    const after = await callTool({ name: "everything__echo", arguments: { message: "after" } });
     say({ step: "restart", before, after, changes });
   } else if (opts.scenario === "stopped") {
     let stopped = false;
     const result = await within(
       20000,
       "answer to the call the daemon's stop cut",
-      client.callTool(
+      callTool(
         { name: "everything__trigger-long-running-operation", arguments: { duration: 60, steps: 60 } },
-        undefined,
         {
           timeout: 120000,
           onprogress: () => {
@@ -201,9 +228,9 @@ try {
     );
     say({ step: "stopped", result });
   } else if (opts.scenario === "env") {
-    say({ step: "env", result: await client.callTool({ name: "lazyenv__get-env", arguments: {} }) });
+    say({ step: "env", result: await callTool({ name: "lazyenv__get-env", arguments: {} }) });
   } else if (opts.scenario === "kill") {
-    await client.callTool({ name: "everything__echo", arguments: { message: "before" } });
+    await callTool({ name: "everything__echo", arguments: { message: "before" } });
     const log = `${process.env.XDG_STATE_HOME}/oppx/oppxd.log`;
     const ended = () => readFileSync(log, "utf8").includes("`oppx mcp serve` went away");
     const endedBefore = ended();
@@ -211,8 +238,18 @@ try {
     const deadline = Date.now() + 10000;
     while (!ended() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     say({ step: "kill", ended_before: endedBefore, ended: ended() });
+  } else if (opts.scenario === "twisted") {
+    const manual = { allowInputRequired: true };
+    const error = (p) => p.then((r) => ({ result: r }), (e) => ({ error: String(e.message ?? e) }));
+    const asked = await callTool({ name: "everything__toggle-simulated-logging", arguments: {} }, manual);
+    const yes = { [Object.keys(asked.inputRequests ?? {})[0]]: { action: "accept", content: { answer: "yes" } } };
+    const again = (name, requestState) => error(callTool({ name, arguments: {}, inputResponses: yes, requestState }, manual));
+    const other = await again("everything__echo", asked.requestState);
+    const replayed = await again("everything__toggle-simulated-logging", asked.requestState);
+    const forged = await again("everything__toggle-simulated-logging", "oppx-permission-999");
+    say({ step: "twisted", asked, other, replayed, forged });
   } else if (opts.scenario === "ask") {
-    const r = await client.callTool({ name: "everything__toggle-simulated-logging", arguments: {} });
+    const r = await callTool({ name: "everything__toggle-simulated-logging", arguments: {} });
     say({ step: "ask", result: r, questions });
   }
 } catch (e) {
