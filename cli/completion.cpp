@@ -66,9 +66,16 @@ std::vector<std::string> flags_in(std::string_view text, std::vector<std::string
     if (!is_flag(t)) continue;
     bool takes_value = t.find('=') != std::string::npos;
     t = t.substr(0, t.find('='));
+    // Its value is a placeholder: `<url>`, or in capitals (`SECONDS`, `KEY=VALUE`); in an option
+    // list the words after a flag are its description.
     if (!takes_value && i + 1 < tokens.size()) {
       const std::string& next = tokens[i + 1];
-      takes_value = next != "]" && next != "[" && next != "|" && !next.starts_with("...") && !next.starts_with("-");
+      takes_value = next.starts_with('<') || (!next.empty() && std::isupper(static_cast<unsigned char>(next[0])) &&
+                                              std::all_of(next.begin(), next.end(), [](char ch) {
+                                                return std::isupper(static_cast<unsigned char>(ch)) ||
+                                                       std::isdigit(static_cast<unsigned char>(ch)) || ch == '_' ||
+                                                       ch == '=';
+                                              }));
     }
     if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
     if (takes_value && valued && std::find(valued->begin(), valued->end(), t) == valued->end()) valued->push_back(t);

@@ -64,6 +64,8 @@ apt_packages=(g++ cmake ninja-build pkg-config libboost1.81-dev libboost-json1.8
   bubblewrap python3)  # bubblewrap: the sandbox of the agent's commands (chat/sandbox.cpp); python3: the
                        # example client of docs/examples/, which the tests run
 apt_packages+=(neovim) # the Neovim plugin's test (editors/nvim, ctest nvim.plugin) runs it headless
+# The zsh completion's test types Tab in zsh; the quick start builds no tests and skips it.
+[ -n "$quick" ] || apt_packages+=(zsh)
 # The fuzz targets (fuzz/) need clang and its libFuzzer; only that preset pays for them.
 if [ "$preset" = fuzz ]; then
   apt_packages+=(clang-14 libfuzzer-14-dev)

@@ -1,8 +1,10 @@
 // The man pages and completion scripts as the real programs print them: every command of the table
 // in `man oppx` as its `--help` says it, both pages rendered by man without a warning, and the
-// bash script driven as bash drives it (COMP_WORDS in, COMPREPLY out), connector names included.
+// bash script driven as bash drives it (COMP_WORDS in, COMPREPLY out), and the zsh one as a user
+// drives it (Tab in a terminal), connector names included.
 #include "cli/commands.h"
 #include "tests/support/harness.h"
+#include "tests/support/terminal.h"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +12,7 @@
 #include <fstream>
 #include <set>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace oppx::test {
 namespace {
@@ -217,12 +220,76 @@ TEST(Completion, ConnectorNamesComeFromTheRunningDaemon) {
   EXPECT_NE(::stat((home.root() + "/pwned").c_str(), &st), 0) << "a connector's name was run as a command";
 }
 
-TEST(Completion, ZshScriptParses) {
-  if (!have("zsh")) GTEST_SKIP() << "zsh is not installed: its script is not checked";
+// zsh as a user has it: the script installed as _oppx in $fpath, compinit, and Tab typed in a
+// terminal; the line as zsh completed it, or the candidates it lists below it.
+TEST(Completion, ZshCompletesCommandsFlagsAndConnectorNamesInARealTerminal) {
+  if (!have("zsh")) GTEST_SKIP() << "zsh is not installed (packaging/bootstrap.sh installs it)";
   TempHome home;
-  std::string path = write(home.root() + "/_oppx", oppx({"completion", "zsh"}).out);
-  Result syntax = run({"zsh", "-n", path});
+  home.write_mcp_config(stdio_entry("alpha", "/nonexistent/alpha-server", {}) + "," +
+                        stdio_entry("beta-2", "/nonexistent/beta-server", {}) + "," +
+                        stdio_entry("x$(touch pwned)", "/nonexistent/x", {}));
+  const std::string functions = home.root() + "/zfunc";
+  const std::string bin = home.root() + "/bin";
+  ASSERT_EQ(::mkdir(functions.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(bin.c_str(), 0700), 0);
+  write(functions + "/_oppx", oppx({"completion", "zsh"}).out);
+  ASSERT_EQ(::symlink(OPPX_BIN, (bin + "/oppx").c_str()), 0);
+  Result syntax = run({"zsh", "-n", functions + "/_oppx"});
   EXPECT_EQ(syntax.exit_code, 0) << syntax.err;
+
+  Terminal zsh(home, "", {"-f"}, "OPPX_SOCKET=" + home.socket() + " zsh");
+  ASSERT_TRUE(zsh.started());
+  auto occurrences = [](const std::string& screen, const std::string& text) {
+    int n = 0;
+    for (auto at = screen.find(text); at != std::string::npos; at = screen.find(text, at + 1)) ++n;
+    return n;
+  };
+  // The line cleared (C-u: typed input, so it waits for a completion still running) and a command
+  // run whose output, mark-100N, shows that zsh handled everything typed before it.
+  int marks = 0;
+  auto settle = [&] {
+    zsh.keys({"C-u"});
+    zsh.type("echo mark-$((" + std::to_string(++marks) + " + 1000))");
+    zsh.keys({"Enter"});
+    return zsh.wait_for("mark-" + std::to_string(1000 + marks));
+  };
+  zsh.type("PS1='zsh%% '; fpath=(" + functions + " $fpath); path=(" + bin +
+           " $path); autoload -U compinit; compinit -u");
+  zsh.keys({"Enter"});
+  ASSERT_TRUE(settle()) << zsh.screen();
+  // Types `text` and Tab, waits for `expect` to show once more, and returns the screen since the
+  // last mark (the completed line, and the candidates listed below it).
+  auto tab = [&](const std::string& text, const std::string& expect) {
+    int seen = occurrences(zsh.screen(), expect);
+    zsh.type(text);
+    zsh.keys({"Tab"});
+    bool shown = zsh.wait_for(expect, seen + 1, std::chrono::seconds(10));
+    std::string screen = zsh.screen();
+    screen = screen.substr(screen.rfind("mark-" + std::to_string(1000 + marks)));
+    EXPECT_TRUE(settle()) << zsh.screen();
+    return shown ? screen : "(not shown: " + expect + ")\n" + screen;
+  };
+  std::string s = tab("oppx mc", "zsh% oppx mcp ");
+  EXPECT_NE(s.find("zsh% oppx mcp "), std::string::npos) << s;
+  s = tab("oppx mcp get --", "--show-values");
+  for (const char* f : {"--json", "--help"}) EXPECT_NE(s.find(f), std::string::npos) << f << "\n" << s;
+  s = tab("oppx daemon ", "install-service");
+  for (const char* c : {"status", "restart", "logs"}) EXPECT_NE(s.find(c), std::string::npos) << c << "\n" << s;
+  s = tab("oppx completion z", "oppx completion zsh");
+  EXPECT_NE(s.find("oppx completion zsh"), std::string::npos) << s;
+
+  // No daemon: no names, and completing starts none.
+  s = tab("oppx mcp get al", "zsh% oppx mcp get al");
+  EXPECT_FALSE(daemon_pid(home.socket())) << "completion must never start a daemon";
+  DaemonProcess daemon(home);
+  ASSERT_EQ(daemon.start_result().exit_code, 0) << daemon.start_result().err;
+  s = tab("oppx mcp tools b", "oppx mcp tools beta-2");
+  EXPECT_NE(s.find("oppx mcp tools beta-2"), std::string::npos) << s;
+  s = tab("oppx mcp get ", "beta-2");
+  EXPECT_NE(s.find("alpha"), std::string::npos) << s;
+  EXPECT_EQ(s.find("pwned"), std::string::npos) << s;
+  struct stat st {};
+  EXPECT_NE(::stat((home.root() + "/pwned").c_str(), &st), 0) << "a connector's name was run as a command";
 }
 
 }  // namespace

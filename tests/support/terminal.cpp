@@ -5,12 +5,13 @@
 
 namespace oppx::test {
 
-Terminal::Terminal(const TempHome& home, const std::string& server_url, const std::vector<std::string>& args)
+Terminal::Terminal(const TempHome& home, const std::string& server_url, const std::vector<std::string>& args,
+                   const std::string& program)
     : name_("oppx-test-" + std::to_string(::getpid()) + "-" + std::to_string(++count_)) {
   const std::string& h = home.root();
   std::string cmd = "env HOME=" + h + " XDG_RUNTIME_DIR=" + h + "/run XDG_STATE_HOME=" + h +
                     "/state XDG_CONFIG_HOME=" + h + "/config XDG_CACHE_HOME=" + h + "/cache XDG_DATA_HOME=" + h +
-                    "/data OPPX_SERVER=" + server_url + " " + OPPX_BIN;
+                    "/data OPPX_SERVER=" + server_url + " " + program;
   for (const auto& a : args) cmd += " " + a;
   cmd += "; echo oppx-exited-$?";
   // The pane stays when oppx has exited, so that its last screen can still be read; what the pane

@@ -1,6 +1,7 @@
-// The terminal chat's tests drive `oppx` in a real pseudo-terminal: a tmux server of the test's
-// own (-L), one window running `oppx` with the test's HOME; keys sent with send-keys, the screen
-// read with capture-pane each time the pane printed something (pipe-pane into a file).
+// The terminal chat's tests (and the zsh completion's) drive `oppx` (or a shell) in a real
+// pseudo-terminal: a tmux server of the test's own (-L), one window running it with the test's
+// HOME; keys sent with send-keys, the screen read with capture-pane each time the pane printed
+// something (pipe-pane into a file).
 #pragma once
 
 #include "tests/support/harness.h"
@@ -13,8 +14,10 @@ namespace oppx::test {
 
 class Terminal {
  public:
-  // `oppx <args>` with the test's HOME and XDG folders and OPPX_SERVER=`server_url`.
-  Terminal(const TempHome& home, const std::string& server_url, const std::vector<std::string>& args = {});
+  // `oppx <args>` (or `program <args>`) with the test's HOME and XDG folders and
+  // OPPX_SERVER=`server_url`.
+  Terminal(const TempHome& home, const std::string& server_url, const std::vector<std::string>& args = {},
+           const std::string& program = OPPX_BIN);
   ~Terminal();
   bool started() const { return started_; }
   void keys(const std::vector<std::string>& k);  // tmux key names: "Enter", "C-c", …
