@@ -198,6 +198,17 @@ TEST_F(McpServeModernClient, AnAnswerInAnotherCallOrAgainOrForgedIsNotTakenAsYes
     EXPECT_NE(std::string(t.at(k).at("error").as_string()).find("no longer holds"), std::string::npos) << k << raw;
 }
 
+// The HTTP socket speaks MCP 2025-11-25: the 2.x client in its "auto" mode falls back to it there
+// and is asked by elicitation.
+TEST_F(McpServeModernClient, OverTheHttpSocketItFallsBackTo20251125AndIsAsked) {
+  std::string raw;
+  auto steps = test::peer(Over::kHttp, home, {"--modern", "--scenario", "ask", "--answer", "yes"}, &raw);
+  ASSERT_TRUE(steps.count("ask")) << raw;
+  EXPECT_EQ(steps["initialized"].at("protocol"), json::value("2025-11-25")) << raw;
+  EXPECT_EQ(steps["ask"].at("result").at("isError"), json::value(false)) << raw;
+  EXPECT_EQ(steps["ask"].at("questions").as_array().size(), 1u) << raw;
+}
+
 // `oppx mcp serve` hands its stdin and stdout to the daemon, which serves the client itself.
 using McpServeStdio = McpServe;
 

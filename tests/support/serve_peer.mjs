@@ -3,8 +3,9 @@
 // passes only a few variables unless told), runs one scenario and prints one JSON line per step.
 // With --unix PATH it speaks streamable HTTP to the daemon's MCP socket instead (node's fetch has
 // no Unix sockets: requests go through node:http with socketPath), --cwd FOLDER on its URL.
-// With --modern the client is the official 2.x client pinned to MCP 2026-07-28 (server/discover, each
-// request's _meta, and questions carried by input_required results), over stdio only.
+// With --modern the client is the official 2.x client: over stdio pinned to MCP 2026-07-28
+// (server/discover, each request's _meta, questions carried by input_required results); over
+// --unix in its "auto" mode, which falls back to 2025-11-25 (the HTTP socket serves that).
 //   usage: node serve_peer.mjs --npm-dir DIR --scenario NAME [--answer yes|no|none] [--add CMD]
 //                              [--modern] (--unix PATH [--cwd FOLDER] | -- command [args...])
 // Scenarios:
@@ -60,7 +61,7 @@ let Client, StdioClientTransport, StreamableHTTPClientTransport;
 let elicitRequest = "elicitation/create";
 let listChanged = "notifications/tools/list_changed";
 if (opts.modern) {
-  ({ Client } = await load("client/dist/index.mjs"));
+  ({ Client, StreamableHTTPClientTransport } = await load("client/dist/index.mjs"));
   ({ StdioClientTransport } = await load("client/dist/stdio.mjs"));
 } else {
   ({ Client } = await load("sdk/dist/esm/client/index.js"));
@@ -78,7 +79,9 @@ const within = (ms, what, p) =>
 const capabilities = opts.answer === "none" ? {} : { elicitation: { form: {} } };
 const client = new Client(
   { name: "serve-peer", version: "1.0.0" },
-  opts.modern ? { capabilities, versionNegotiation: { mode: { pin: "2026-07-28" } } } : { capabilities },
+  opts.modern
+    ? { capabilities, versionNegotiation: { mode: opts.unix ? "auto" : { pin: "2026-07-28" } } }
+    : { capabilities },
 );
 const questions = [];
 if (opts.answer !== "none") {
@@ -128,7 +131,7 @@ say({
 });
 
 // The 2.x client opens its stream of list changes itself (subscriptions/listen), acknowledged.
-if (opts.modern) await client.listen({ toolsListChanged: true });
+if (opts.modern && client.getNegotiatedProtocolVersion() === "2026-07-28") await client.listen({ toolsListChanged: true });
 // callTool(params, options): the 1.x client takes a result schema before the options.
 const callTool = (params, options) =>
   opts.modern ? client.callTool(params, options) : client.callTool(params, undefined, options);
