@@ -3,7 +3,9 @@
 // itself. Warm: echo calls one after the other on one connection. Cold: from spawning the server
 // command (`oppx mcp serve`, whose daemon already runs the connector, or `node … stdio`) to the
 // answer of the first call, tools/list included. Targets (issue 30): warm ≤ 1.2×, cold ≥ 10×
-// faster. Prints figures; exits 1 only when something could not be measured.
+// faster. Warm, the same client also calls through bench_stdio_relay (a process that only copies
+// bytes): the floor of any process between the two ends, so that oppx's own share shows.
+// Prints figures; exits 1 only when something could not be measured.
 //   usage: mcp_serve [--calls N] [--warmup W] [--cold-runs R] [--npm-dir DIR]
 #include "bench/bench_support.h"
 #include "bench/sdk_anchors.h"
@@ -78,6 +80,8 @@ int main(int argc, char** argv) {
   const std::string runs = std::to_string(o.cold_runs);
   const std::vector<std::string> direct{"--", "node", everything, "stdio"};
   const std::vector<std::string> served{"--", oppx, "mcp", "serve"};
+  const std::vector<std::string> relayed{"--", oppx::bench::self_dir() + "/bench_stdio_relay", "node", everything,
+                                         "stdio"};
   auto with = [](std::vector<std::string> head, const std::vector<std::string>& tail) {
     head.insert(head.end(), tail.begin(), tail.end());
     return head;
@@ -85,6 +89,8 @@ int main(int argc, char** argv) {
 
   SdkRun warm_direct =
       oppx::bench::run_sdk_client(script, o.npm_dir, with({"--calls", calls, "--warmup", warmup}, direct));
+  SdkRun warm_relayed =
+      oppx::bench::run_sdk_client(script, o.npm_dir, with({"--calls", calls, "--warmup", warmup}, relayed));
   SdkRun warm_served = oppx::bench::run_sdk_client(
       script, o.npm_dir, with({"--calls", calls, "--warmup", warmup, "--tool", "everything__echo"}, served));
   SdkRun cold_direct = oppx::bench::run_sdk_client(script, o.npm_dir, with({"--cold", runs}, direct));
@@ -94,22 +100,30 @@ int main(int argc, char** argv) {
 
   fmt::print("warm: the TypeScript SDK client calling echo on one connection, one call at a time\n");
   line("straight to server-everything (stdio)", warm_direct, "us");
+  line("through a process that only copies bytes (the floor)", warm_relayed, "us");
   line("through oppx mcp serve and oppxd", warm_served, "us");
   fmt::print("cold: spawn the server command, initialize, tools/list, the first call\n");
   line("spawning server-everything (stdio)", cold_direct, "ms");
   line("spawning oppx mcp serve (the daemon runs it warm)", cold_served, "ms");
 
-  bool measured = warm_direct.ok() && warm_served.ok() && cold_direct.ok() && cold_served.ok();
+  bool measured = warm_direct.ok() && warm_relayed.ok() && warm_served.ok() && cold_direct.ok() && cold_served.ok();
   if (!measured) return 1;
   double warm_ratio = warm_served.us.median / warm_direct.us.median;
   double cold_ratio = cold_direct.us.median / cold_served.us.median;
   fmt::print("warm: through oppx / straight = {:.2f}x (target at most 1.2x: {})\n", warm_ratio,
              warm_ratio <= 1.2 ? "met" : "missed");
+  double floor_ratio = warm_relayed.us.median / warm_direct.us.median;
+  fmt::print("warm: through the byte relay / straight = {:.2f}x (any process between the two ends costs this)\n",
+             floor_ratio);
   fmt::print("cold: straight / through oppx = {:.1f}x faster (target at least 10x: {})\n", cold_ratio,
              cold_ratio >= 10 ? "met" : "missed");
-  oppx::bench::report({"mcp_serve", "warm: SDK client → oppx mcp serve → oppxd → server-everything, echo", "us",
-                       warm_served.us, "the same client straight to server-everything", warm_direct.us.median,
-                       fmt::format("{:.2f}x; target ≤ 1.2x", warm_ratio)});
+  oppx::bench::report(
+      {"mcp_serve", "warm: SDK client → oppx mcp serve → oppxd → server-everything, echo", "us", warm_served.us,
+       "the same client straight to server-everything", warm_direct.us.median,
+       fmt::format("{:.2f}x; target ≤ 1.2x; the floor of a byte relay: {:.2f}x", warm_ratio, floor_ratio)});
+  oppx::bench::report({"mcp_serve", "warm: the same through a process that only copies bytes (floor)", "us",
+                       warm_relayed.us, "the same client straight to server-everything", warm_direct.us.median,
+                       fmt::format("{:.2f}x: what any process between the two ends costs", floor_ratio)});
   auto ms = [](oppx::bench::Stats s) {
     for (double* v : {&s.median, &s.p90, &s.p99, &s.min}) *v /= 1000.0;
     return s;
