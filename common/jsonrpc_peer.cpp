@@ -34,6 +34,12 @@ void Reply::on_cancel(std::function<void()> fn) {
   state_->on_cancel = std::move(fn);
 }
 
+void Reply::withdraw() {
+  if (done_) return;
+  done_ = true;
+  if (auto peer = peer_.lock()) peer->reply_done(id_);
+}
+
 void Reply::ok(json::value result) { finish(proto::serialize_result(id_, result), {}); }
 void Reply::fail(RpcError error) { finish(proto::serialize_error(id_, error), error.kind); }
 

@@ -44,6 +44,9 @@ class Reply {
   // Runs when the caller goes away before the reply, or cancels it (JsonRpcPeer::cancel_request);
   // at most once. Only a request that set it can be cancelled without hanging up.
   void on_cancel(std::function<void()> fn);
+  // The caller withdrew the request (MCP's notifications/cancelled, after which no answer is
+  // expected): let go without one.
+  void withdraw();
   const boost::json::value& id() const { return id_; }
 
  private:

@@ -37,6 +37,8 @@ constexpr std::size_t kMaxListens = 4;
 constexpr std::size_t kMaxCancelled = 256;
 // How long the daemon's call waits for a 2026-07-28 client to call again with its answer.
 constexpr std::chrono::minutes kUnanswered{5};
+// Questions of a 2026-07-28 client left unanswered at once; one more tells the oldest no.
+constexpr std::size_t kMaxUnanswered = 16;
 // The permission question's key among a 2026-07-28 result's inputRequests.
 constexpr std::string_view kPermissionInput = "oppx_permission";
 
@@ -66,8 +68,10 @@ struct Call {
   std::string connector;
   std::string tool;
   json::value arguments;
-  json::value daemon_id;  // the daemon's tools/call
-  bool modern = false;    // of MCP 2026-07-28: its result says it is complete
+  json::value daemon_id;     // the daemon's tools/call
+  json::value client_token;  // the progressToken of the client's request (null: none)
+  std::string progress;      // the token the daemon's progress names (the client's changes with a retry)
+  bool modern = false;       // of MCP 2026-07-28: its result says it is complete
   // A 2026-07-28 client that shows forms: a permission question goes out in the call's result.
   bool asks_in_results = false;
   std::shared_ptr<Reply> ask;  // the daemon's permissions/ask while the client is asked
@@ -89,6 +93,14 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
       initialized_ = options_.resume->initialized;
       asks_forms_ = options_.resume->forms;
       asks_urls_ = options_.resume->urls;
+      modern_ = options_.resume->modern;
+      // The streams stay open on the client's side: their notices go on, and they are answered by
+      // no one (the request was the server's before).
+      for (const auto& [id, tools] : options_.resume->listens) {
+        boost::system::error_code ec;
+        json::value v = json::parse(id, ec);
+        if (!ec) listens_.push_back({nullptr, std::move(v), tools});
+      }
       told_ = *options_.resume;
     }
     connect_daemon_now();
@@ -100,9 +112,10 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   // why), then the client's, which writes those answers before it closes.
   void end() {
     if (daemon_) daemon_->abort();
-    // Each list-change stream ends gracefully: its request answered, naming it.
+    // The list-change streams stay open on the client's side: a server taking it over goes on with
+    // them (ServeState), so none is answered here.
     for (const Listen& l : std::exchange(listens_, {}))
-      l.reply->ok(serve::complete(serve::on_stream(json::object{}, l.id), true));
+      if (l.reply) l.reply->withdraw();
     if (client_) client_->close();
   }
 
@@ -212,9 +225,10 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
 
   void on_daemon_notification(const proto::Notification& n) {
     if (n.method == "tools/progress") {
-      const json::value* token = n.params.is_object() ? n.params.as_object().if_contains("progress_token") : nullptr;
-      if (!token || !client_) return;
-      json::object p{{"progressToken", *token}};
+      std::string token = proto::string_field(n.params, "progress_token");
+      auto it = std::find_if(calls_.begin(), calls_.end(), [&](const auto& c) { return c->progress == token; });
+      if (token.empty() || it == calls_.end() || !(*it)->reply || (*it)->client_token.is_null() || !client_) return;
+      json::object p{{"progressToken", (*it)->client_token}};
       for (std::string_view k : {"progress", "total", "message"})
         if (const json::value* v = n.params.as_object().if_contains(k)) p[k] = *v;
       client_->notify("notifications/progress", p);
@@ -267,7 +281,8 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
 
   // Tells options_.on_state what a server taking over this client would need, when it changed.
   void note_state() {
-    ServeState now{initialized_, asks_forms_, asks_urls_};
+    ServeState now{initialized_, asks_forms_, asks_urls_, modern_, {}};
+    for (const Listen& l : listens_) now.listens.emplace_back(json::serialize(l.id), l.tools);
     if (now == told_) return;
     told_ = now;
     if (options_.on_state) options_.on_state(now);
@@ -280,7 +295,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     } else if (n.method == "notifications/cancelled") {
       const json::value* id = n.params.is_object() ? n.params.as_object().if_contains("requestId") : nullptr;
       if (!id) return;
-      std::erase_if(listens_, [&](const Listen& l) { return l.id == *id; });  // a closed stream
+      if (drop_listen(*id)) return;  // the client closed that stream: no answer is expected
       auto it = in_flight_.find(proto::id_key(*id));
       if (it != in_flight_.end() && daemon_)
         return daemon_->notify(proto::kCancelRequest, json::object{{"id", it->second}});
@@ -317,7 +332,6 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   void listen(proto::Request r, Reply reply) {
     modern_ = true;
     initialized_ = true;
-    note_state();
     const json::value* filter = r.params.is_object() ? r.params.as_object().if_contains("notifications") : nullptr;
     bool tools = filter && proto::bool_field(*filter, "toolsListChanged");
     json::object honoured;
@@ -325,7 +339,22 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     client_->notify("notifications/subscriptions/acknowledged",
                     serve::on_stream(json::object{{"notifications", std::move(honoured)}}, r.id));
     listens_.push_back({std::make_shared<Reply>(std::move(reply)), r.id, tools});
-    if (listens_.size() > kMaxListens) listens_.erase(listens_.begin());  // answered (an error) as dropped
+    if (listens_.size() > kMaxListens) {
+      // The oldest stream is ended from this side, as a server ends one over stdio.
+      json::value oldest = listens_.front().id;
+      client_->notify("notifications/cancelled", json::object{{"requestId", oldest}});
+      drop_listen(oldest);
+    }
+    note_state();
+  }
+
+  bool drop_listen(const json::value& id) {
+    auto it = std::find_if(listens_.begin(), listens_.end(), [&](const Listen& l) { return l.id == id; });
+    if (it == listens_.end()) return false;
+    if (it->reply) it->reply->withdraw();
+    listens_.erase(it);
+    note_state();
+    return true;
   }
 
   void initialize(const json::value& params, Reply reply) {
@@ -363,17 +392,21 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     take_capabilities(json::object{});
   }
 
-  static const json::value* modern_meta(const json::value& params, std::string_view key) {
+  static const json::value* meta_field(const json::value& params, std::string_view key) {
     const json::object* o = params.if_object();
     const json::value* meta = o ? o->if_contains("_meta") : nullptr;
     return meta && meta->is_object() ? meta->as_object().if_contains(key) : nullptr;
   }
   static const json::value* modern_capabilities(const json::value& params) {
-    return modern_meta(params, proto::mcp::kMetaCapabilities);
+    return meta_field(params, proto::mcp::kMetaCapabilities);
+  }
+  static json::value progress_token_of(const json::value& params) {
+    const json::value* token = meta_field(params, "progressToken");
+    return token && !token->is_null() ? *token : json::value(nullptr);
   }
   // A request of MCP 2026-07-28, whose results must say that they are complete (resultType).
   static bool is_modern(const json::value& params) {
-    return modern_meta(params, proto::mcp::kMetaVersion) || modern_capabilities(params);
+    return meta_field(params, proto::mcp::kMetaVersion) || modern_capabilities(params);
   }
   static bool modern_shows_forms(const json::value& params) {
     const json::value* caps = modern_capabilities(params);
@@ -543,9 +576,12 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
                    {"timeout_ms", options_.call_timeout.count()}};
     const json::object& params = r.params.as_object();
     if (const json::value* a = params.if_contains("arguments"); a && !a->is_null()) p["arguments"] = *a;
-    if (const json::value* meta = params.if_contains("_meta"); meta && meta->is_object())
-      if (const json::value* token = meta->as_object().if_contains("progressToken")) p["progress_token"] = *token;
     auto call = std::make_shared<Call>();
+    call->client_token = progress_token_of(r.params);
+    if (!call->client_token.is_null()) {
+      call->progress = fmt::format("p{}", ++progress_ids_);
+      p["progress_token"] = call->progress;
+    }
     call->reply = reply;
     call->key = proto::id_key(r.id);
     call->served = proto::string_field(r.params, "name");
@@ -573,10 +609,10 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   }
 
   void call_ended(Call& call) {
-    in_flight_.erase(call.key);
+    if (!call.key.empty()) in_flight_.erase(call.key);
     if (!call.request_state.empty()) parked_.erase(call.request_state);
     if (call.unanswered) call.unanswered->cancel();
-    call.ask.reset();
+    if (call.ask) std::exchange(call.ask, nullptr)->ok(serve::permission_answer(nullptr));
     std::erase_if(calls_, [&](const std::shared_ptr<Call>& c) { return c.get() == &call; });
   }
 
@@ -588,8 +624,8 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   }
 
   // The daemon asks whether a call may run: asked of the client's user as a form, when it can show
-  // one (a 2026-07-28 client in the call's result); else not answered, so the daemon declines
-  // with the line that allows it.
+  // one (a 2026-07-28 client in the call's result); else refused (method not found), and the
+  // daemon declines the call with the line that allows it.
   void ask_permission(const json::value& params, Reply reply) {
     if (asks_forms_ && client_) {
       auto shared = std::make_shared<Reply>(std::move(reply));
@@ -619,19 +655,31 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   // requestState, and that request gets the call's result (resume_call). Unanswered within
   // kUnanswered, the daemon is told no.
   void ask_in_result(const std::shared_ptr<Call>& call, const json::value& params, Reply ask) {
+    if (parked_.size() >= kMaxUnanswered) {
+      // The oldest question left unanswered is taken as no (a client that dropped its questions).
+      auto oldest = std::find_if(calls_.begin(), calls_.end(), [](const auto& c) { return c->ask != nullptr; });
+      if (oldest != calls_.end()) no_answer(**oldest);
+    }
     call->ask = std::make_shared<Reply>(std::move(ask));
     call->request_state = fmt::format("oppx-permission-{}", ++questions_);
     parked_[call->request_state] = call;
-    in_flight_.erase(call->key);
+    in_flight_.erase(std::exchange(call->key, {}));  // that request is answered now
     call->unanswered = std::make_shared<boost::asio::steady_timer>(io_, kUnanswered);
-    call->unanswered->async_wait([w = weak_from_this(), call](boost::system::error_code ec) {
+    call->unanswered->async_wait([w = weak_from_this(), wc = std::weak_ptr<Call>(call)](boost::system::error_code ec) {
       auto self = w.lock();
-      if (ec || !self || !call->ask) return;
-      self->parked_.erase(call->request_state);
-      std::exchange(call->ask, nullptr)->ok(serve::permission_answer(nullptr));
+      auto c = wc.lock();
+      if (!ec && self && c && c->ask) self->no_answer(*c);
     });
     std::exchange(call->reply, nullptr)
         ->ok(serve::input_required(kPermissionInput, serve::permission_form(params), call->request_state));
+  }
+
+  // A question of `call` left unanswered: the daemon is told no; the client's answer, if it comes,
+  // is refused as one to a question oppx no longer holds.
+  void no_answer(Call& call) {
+    parked_.erase(call.request_state);
+    call.unanswered->cancel();
+    std::exchange(call.ask, nullptr)->ok(serve::permission_answer(nullptr));
   }
 
   // The client's call again, with its answer to a permission question: the daemon is given the
@@ -649,13 +697,16 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     const json::value* responses = r.params.as_object().if_contains("inputResponses");
     const json::value* answer =
         responses && responses->is_object() ? responses->as_object().if_contains(kPermissionInput) : nullptr;
-    if (proto::string_field(r.params, "name") != call->served) {
+    const json::value* a = r.params.as_object().if_contains("arguments");
+    json::value args = a && !a->is_null() ? *a : json::value(json::object{});
+    if (proto::string_field(r.params, "name") != call->served || args != call->arguments) {
       std::exchange(call->ask, nullptr)->ok(serve::permission_answer(nullptr));
-      return reply.fail(proto::RpcError::make(proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams,
-                                              "this answer is for " + call->served + ", not " +
-                                                  proto::string_field(r.params, "name").substr(0, 100) +
-                                                  "; oppx took it as no"));
+      return reply.fail(proto::RpcError::make(
+          proto::ErrorCode::kInvalidParams, proto::kind::kInvalidParams,
+          "this answer is for " + call->served + " with the arguments it was asked about, not " +
+              proto::string_field(r.params, "name").substr(0, 100) + " with these; oppx took it as no"));
     }
+    call->client_token = progress_token_of(r.params);
     call->key = proto::id_key(r.id);
     call->reply = std::make_shared<Reply>(std::move(reply));
     in_flight_[call->key] = call->daemon_id;
@@ -702,6 +753,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   boost::asio::steady_timer first_wait_;
   int fetching_ = 0;
   std::int64_t questions_ = 0;
+  std::int64_t progress_ids_ = 0;
   ServeState told_;  // the state options_.on_state was last given
   std::vector<Listed> connectors_;
   std::map<std::string, json::array> tools_;  // by connector name, deny rules' tools left out
@@ -710,7 +762,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   std::vector<std::function<void()>> waiters_;
   std::map<std::string, std::vector<std::function<void()>>> starting_;  // calls waiting for a connector's start
   struct Listen {
-    std::shared_ptr<Reply> reply;
+    std::shared_ptr<Reply> reply;  // null for one opened with the server before (a handover)
     json::value id;
     bool tools = false;  // it asked for tool list changes
   };
@@ -724,11 +776,27 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
 void end_serving(McpServe& serve) { serve.end(); }
 
 json::object to_json(const ServeState& state) {
-  return {{"initialized", state.initialized}, {"forms", state.forms}, {"urls", state.urls}};
+  json::array listens;
+  for (const auto& [id, tools] : state.listens) listens.push_back(json::object{{"id", id}, {"tools", tools}});
+  return {{"initialized", state.initialized},
+          {"forms", state.forms},
+          {"urls", state.urls},
+          {"modern", state.modern},
+          {"listens", std::move(listens)}};
 }
 
 ServeState serve_state_of(const json::value& v) {
-  return {proto::bool_field(v, "initialized"), proto::bool_field(v, "forms"), proto::bool_field(v, "urls")};
+  ServeState s{proto::bool_field(v, "initialized"),
+               proto::bool_field(v, "forms"),
+               proto::bool_field(v, "urls"),
+               proto::bool_field(v, "modern"),
+               {}};
+  const json::value* listens = v.is_object() ? v.as_object().if_contains("listens") : nullptr;
+  if (listens && listens->is_array())
+    for (const json::value& l : listens->as_array())
+      if (std::string id = proto::string_field(l, "id"); !id.empty() && s.listens.size() < kMaxListens)
+        s.listens.emplace_back(std::move(id), proto::bool_field(l, "tools"));
+  return s;
 }
 
 std::shared_ptr<McpServe> serve_mcp(boost::asio::io_context& io, std::unique_ptr<Transport> client,

@@ -7,9 +7,10 @@
 // the daemon's own tools/call in a session of this folder, so the daemon's rules decide: a call
 // they would ask about is asked of the client's user by elicitation when the client offers it (a
 // 2026-07-28 client in its call's result, input_required), else declined with the `oppx
-// permissions allow` line. Progress, cancellation and the server's
-// own questions pass both ways; notifications/tools/list_changed follows the daemon's
-// mcp/changed. One daemon connection per client, opened again after the daemon went away.
+// permissions allow` line. Progress, cancellation and a connector's own questions pass both ways
+// (a 2026-07-28 client is asked oppx's permission question only: a connector's own is declined);
+// notifications/tools/list_changed follows the daemon's mcp/changed. One daemon connection per
+// client, opened again after the daemon went away.
 #pragma once
 
 #include "common/transport.h"
@@ -22,6 +23,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace boost::asio {
 class io_context;
@@ -30,11 +33,15 @@ class io_context;
 namespace oppx {
 
 // What a server learned from its client that a server taking over the same client must know: it
-// initialized, and which questions it can be asked (MCP elicitation's form and url modes).
+// initialized, which questions it can be asked (MCP elicitation's form and url modes), and, for a
+// client of MCP 2026-07-28, the list-change streams it opened (subscriptions/listen: each
+// request's id as JSON text, and whether it asked for tool list changes), which stay open.
 struct ServeState {
   bool initialized = false;
   bool forms = false;
   bool urls = false;
+  bool modern = false;
+  std::vector<std::pair<std::string, bool>> listens;
   bool operator==(const ServeState&) const = default;
 };
 boost::json::object to_json(const ServeState& state);

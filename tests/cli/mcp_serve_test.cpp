@@ -116,6 +116,10 @@ TEST_P(McpServe, TheSdkClientListsAndCallsTheWarmConnectorsToolsWithProgress) {
   EXPECT_NE(std::string(steps["unknown"].at("error").as_string()).find("Unknown tool: nobody__nothing"),
             std::string::npos)
       << raw;
+  // Every request was answered or withdrawn by its client (a closed list-change stream is not
+  // answered), none dropped.
+  std::string log = home.read_log();
+  EXPECT_EQ(log.find("dropped without a reply"), std::string::npos) << log;
 }
 
 TEST_P(McpServe, ACancelFromTheClientEndsTheCallAndTheConnectionGoesOn) {
@@ -221,6 +225,19 @@ TEST_F(McpServeStdio, TheDaemonServesTheHandedOverClientAndTheCommandStaysAsItsL
   // Killed while its client kept the pipes open: the daemon ended the session and let them go.
   EXPECT_EQ(steps["kill"].at("ended_before"), json::value(false)) << raw;
   EXPECT_EQ(steps["kill"].at("ended"), json::value(true)) << raw << log;
+}
+
+// A 2026-07-28 client hears of changes on the stream it opened (subscriptions/listen): the
+// daemon that takes it over after a restart goes on naming that stream.
+TEST_F(McpServeModernClient, AfterADaemonRestartItsListChangeStreamGoesOn) {
+  std::string add = std::string(OPPX_BIN) + " mcp add second -- node " + kEverything + " stdio";
+  std::string raw;
+  auto steps =
+      test::peer(Over::kModern, home,
+                 {"--scenario", "restart", "--add", std::string(OPPX_BIN) + " daemon restart", "--then", add}, &raw);
+  ASSERT_TRUE(steps.count("relisted")) << raw << home.read_log();
+  EXPECT_EQ(result_text(steps["restart"].at("after")), "Echo: after") << raw;
+  EXPECT_TRUE(has_name(steps["relisted"], "second__echo")) << raw;
 }
 
 TEST_F(McpServeStdio, AfterADaemonRestartTheNewDaemonTakesTheIdleClientTellsItTheListChangedAndServesItsCalls) {

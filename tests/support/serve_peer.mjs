@@ -10,6 +10,7 @@
 //                              [--modern] (--unix PATH [--cwd FOLDER] | -- command [args...])
 // Scenarios:
 //   basic      tools/list, then echo, get-sum (structured) and a long operation with progress
+//              (--modern: first opens and closes a second list-change stream)
 //   cancel     a long operation cancelled after its first progress notification, then echo and
 //              the connector's requests_waiting (by running $OPPX_BIN mcp list --json)
 //   changed    lists, runs the --add command (which adds a connector), waits for
@@ -18,7 +19,8 @@
 //              handler answers (none: the client does not offer elicitation)
 //   restart    echo, then the --add command (which restarts the daemon), then the
 //              notifications/tools/list_changed that the new daemon's server sends to this idle
-//              client, then echo again
+//              client, then echo again; with --then CMD, that command (which adds a connector) and
+//              the list_changed that announces it, and the list after it
 //   stopped    a long operation; at its first progress notification, the --add command (which
 //              stops the daemon); the call's answer (within 20 s)
 //   env        calls lazyenv__get-env (a connector started by this call) and prints its result
@@ -35,7 +37,16 @@ import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
 
 const argv = process.argv.slice(2);
-const opts = { npmDir: "build/npm", scenario: "basic", answer: "none", add: "", unix: "", cwd: "", modern: false };
+const opts = {
+  npmDir: "build/npm",
+  scenario: "basic",
+  answer: "none",
+  add: "",
+  then: "",
+  unix: "",
+  cwd: "",
+  modern: false,
+};
 let command = [];
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === "--") {
@@ -46,6 +57,7 @@ for (let i = 0; i < argv.length; i++) {
   else if (argv[i] === "--scenario") opts.scenario = argv[++i];
   else if (argv[i] === "--answer") opts.answer = argv[++i];
   else if (argv[i] === "--add") opts.add = argv[++i];
+  else if (argv[i] === "--then") opts.then = argv[++i];
   else if (argv[i] === "--unix") opts.unix = argv[++i];
   else if (argv[i] === "--cwd") opts.cwd = argv[++i];
   else if (argv[i] === "--modern") opts.modern = true;
@@ -139,6 +151,9 @@ const names = async () => (await client.listTools()).tools.map((t) => t.name);
 
 try {
   if (opts.scenario === "basic") {
+    // A second list-change stream, opened and closed again (notifications/cancelled).
+    if (opts.modern && client.getNegotiatedProtocolVersion() === "2026-07-28")
+      await (await client.listen({ toolsListChanged: true })).close();
     const listed = await client.listTools();
     say({ step: "list", names: listed.tools.map((t) => t.name), echo: listed.tools.find((t) => t.name === "everything__echo") });
     const echo = await callTool({ name: "everything__echo", arguments: { message: "through oppx" } });
@@ -212,6 +227,20 @@ try {
     await within(20000, "notifications/tools/list_changed", announced);
     const after = await callTool({ name: "everything__echo", arguments: { message: "after" } });
     say({ step: "restart", before, after, changes });
+    if (opts.then) {
+      const again = new Promise((yes) => {
+        changed = yes;
+      });
+      execFileSync("/bin/sh", ["-c", opts.then], { stdio: ["ignore", "ignore", "inherit"] });
+      await within(20000, "notifications/tools/list_changed after the restart", again);
+      let now = await names();
+      const deadline = Date.now() + 20000;
+      while (!now.some((n) => n.startsWith("second__")) && Date.now() < deadline) {
+        await within(20000, "another list_changed", new Promise((yes) => (changed = yes)));
+        now = await names();
+      }
+      say({ step: "relisted", names: now, changes });
+    }
   } else if (opts.scenario === "stopped") {
     let stopped = false;
     const result = await within(

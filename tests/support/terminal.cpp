@@ -46,16 +46,16 @@ std::string Terminal::title() { return tmux({"display-message", "-p", "-t", name
 
 std::string Terminal::buffers() { return tmux({"list-buffers"}).out; }
 
+int Terminal::count(const std::string& text) {
+  std::string s = screen();
+  int seen = 0;
+  for (auto at = s.find(text); at != std::string::npos; at = s.find(text, at + 1)) ++seen;
+  return seen;
+}
+
 bool Terminal::wait_for(const std::string& text, int nth, std::chrono::milliseconds timeout) {
   return when_file_changes(
-      output_,
-      [&] {
-        std::string s = screen();
-        int seen = 0;
-        for (auto at = s.find(text); at != std::string::npos; at = s.find(text, at + 1)) ++seen;
-        return seen >= nth;
-      },
-      timeout);
+      output_, [&] { return count(text) >= nth; }, timeout);
 }
 
 Result Terminal::tmux(std::vector<std::string> args) {

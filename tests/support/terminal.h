@@ -26,6 +26,7 @@ class Terminal {
   std::string screen();                          // with 500 lines of history
   std::string title();                           // the pane's title, which OSC 0 and 2 set
   std::string buffers();                         // tmux's paste buffers, which OSC 52 sets
+  int count(const std::string& text);            // how many times the screen shows `text`
   // Waits until the screen shows `text` (the n-th time, counting from 1).
   bool wait_for(const std::string& text, int nth = 1, std::chrono::milliseconds timeout = std::chrono::seconds(15));
 
