@@ -307,14 +307,15 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   void on_client_request(proto::Request r, Reply reply) {
     if (r.method == "initialize") return initialize(r.params, std::move(reply));
     if (r.method == "server/discover") return discover(std::move(reply));
-    if (r.method == "ping") return reply.ok(serve::complete(json::object{}, is_modern(r.params)));
+    if (r.method == "ping") return reply.ok(serve::complete(json::object{}, serve::is_modern(r.params)));
     if (r.method == "subscriptions/listen") return listen(std::move(r), std::move(reply));
     if (r.method == "tools/list") {
       remember_modern_capabilities(r.params);
-      return with_listing([this, modern = is_modern(r.params), reply = std::make_shared<Reply>(std::move(reply))] {
-        if (!names_) return reply->fail(daemon_down_error());
-        reply->ok(serve::fresh_now(json::object{{"tools", listing_}}, modern));
-      });
+      return with_listing(
+          [this, modern = serve::is_modern(r.params), reply = std::make_shared<Reply>(std::move(reply))] {
+            if (!names_) return reply->fail(daemon_down_error());
+            reply->ok(serve::fresh_now(json::object{{"tools", listing_}}, modern));
+          });
     }
     if (r.method == "tools/call") {
       remember_modern_capabilities(r.params);
@@ -387,41 +388,14 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
   // A 2026-07-28 client says what it can do in each request's _meta; it is asked through its
   // results (modern_shows_forms), never by a request from the server.
   void remember_modern_capabilities(const json::value& params) {
-    if (!modern_capabilities(params)) return;
+    if (!serve::modern_capabilities(params)) return;
     modern_ = true;
     take_capabilities(json::object{});
   }
 
-  static const json::value* meta_field(const json::value& params, std::string_view key) {
-    const json::object* o = params.if_object();
-    const json::value* meta = o ? o->if_contains("_meta") : nullptr;
-    return meta && meta->is_object() ? meta->as_object().if_contains(key) : nullptr;
-  }
-  static const json::value* modern_capabilities(const json::value& params) {
-    return meta_field(params, proto::mcp::kMetaCapabilities);
-  }
-  static json::value progress_token_of(const json::value& params) {
-    const json::value* token = meta_field(params, "progressToken");
-    return token && !token->is_null() ? *token : json::value(nullptr);
-  }
-  // A request of MCP 2026-07-28, whose results must say that they are complete (resultType).
-  static bool is_modern(const json::value& params) {
-    return meta_field(params, proto::mcp::kMetaVersion) || modern_capabilities(params);
-  }
-  static bool modern_shows_forms(const json::value& params) {
-    const json::value* caps = modern_capabilities(params);
-    return caps && shows(*caps, "form");
-  }
-
-  // An empty elicitation object is the form mode alone (2025-06-18's meaning).
-  static bool shows(const json::value& caps, std::string_view mode) {
-    const json::value* e = caps.is_object() ? caps.as_object().if_contains("elicitation") : nullptr;
-    return e && e->is_object() && (e->as_object().contains(mode) || (mode == "form" && e->as_object().empty()));
-  }
-
   void take_capabilities(const json::value& caps) {
-    asks_forms_ = shows(caps, "form");
-    asks_urls_ = shows(caps, "url");
+    asks_forms_ = serve::shows(caps, "form");
+    asks_urls_ = serve::shows(caps, "url");
     note_state();
   }
 
@@ -577,7 +551,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     const json::object& params = r.params.as_object();
     if (const json::value* a = params.if_contains("arguments"); a && !a->is_null()) p["arguments"] = *a;
     auto call = std::make_shared<Call>();
-    call->client_token = progress_token_of(r.params);
+    call->client_token = serve::progress_token_of(r.params);
     if (!call->client_token.is_null()) {
       call->progress = fmt::format("p{}", ++progress_ids_);
       p["progress_token"] = call->progress;
@@ -588,8 +562,8 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
     call->connector = tool.connector;
     call->tool = tool.tool;
     call->arguments = p.contains("arguments") ? p["arguments"] : json::value(json::object{});
-    call->modern = is_modern(r.params);
-    call->asks_in_results = modern_shows_forms(r.params);
+    call->modern = serve::is_modern(r.params);
+    call->asks_in_results = serve::modern_shows_forms(r.params);
     if (cancelled_.erase(call->key))
       return reply->fail(proto::RpcError::make(proto::ErrorCode::kCancelled, proto::kind::kCancelled,
                                                "the client cancelled the call before it was sent"));
@@ -706,7 +680,7 @@ class McpServe : public std::enable_shared_from_this<McpServe> {
           "this answer is for " + call->served + " with the arguments it was asked about, not " +
               proto::string_field(r.params, "name").substr(0, 100) + " with these; oppx took it as no"));
     }
-    call->client_token = progress_token_of(r.params);
+    call->client_token = serve::progress_token_of(r.params);
     call->key = proto::id_key(r.id);
     call->reply = std::make_shared<Reply>(std::move(reply));
     in_flight_[call->key] = call->daemon_id;

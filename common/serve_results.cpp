@@ -19,7 +19,36 @@ namespace {
 // How much of a call's arguments the permission question shows.
 constexpr std::size_t kShownArguments = 2000;
 
+const json::value* meta_field(const json::value& params, std::string_view key) {
+  const json::object* o = params.if_object();
+  const json::value* meta = o ? o->if_contains("_meta") : nullptr;
+  return meta && meta->is_object() ? meta->as_object().if_contains(key) : nullptr;
+}
+
 }  // namespace
+
+bool is_modern(const json::value& params) {
+  return meta_field(params, proto::mcp::kMetaVersion) || modern_capabilities(params);
+}
+
+const json::value* modern_capabilities(const json::value& params) {
+  return meta_field(params, proto::mcp::kMetaCapabilities);
+}
+
+bool modern_shows_forms(const json::value& params) {
+  const json::value* caps = modern_capabilities(params);
+  return caps && shows(*caps, "form");
+}
+
+bool shows(const json::value& caps, std::string_view mode) {
+  const json::value* e = caps.is_object() ? caps.as_object().if_contains("elicitation") : nullptr;
+  return e && e->is_object() && (e->as_object().contains(mode) || (mode == "form" && e->as_object().empty()));
+}
+
+json::value progress_token_of(const json::value& params) {
+  const json::value* token = meta_field(params, "progressToken");
+  return token && !token->is_null() ? *token : json::value(nullptr);
+}
 
 json::object text_result(std::string text, bool is_error) {
   return {{"content", json::array{json::object{{"type", "text"}, {"text", std::move(text)}}}}, {"isError", is_error}};

@@ -1,7 +1,7 @@
-// What `oppx mcp serve` answers its MCP client, in MCP's shapes: a tool's result made from the
-// daemon's, the permission question as an elicitation form and its answer read back, and what a
-// result or notification of MCP 2026-07-28 must carry besides (resultType, the server's name,
-// freshness, the stream it belongs to). common/mcp_serve.cpp decides when each is sent.
+// What `oppx mcp serve` reads in its MCP client's requests and answers it, in MCP's shapes: a tool's result made from
+// the daemon's, the permission question as an elicitation form and its answer read back, and what a result or
+// notification of MCP 2026-07-28 must carry besides (resultType, the server's name, freshness, the stream it belongs
+// to). common/mcp_serve.cpp decides when each is sent.
 #pragma once
 
 #include "proto/jsonrpc.h"
@@ -9,8 +9,20 @@
 #include <boost/json/fwd.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace oppx::serve {
+
+// What a request says of its client in its _meta. A request of MCP 2026-07-28 names its version
+// or its client's capabilities there (its results must then say that they are complete); those
+// capabilities may show forms, which such a client is shown in a result (input_required). An
+// elicitation capability `shows` a mode when it names it (an empty one: the form mode alone, as
+// 2025-06-18 meant). The progressToken is null when none was asked for.
+bool is_modern(const boost::json::value& params);
+const boost::json::value* modern_capabilities(const boost::json::value& params);
+bool modern_shows_forms(const boost::json::value& params);
+bool shows(const boost::json::value& capabilities, std::string_view mode);
+boost::json::value progress_token_of(const boost::json::value& params);
 
 // A tool's result of one text part.
 boost::json::object text_result(std::string text, bool is_error);
